@@ -1,0 +1,59 @@
+# One-command set-up: every target installs what it needs from the project's own files.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+SAM_VENV := .venv-sam
+STAMP := $(VENV)/.installed
+export TIKTOKEN_CACHE_DIR := $(CURDIR)/.cache/tiktoken
+export HF_HUB_OFFLINE := 1
+export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: help install test lint typecheck unit run lint-template pr bench-relevance clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
+
+$(STAMP): requirements/dev.lock requirements/nodeps.txt pyproject.toml
+	@echo "==> creating $(VENV) with $$($(PYTHON) --version)"
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check pip==26.3 setuptools==80.10.2
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements/dev.lock
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -r requirements/nodeps.txt
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	$(BIN)/python -m knowledge.vocab "$(TIKTOKEN_CACHE_DIR)"
+	@touch $(STAMP)
+
+install: $(STAMP)  ## create the virtualenv from the lock and seed offline assets
+
+lint: install  ## ruff (lint + format check)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: install  ## mypy on the package and the local runtime
+	$(BIN)/mypy layers/knowledge/knowledge local/knowledge_local
+
+test: lint typecheck  ## the whole suite: ruff, mypy, pytest (unit, integration, e2e)
+	$(BIN)/pytest
+
+unit: install  ## unit tests only
+	$(BIN)/pytest tests/unit -q
+
+run: install  ## serve the API on http://127.0.0.1:$${PORT:-3000} on embedded defaults
+	$(BIN)/python -m knowledge_local.runtime
+
+lint-template: install  ## cfn-lint and `sam validate --lint` (SAM CLI in its own virtualenv)
+	$(BIN)/cfn-lint template.yaml
+	@test -x $(SAM_VENV)/bin/sam || ($(PYTHON) -m venv $(SAM_VENV) && $(SAM_VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements/sam.txt)
+	$(SAM_VENV)/bin/sam validate --lint --region us-east-1
+
+pr: test lint-template  ## every gate
+
+bench-relevance: install  ## nDCG@10 / Recall on BEIR SciFact for every search mode (DATA_DIR overrides)
+	$(BIN)/python -m bench.relevance --data-dir "$${DATA_DIR:-../shared/data}/scifact"
+
+clean:  ## remove the virtualenvs and caches
+	rm -rf $(VENV) $(SAM_VENV) .cache .aws-sam .mypy_cache .ruff_cache

@@ -1,0 +1,61 @@
+"""Prefixed ULIDs (``kb_``, ``ki_``, ``kr_``): 26 Crockford base32 characters, sortable by creation time.
+
+ULID spec: 48-bit millisecond timestamp then 80 random bits (https://github.com/ulid/spec).
+Within one process, ids from the same millisecond stay increasing (the random part is bumped).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+
+_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_lock = threading.Lock()
+_last = (0, 0)
+
+KB_PREFIX = "kb_"
+ITEM_PREFIX = "ki_"
+REVISION_PREFIX = "kr_"
+
+_ID_RE = re.compile(r"^(kb|ki|kr)_[0-9A-HJKMNP-TV-Z]{26}$")
+
+
+def _encode(value: int) -> str:
+    chars = []
+    for _ in range(26):
+        value, rem = divmod(value, 32)
+        chars.append(_ALPHABET[rem])
+    return "".join(reversed(chars))
+
+
+def new_ulid() -> str:
+    """A monotonic ULID string of 26 characters."""
+    global _last
+    with _lock:
+        millis = time.time_ns() // 1_000_000
+        last_millis, last_rand = _last
+        if millis <= last_millis:
+            millis, rand = last_millis, last_rand + 1
+        else:
+            rand = int.from_bytes(os.urandom(10), "big")
+        _last = (millis, rand)
+    return _encode((millis << 80) | (rand & ((1 << 80) - 1)))
+
+
+def new_base_id() -> str:
+    return KB_PREFIX + new_ulid()
+
+
+def new_item_id() -> str:
+    return ITEM_PREFIX + new_ulid()
+
+
+def new_revision_id() -> str:
+    return REVISION_PREFIX + new_ulid()
+
+
+def is_well_formed(identifier: str, prefix: str) -> bool:
+    """True when ``identifier`` is ``prefix`` followed by a ULID; guessed junk is rejected cheaply."""
+    return identifier.startswith(prefix) and _ID_RE.match(identifier) is not None

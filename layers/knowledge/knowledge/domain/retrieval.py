@@ -1,0 +1,99 @@
+"""Value types of retrieval shared by the chunker, the index adapters, fusion and the search service."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from knowledge.domain.visibility import VisibilityFilter
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SearchMode(StrEnum):
+    """Scoring modes of the tool (DESIGN §4)."""
+
+    HYBRID = "hybrid"
+    LEXICAL = "lexical"
+    SEMANTIC = "semantic"
+    RRF = "rrf"
+
+
+class Leg(StrEnum):
+    LEXICAL = "lexical"
+    SEMANTIC = "semantic"
+
+
+class Chunk(_Frozen):
+    """A span of a revision: ``text == content[start:end]`` (code points), ``ordinal`` counts from 0."""
+
+    ordinal: int = Field(ge=0)
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+    text: str
+
+
+class IndexedChunk(_Frozen):
+    """A chunk with its embedding (L2-normalized, ``dimension`` floats)."""
+
+    ordinal: int = Field(ge=0)
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+    text: str
+    vector: list[float]
+
+
+class IndexedItem(_Frozen):
+    """Everything a search index stores for the current revision of one published item.
+
+    ``version`` is the item's version in the store; an index never lets a lower version replace a
+    higher one (external versioning), so late or replayed events cannot regress it.
+    """
+
+    tenant_id: str
+    knowledge_base_id: str
+    knowledge_item_id: str
+    knowledge_revision_id: str
+    version: int = Field(ge=1)
+    owner_id: str
+    team_id: str | None = None
+    scope: str
+    title: str
+    chunks: list[IndexedChunk]
+
+
+class IndexQuery(_Frozen):
+    """One search over both legs. ``k`` is the number of chunk candidates each leg returns.
+
+    ``vector`` is the query embedding (required for the semantic leg); ``legs`` names the legs to run.
+    """
+
+    text: str
+    vector: list[float] | None = None
+    visibility: VisibilityFilter
+    k: int = Field(ge=1)
+    legs: frozenset[Leg] = frozenset({Leg.LEXICAL, Leg.SEMANTIC})
+
+
+class ChunkHit(_Frozen):
+    """A chunk returned by one leg. ``score`` is the leg's raw score: BM25 for lexical, cosine
+    similarity in [-1, 1] for semantic (OpenSearch's ``cosinesimil`` space scores are converted back)."""
+
+    knowledge_base_id: str
+    knowledge_item_id: str
+    knowledge_revision_id: str
+    ordinal: int
+    start: int
+    end: int
+    text: str
+    score: float
+
+
+class LegHits(_Frozen):
+    """Each leg's hits, best first; a leg that was not run is an empty list."""
+
+    lexical: list[ChunkHit] = []
+    semantic: list[ChunkHit] = []

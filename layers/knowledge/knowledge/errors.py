@@ -1,0 +1,95 @@
+"""Domain errors. Each carries the public error code of DESIGN §5; HTTP statuses live in ``api.errors``.
+
+Messages are safe to show to callers: no stack traces, internal names or other tenants' data.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class KnowledgeError(Exception):
+    """Base of every error the service reports to callers as ``{"type":"error","error":{...}}``."""
+
+    code: ClassVar[str] = "internal_error"
+    retryable: ClassVar[bool] = False
+
+    def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details: dict[str, Any] = details or {}
+
+
+class RequestValidationError(KnowledgeError):
+    """A value is malformed: wrong type, NaN, too long, unknown field shape."""
+
+    code = "validation_error"
+
+
+class InvalidRequestError(KnowledgeError):
+    """The request shape is contradictory or a bound is exceeded (query mixed with ids, offsets)."""
+
+    code = "knowledge_invalid_request"
+
+
+class QueryRequiredError(KnowledgeError):
+    """Neither a query nor an addressed item was supplied."""
+
+    code = "knowledge_query_required"
+
+
+class ItemRequiredError(KnowledgeError):
+    """A revision id was supplied without the item id it belongs to."""
+
+    code = "knowledge_item_required"
+
+
+class AuthenticationRequiredError(KnowledgeError):
+    """No, bad, expired or revoked bearer token."""
+
+    code = "authentication_required"
+
+
+class InsufficientScopeError(KnowledgeError):
+    """The principal lacks the scope the operation needs (``details.required_scope``)."""
+
+    code = "insufficient_scope"
+
+
+class ResourceUnavailableError(KnowledgeError):
+    """Absent, unauthorized, inactive or unpublished; one answer for all so existence never leaks."""
+
+    code = "knowledge_resource_unavailable"
+
+    def __init__(self, message: str = "The requested knowledge resource is unavailable.") -> None:
+        super().__init__(message)
+
+
+class ConflictError(KnowledgeError):
+    """A conditional write lost a race; ``details.current_version`` is the version that won."""
+
+    code = "knowledge_conflict"
+
+    def __init__(self, message: str, current_version: int | None) -> None:
+        super().__init__(message, {"current_version": current_version})
+        self.current_version = current_version
+
+
+class RuntimeDisabledError(KnowledgeError):
+    """The runtime switch is off; answered in a ``knowledge_unavailable`` envelope."""
+
+    code = "knowledge_runtime_disabled"
+    retryable = True
+
+
+class DependencyUnavailableError(KnowledgeError):
+    """DynamoDB, the search index or the embedding model is down or throttled."""
+
+    code = "dependency_unavailable"
+    retryable = True
+
+
+class IndexConfigurationError(KnowledgeError):
+    """The search index was built with another embedding model or dimension than the one configured."""
+
+    code = "dependency_unavailable"

@@ -1,0 +1,68 @@
+"""Process settings: the one place that reads the environment.
+
+Every setting is an environment variable of the same name in upper case (``TABLE_NAME``,
+``SEARCH_BACKEND``, ...). Lambda functions get them from ``template.yaml``; the local runtime sets
+them before it builds anything. ``get_settings()`` is cached; tests call ``get_settings.cache_clear()``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Validated configuration. Invalid values fail at start-up with a pydantic ``ValidationError``."""
+
+    model_config = SettingsConfigDict(extra="ignore", frozen=True)
+
+    # DynamoDB: the single table of bases, items, revisions, pages, tokens and idempotency records.
+    table_name: str = "knowledge"
+    aws_region: str = Field(default="us-east-1", validation_alias="AWS_REGION")
+    aws_endpoint_url: str | None = None
+    """Set only off AWS (moto server); boto3 reads ``AWS_ENDPOINT_URL`` itself as well."""
+
+    page_size_chars: int = Field(default=50_000, ge=1_000, le=90_000)
+    """Characters (code points) per stored page; at 4 UTF-8 bytes each, under the 400 KB item limit."""
+    max_content_chars: int = Field(default=4_000_000, ge=1)
+
+    # Search index.
+    search_backend: Literal["embedded", "opensearch"] = "embedded"
+    opensearch_url: str | None = None
+    opensearch_index: str = "knowledge-chunks"
+    opensearch_auth: Literal["sigv4", "none"] = "none"
+    opensearch_service: Literal["es", "aoss"] = "es"
+
+    # Embeddings.
+    embedder: Literal["local", "bedrock"] = "local"
+    bedrock_model_id: str = "amazon.titan-embed-text-v2:0"
+    embedding_dimension: int = Field(default=384, ge=1)
+    embedding_cache_path: Path | None = None
+    """Optional SQLite file that keeps embeddings across processes (benchmarks, local runs)."""
+
+    # Chunking.
+    chunk_tokens: int = Field(default=200, ge=16)
+    chunk_overlap_tokens: int = Field(default=32, ge=0)
+    tiktoken_cache_dir: Path | None = None
+    """Where the offline tiktoken vocabularies live; tiktoken itself reads ``TIKTOKEN_CACHE_DIR``."""
+
+    # Runtime switch (DESIGN §5): an SSM parameter on AWS, this variable as fallback and locally.
+    knowledge_runtime_enabled: bool = True
+    runtime_switch_parameter: str | None = None
+    runtime_switch_max_age_seconds: int = Field(default=15, ge=0)
+
+    # Queues.
+    ingest_queue_url: str | None = None
+
+    # Idempotency of write routes (Powertools idempotency on the table).
+    idempotency_ttl_seconds: int = Field(default=3600, ge=60)
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """Return the process settings, read once from the environment."""
+    return Settings()

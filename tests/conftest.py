@@ -1,0 +1,63 @@
+"""Shared fixtures. Tests never touch real AWS: fake credentials, moto, a fixed region."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from knowledge.settings import get_settings
+from tests.support.template import ROOT, create_table_kwargs
+
+os.environ.update(
+    {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_REGION": "us-east-1",
+        "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
+        "POWERTOOLS_SERVICE_NAME": "knowledge-tests",
+        "POWERTOOLS_METRICS_NAMESPACE": "KnowledgeTests",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "POWERTOOLS_DEV": "false",
+        "HF_HUB_OFFLINE": "1",
+    }
+)
+os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(ROOT / ".cache" / "tiktoken"))
+for _name in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "SEARCH_BACKEND", "OPENSEARCH_URL_FOR_APP", "TABLE_NAME"):
+    os.environ.pop(_name, None)
+
+TABLE_NAME = "knowledge-test"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_settings() -> Iterator[None]:
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
+
+
+@pytest.fixture
+def aws() -> Iterator[None]:
+    """moto in-process for every AWS service."""
+    with mock_aws():
+        yield
+
+
+@pytest.fixture
+def table(aws: None) -> Any:
+    """The knowledge table, created from ``template.yaml``'s ``KnowledgeTable`` properties."""
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    client.create_table(**create_table_kwargs("KnowledgeTable", TABLE_NAME))
+    return boto3.resource("dynamodb", region_name="us-east-1").Table(TABLE_NAME)
+
+
+@pytest.fixture
+def data_dir() -> Path:
+    return ROOT / "tests" / "fixtures"
