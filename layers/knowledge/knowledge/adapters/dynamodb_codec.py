@@ -1,0 +1,260 @@
+"""Conversion between domain models and DynamoDB items, the only place that knows the record layout.
+
+A record holds its keys (``PK``/``SK``, and ``GSI1PK``/``GSI1SK`` where listed), an ``entity``
+discriminator, and one attribute per model field under the field's own name. ``None`` fields are
+absent; timestamps are ISO-8601 UTC strings (``2026-01-31T12:00:00.000000Z``); sets of strings are
+sorted lists (DynamoDB rejects empty sets); ``Source`` is a map. Tokens add ``expiration`` (epoch
+seconds, the table's TTL attribute). Pages hold ``text``, a slice of the revision's content.
+
+Items travel as low-level attribute values (``{"S": "..."}``), converted with boto3's
+``TypeSerializer`` / ``TypeDeserializer``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+from enum import StrEnum
+from typing import Any, TypeVar
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from pydantic import BaseModel
+
+from knowledge.domain import keys
+from knowledge.domain.models import ItemStatus, KnowledgeBase, KnowledgeItem, Revision, TokenRecord
+
+RawItem = dict[str, Any]
+"""A DynamoDB item in low-level form: attribute name → attribute value (``{"S": ...}``, ``{"N": ...}``)."""
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+
+
+class Entity(StrEnum):
+    """The ``entity`` attribute of every record."""
+
+    BASE = "base"
+    ITEM = "item"
+    REVISION = "revision"
+    PAGE = "page"
+    EXTERNAL_ID = "external_id"
+    TOKEN = "token"
+
+
+def timestamp(moment: datetime) -> str:
+    """An aware datetime as an ISO-8601 UTC string with microseconds; naive datetimes raise ``ValueError``."""
+    if moment.tzinfo is None:
+        raise ValueError("timestamps must be timezone-aware")
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return timestamp(value)
+    if isinstance(value, StrEnum):
+        return value.value
+    if isinstance(value, frozenset | set):
+        return sorted(value)
+    if isinstance(value, BaseModel):
+        return {name: _plain(field) for name, field in value if field is not None}
+    return value
+
+
+def _native(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else value
+    if isinstance(value, list):
+        return [_native(element) for element in value]
+    if isinstance(value, dict):
+        return {name: _native(element) for name, element in value.items()}
+    return value
+
+
+def serialize(values: Mapping[str, Any]) -> RawItem:
+    """Plain Python values → attribute values; ``None`` values are dropped (the attribute is absent)."""
+    return {name: _serializer.serialize(_plain(value)) for name, value in values.items() if value is not None}
+
+
+def deserialize(item: Mapping[str, Any]) -> dict[str, Any]:
+    """Attribute values → plain Python values; integral numbers become ``int``."""
+    return {name: _native(_deserializer.deserialize(value)) for name, value in item.items()}
+
+
+def key(table_key: keys.TableKey) -> RawItem:
+    """The ``PK``/``SK`` attribute values of a table key."""
+    return {"PK": {"S": table_key.pk}, "SK": {"S": table_key.sk}}
+
+
+def _record(entity: Entity, table_key: keys.TableKey, model: BaseModel, **extra: Any) -> RawItem:
+    values: dict[str, Any] = {"PK": table_key.pk, "SK": table_key.sk, "entity": entity.value}
+    values.update({name: field for name, field in model if field is not None})
+    values.update(extra)
+    return serialize(values)
+
+
+def _model(model_type: type[ModelT], item: Mapping[str, Any]) -> ModelT:
+    values = deserialize(item)
+    return model_type.model_validate(
+        {name: values[name] for name in model_type.model_fields if name in values}
+    )
+
+
+def encode_base(base: KnowledgeBase) -> RawItem:
+    index = keys.base_index_key(base.tenant_id, base.knowledge_base_id)
+    return _record(
+        Entity.BASE,
+        keys.base_key(base.tenant_id, base.knowledge_base_id),
+        base,
+        GSI1PK=index.pk,
+        GSI1SK=index.sk,
+    )
+
+
+def decode_base(item: Mapping[str, Any]) -> KnowledgeBase:
+    return _model(KnowledgeBase, item)
+
+
+def encode_item(knowledge_item: KnowledgeItem) -> RawItem:
+    """An item record; archived items carry no GSI1 keys, so base listings skip them."""
+    tenant, base, item_id = (
+        knowledge_item.tenant_id,
+        knowledge_item.knowledge_base_id,
+        knowledge_item.knowledge_item_id,
+    )
+    index = keys.item_index_key(tenant, base, item_id)
+    listed = knowledge_item.status is not ItemStatus.ARCHIVED
+    return _record(
+        Entity.ITEM,
+        keys.item_key(tenant, item_id),
+        knowledge_item,
+        GSI1PK=index.pk if listed else None,
+        GSI1SK=index.sk if listed else None,
+    )
+
+
+def decode_item(item: Mapping[str, Any]) -> KnowledgeItem:
+    return _model(KnowledgeItem, item)
+
+
+def encode_revision(revision: Revision) -> RawItem:
+    return _record(
+        Entity.REVISION,
+        keys.revision_key(revision.tenant_id, revision.knowledge_item_id, revision.knowledge_revision_id),
+        revision,
+    )
+
+
+def decode_revision(item: Mapping[str, Any]) -> Revision:
+    return _model(Revision, item)
+
+
+def encode_page(revision: Revision, number: int, text: str) -> RawItem:
+    """Page ``number`` (from 0): code points ``[number·page_size, (number+1)·page_size)`` of the content."""
+    table_key = keys.page_key(
+        revision.tenant_id, revision.knowledge_item_id, revision.knowledge_revision_id, number
+    )
+    return serialize({"PK": table_key.pk, "SK": table_key.sk, "entity": Entity.PAGE.value, "text": text})
+
+
+def decode_page(item: Mapping[str, Any]) -> tuple[int, str]:
+    """``(page number, text)`` of a page record."""
+    sort_key = item["SK"]["S"]
+    return int(sort_key.rsplit("#", 1)[1]), str(item["text"]["S"])
+
+
+def encode_external_id(
+    tenant_id: str, knowledge_base_id: str, external_id: str, knowledge_item_id: str
+) -> RawItem:
+    table_key = keys.external_id_key(tenant_id, knowledge_base_id, external_id)
+    return serialize(
+        {
+            "PK": table_key.pk,
+            "SK": table_key.sk,
+            "entity": Entity.EXTERNAL_ID.value,
+            "tenant_id": tenant_id,
+            "knowledge_base_id": knowledge_base_id,
+            "knowledge_item_id": knowledge_item_id,
+        }
+    )
+
+
+def decode_external_id(item: Mapping[str, Any]) -> str:
+    """The id of the item that owns an external-id guard."""
+    return str(item["knowledge_item_id"]["S"])
+
+
+def encode_token(record: TokenRecord) -> RawItem:
+    """A token record; ``expiration`` (epoch seconds, rounded up) lets DynamoDB TTL purge it once expired."""
+    expiration = None if record.expires_at is None else math.ceil(record.expires_at.timestamp())
+    return _record(Entity.TOKEN, keys.token_key(record.token_hash), record, expiration=expiration)
+
+
+def decode_token(item: Mapping[str, Any]) -> TokenRecord:
+    return _model(TokenRecord, item)
+
+
+@dataclass(frozen=True)
+class Update:
+    """The parts of an ``UpdateItem`` expression: ``SET #f = :f, ...`` and ``REMOVE #g, ...``."""
+
+    expression: str
+    names: dict[str, str]
+    values: RawItem
+
+
+def update(assign: Mapping[str, Any], remove: Iterable[str] = ()) -> Update:
+    """An update that sets each attribute of ``assign`` (``None`` values are removed) and removes ``remove``.
+
+    Placeholders are ``#{name}`` and ``:{name}``, so condition clauses may share ``#{name}``.
+    """
+    removed = [*(name for name, value in assign.items() if value is None), *remove]
+    assigned = {name: value for name, value in assign.items() if value is not None}
+    clauses = []
+    if assigned:
+        clauses.append("SET " + ", ".join(f"#{name} = :{name}" for name in assigned))
+    if removed:
+        clauses.append("REMOVE " + ", ".join(f"#{name}" for name in removed))
+    return Update(
+        expression=" ".join(clauses),
+        names={f"#{name}": name for name in [*assigned, *removed]},
+        values=serialize({f":{name}": value for name, value in assigned.items()}),
+    )
+
+
+def changes(previous: BaseModel, updated: BaseModel) -> dict[str, Any]:
+    """The fields of ``updated`` that differ from ``previous`` (``None`` where a field was cleared)."""
+    return {
+        name: getattr(updated, name)
+        for name in type(updated).model_fields
+        if getattr(updated, name) != getattr(previous, name)
+    }
+
+
+def entity_of(item: Mapping[str, Any]) -> Entity | None:
+    """The record's ``entity``, or ``None`` for a record this codec does not know."""
+    try:
+        return Entity(item.get("entity", {}).get("S"))
+    except ValueError:
+        return None
+
+
+Record = KnowledgeBase | KnowledgeItem | Revision | TokenRecord
+
+_DECODERS: dict[Entity, Callable[[Mapping[str, Any]], Record]] = {
+    Entity.BASE: decode_base,
+    Entity.ITEM: decode_item,
+    Entity.REVISION: decode_revision,
+    Entity.TOKEN: decode_token,
+}
+
+
+def decode_record(item: Mapping[str, Any]) -> Record | None:
+    """The domain model of any record, e.g. a stream image; ``None`` for pages, guards and unknown records."""
+    entity = entity_of(item)
+    decoder = _DECODERS.get(entity) if entity is not None else None
+    return decoder(item) if decoder is not None else None

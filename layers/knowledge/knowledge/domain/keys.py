@@ -1,0 +1,117 @@
+"""Key builders of the single knowledge table (DESIGN §3); the tenant is part of every tenant-owned key.
+
+| record            | PK                                        | SK                       |
+|-------------------|-------------------------------------------|--------------------------|
+| knowledge base    | ``T#{tenant}#KB#{kb}``                    | ``META``                 |
+| item              | ``T#{tenant}#ITEM#{item}``                | ``META``                 |
+| revision          | ``T#{tenant}#ITEM#{item}``                | ``REV#{rev}``            |
+| page              | ``T#{tenant}#ITEM#{item}``                | ``PAGE#{rev}#{n:06d}``   |
+| external-id guard | ``T#{tenant}#KB#{kb}#EXT#{sha256(ext)}``  | ``META``                 |
+| token             | ``TOKEN#{sha256(token)}``                 | ``META``                 |
+
+GSI1 lists the items of a base (``GSI1PK = T#{tenant}#KB#{kb}``, ``GSI1SK = ITEM#{item}``) and the
+bases of a tenant (``GSI1PK = T#{tenant}#BASES``, ``GSI1SK = KB#{kb}``).
+
+Key components must be non-empty and free of ``#``; otherwise one record's key could spell another
+record's (a base id ending in ``#EXT#...`` would address a guard). Builders raise ``ValueError`` for
+such components, so callers validate identifiers (``ids.is_well_formed``) before building keys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import NamedTuple
+
+META = "META"
+REVISION_PREFIX = "REV#"
+PAGE_PREFIX = "PAGE#"
+ITEM_INDEX_PREFIX = "ITEM#"
+BASE_INDEX_PREFIX = "KB#"
+MAX_PAGE_NUMBER = 999_999
+"""Page numbers are zero-padded to six digits so that they sort as numbers."""
+
+
+class TableKey(NamedTuple):
+    """A primary key (``PK``, ``SK``) of the table, or a (``GSI1PK``, ``GSI1SK``) pair of GSI1."""
+
+    pk: str
+    sk: str
+
+
+def _part(value: str) -> str:
+    if not value or "#" in value:
+        raise ValueError("key components must be non-empty and must not contain '#'")
+    return value
+
+
+def _digest(value: str) -> str:
+    return hashlib.sha256(value.encode("utf-8")).hexdigest()
+
+
+def base_partition(tenant_id: str, knowledge_base_id: str) -> str:
+    """``T#{tenant}#KB#{kb}``: the base's own PK and the GSI1 partition of its items."""
+    return f"T#{_part(tenant_id)}#KB#{_part(knowledge_base_id)}"
+
+
+def item_partition(tenant_id: str, knowledge_item_id: str) -> str:
+    """``T#{tenant}#ITEM#{item}``: the item, its revisions and their pages share this partition."""
+    return f"T#{_part(tenant_id)}#ITEM#{_part(knowledge_item_id)}"
+
+
+def bases_partition(tenant_id: str) -> str:
+    """``T#{tenant}#BASES``: the GSI1 partition listing a tenant's bases."""
+    return f"T#{_part(tenant_id)}#BASES"
+
+
+def base_key(tenant_id: str, knowledge_base_id: str) -> TableKey:
+    return TableKey(base_partition(tenant_id, knowledge_base_id), META)
+
+
+def item_key(tenant_id: str, knowledge_item_id: str) -> TableKey:
+    return TableKey(item_partition(tenant_id, knowledge_item_id), META)
+
+
+def revision_key(tenant_id: str, knowledge_item_id: str, knowledge_revision_id: str) -> TableKey:
+    return TableKey(
+        item_partition(tenant_id, knowledge_item_id), REVISION_PREFIX + _part(knowledge_revision_id)
+    )
+
+
+def page_prefix(knowledge_revision_id: str) -> str:
+    """``PAGE#{rev}#``: the sort-key prefix shared by every page of one revision."""
+    return f"{PAGE_PREFIX}{_part(knowledge_revision_id)}#"
+
+
+def page_sort_key(knowledge_revision_id: str, number: int) -> str:
+    """``PAGE#{rev}#{number:06d}``; ``number`` counts from 0. Raises ``ValueError`` outside 0..999,999."""
+    if not 0 <= number <= MAX_PAGE_NUMBER:
+        raise ValueError(f"page number must be within 0..{MAX_PAGE_NUMBER}")
+    return f"{page_prefix(knowledge_revision_id)}{number:06d}"
+
+
+def page_key(tenant_id: str, knowledge_item_id: str, knowledge_revision_id: str, number: int) -> TableKey:
+    return TableKey(
+        item_partition(tenant_id, knowledge_item_id), page_sort_key(knowledge_revision_id, number)
+    )
+
+
+def external_id_key(tenant_id: str, knowledge_base_id: str, external_id: str) -> TableKey:
+    """The guard making ``external_id`` unique within a base; the id is hashed, so any text works."""
+    return TableKey(f"{base_partition(tenant_id, knowledge_base_id)}#EXT#{_digest(external_id)}", META)
+
+
+def token_key(token_hash: str) -> TableKey:
+    """``TOKEN#{sha256}``: tokens are looked up before the tenant is known, so the key has none."""
+    return TableKey(f"TOKEN#{_part(token_hash)}", META)
+
+
+def item_index_key(tenant_id: str, knowledge_base_id: str, knowledge_item_id: str) -> TableKey:
+    """GSI1 key listing an item under its base."""
+    return TableKey(
+        base_partition(tenant_id, knowledge_base_id), ITEM_INDEX_PREFIX + _part(knowledge_item_id)
+    )
+
+
+def base_index_key(tenant_id: str, knowledge_base_id: str) -> TableKey:
+    """GSI1 key listing a base under its tenant."""
+    return TableKey(bases_partition(tenant_id), BASE_INDEX_PREFIX + _part(knowledge_base_id))
