@@ -1,0 +1,244 @@
+"""Excerpts, references and citations of search results (DESIGN §4, "Results").
+
+An excerpt is a window of a chunk around the densest cluster of distinct query terms, cut on word
+boundaries (between any two characters in scripts written without spaces, such as Chinese and
+Japanese), never inside a grapheme cluster, with no whitespace at either end and no ellipses. Its
+offsets are code points of the revision, so ``content[excerpt.start:excerpt.end] == excerpt.text``
+and ``{offset: start, length: end - start}`` is a locator an addressed read can start from.
+
+Matching is deliberately simple and language-agnostic: case-insensitive; a query word matches words
+of the chunk that start with its stem (``indexing`` matches ``indexes``); words of unspaced scripts
+match by character bigrams; common English stopwords are ignored unless the query has nothing else.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from knowledge.domain.graphemes import is_grapheme_boundary
+
+EXCERPT_MAX_CHARS = 320
+"""The longest excerpt a search result carries (code points)."""
+
+_WORD = re.compile(r"\w+")
+_UNSPACED = "\u0e00-\u0eff\u1000-\u109f\u3040-\u30ff\u3100-\u312f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_SCRIPT_RUN = re.compile(f"[{_UNSPACED}]+|[^{_UNSPACED}]+")
+_UNSPACED_CHARACTER = re.compile(f"[{_UNSPACED}]")
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "es", "ed", "ly", "s")
+_MIN_STEM = 3
+_STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "for",
+        "from",
+        "how",
+        "in",
+        "is",
+        "it",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "this",
+        "to",
+        "was",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "with",
+    ]
+)
+_SNAP_DISTANCE = 40
+"""Code points an excerpt edge may move inwards to reach a word boundary before a plain cut is used."""
+
+
+class Excerpt(BaseModel):
+    """``text == content[start:end]`` of the revision (code points); ``length`` is ``end - start``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    text: str
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+
+    @property
+    def length(self) -> int:
+        return self.end - self.start
+
+
+@dataclass(frozen=True)
+class _Match:
+    start: int
+    end: int
+    term: int
+
+
+def make_excerpt(
+    chunk_text: str, chunk_start: int, query: str, max_chars: int = EXCERPT_MAX_CHARS
+) -> Excerpt:
+    """At most ``max_chars`` code points of ``chunk_text`` around the best match of ``query``.
+
+    ``chunk_start`` is the chunk's offset in its revision; the excerpt's offsets are revision offsets.
+    The whole (stripped) chunk is returned when it fits; with no match, its beginning. Raises
+    ``ValueError`` when ``max_chars < 1``.
+    """
+    if max_chars < 1:
+        raise ValueError("max_chars must be at least 1")
+    if len(chunk_text) <= max_chars:
+        low, high = 0, len(chunk_text)
+    else:
+        low, high = _window(chunk_text, _densest(_matches(chunk_text, query), max_chars), max_chars)
+    low, high = _strip(chunk_text, low, high)
+    return Excerpt(text=chunk_text[low:high], start=chunk_start + low, end=chunk_start + high)
+
+
+def reference(
+    knowledge_base_id: str, knowledge_item_id: str, knowledge_revision_id: str, start: int, end: int
+) -> str:
+    """The stable address of a span: ``knowledge://{kb}/{item}@{revision}#{start}-{end}`` (code points)."""
+    return f"knowledge://{knowledge_base_id}/{knowledge_item_id}@{knowledge_revision_id}#{start}-{end}"
+
+
+def citation(
+    title: str,
+    source_title: str | None,
+    source_uri: str | None,
+    revision_id: str,
+    published_at: datetime | None,
+) -> str:
+    """One readable line: ``"{title}" — {source title or URI}, revision {id}, published {YYYY-MM-DD}``.
+
+    Missing parts are left out; the publication date is taken in UTC.
+    """
+    head = f'"{title.strip()}"' if title.strip() else ""
+    source = (source_title or "").strip() or (source_uri or "").strip()
+    if source:
+        head = f"{head} — {source}" if head else source
+    parts = [head] if head else []
+    parts.append(f"revision {revision_id}")
+    if published_at is not None:
+        moment = published_at.astimezone(UTC) if published_at.tzinfo else published_at
+        parts.append(f"published {moment.date().isoformat()}")
+    return ", ".join(parts)
+
+
+def _terms(query: str) -> tuple[list[str], list[str]]:
+    """``(stems, bigrams)``: stems of spaced words, character bigrams of unspaced runs, deduplicated."""
+    words: list[str] = []
+    bigrams: list[str] = []
+    for word in _WORD.findall(query.casefold()):
+        for run in _SCRIPT_RUN.findall(word):
+            if _UNSPACED_CHARACTER.match(run):
+                bigrams.extend(run[i : i + 2] for i in range(max(1, len(run) - 1)))
+            else:
+                words.append(run)
+    content = [word for word in words if word not in _STOPWORDS]
+    stems = [_stem(word) for word in content or words]
+    return list(dict.fromkeys(stems)), list(dict.fromkeys(bigrams))
+
+
+def _stem(word: str) -> str:
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= _MIN_STEM:
+            return word[: -len(suffix)]
+    return word
+
+
+def _matches(text: str, query: str) -> list[_Match]:
+    """Every occurrence of a query term in ``text``, by start offset."""
+    stems, bigrams = _terms(query)
+    found: list[_Match] = []
+    if stems:
+        for word in _WORD.finditer(text):
+            folded = word.group().casefold()
+            term = next((index for index, stem in enumerate(stems) if folded.startswith(stem)), None)
+            if term is not None:
+                found.append(_Match(word.start(), word.end(), term))
+    for offset, bigram in enumerate(bigrams, start=len(stems)):
+        position = text.find(bigram)
+        while position >= 0:
+            found.append(_Match(position, position + len(bigram), offset))
+            position = text.find(bigram, position + 1)
+    return sorted(found, key=lambda match: (match.start, match.end))
+
+
+def _densest(matches: Sequence[_Match], max_chars: int) -> tuple[int, int] | None:
+    """The span of the window of matches (at most ``max_chars`` long) with the most distinct terms,
+    then the most matches; the earliest wins ties. ``None`` when there is no match."""
+    best: tuple[int, int, int, int] | None = None  # distinct terms, matches, start, end
+    terms: Counter[int] = Counter()
+    first = 0
+    for last, match in enumerate(matches):
+        terms[match.term] += 1
+        while match.end - matches[first].start > max_chars and first < last:
+            terms[matches[first].term] -= 1
+            if not terms[matches[first].term]:
+                del terms[matches[first].term]
+            first += 1
+        if best is None or (len(terms), last - first + 1) > best[:2]:
+            best = (len(terms), last - first + 1, matches[first].start, match.end)
+    return None if best is None else (best[2], min(best[3], best[2] + max_chars))
+
+
+def _window(text: str, cluster: tuple[int, int] | None, max_chars: int) -> tuple[int, int]:
+    """A span of at most ``max_chars`` holding ``cluster`` (a third of the spare room before it),
+    its edges moved inwards to word boundaries."""
+    if cluster is None:
+        lead = len(text) - len(text.lstrip())
+        return lead, _snap_end(text, min(lead + 1, len(text)), min(lead + max_chars, len(text)))
+    first, last = cluster
+    spare = max_chars - (last - first)
+    low = max(0, first - spare // 3)
+    high = min(len(text), low + max_chars)
+    low = max(0, high - max_chars)
+    return _snap_start(text, low, first), _snap_end(text, last, high)
+
+
+def _snap_start(text: str, low: int, floor: int) -> int:
+    """The first word boundary in ``[low, min(floor, low + _SNAP_DISTANCE)]``, else a grapheme boundary."""
+    for position in range(low, min(floor, low + _SNAP_DISTANCE) + 1):
+        if _is_word_boundary(text, position):
+            return position
+    return next(p for p in range(low, floor + 1) if is_grapheme_boundary(text, p) or p == floor)
+
+
+def _snap_end(text: str, ceiling: int, high: int) -> int:
+    """The last word boundary in ``[max(ceiling, high - _SNAP_DISTANCE), high]``, else a grapheme one."""
+    for position in range(high, max(ceiling, high - _SNAP_DISTANCE) - 1, -1):
+        if _is_word_boundary(text, position):
+            return position
+    return next(p for p in range(high, ceiling - 1, -1) if is_grapheme_boundary(text, p) or p == ceiling)
+
+
+def _is_word_boundary(text: str, position: int) -> bool:
+    if position <= 0 or position >= len(text):
+        return True
+    before, after = text[position - 1], text[position]
+    spaced = before.isspace() or after.isspace()
+    unspaced = bool(_UNSPACED_CHARACTER.match(before) or _UNSPACED_CHARACTER.match(after))
+    return (spaced or unspaced) and is_grapheme_boundary(text, position)
+
+
+def _strip(text: str, low: int, high: int) -> tuple[int, int]:
+    while low < high and text[low].isspace():
+        low += 1
+    while high > low and text[high - 1].isspace():
+        high -= 1
+    return low, high

@@ -1,0 +1,165 @@
+"""Fusion of the lexical (BM25) and semantic (kNN) legs into one ranking of items (DESIGN §4).
+
+Every mode first collapses each leg to one hit per item, its best chunk, and ranks the collapsed leg
+from 1. Then:
+
+- ``lexical`` / ``semantic``: that leg alone; ``final`` is its raw score.
+- ``hybrid``: min–max normalization of each collapsed leg over its candidates, and
+  ``final = alpha·lexical + (1 − alpha)·semantic`` with ``alpha`` (the lexical weight) clamped to
+  [0, 1]. An item missing from a leg scores 0 there; a leg whose maximum equals its minimum (a single
+  hit included) normalizes every hit to 1.0; an empty leg contributes 0.
+- ``rrf``: reciprocal rank fusion, ``Σ 1/(k + rank)`` over the legs that returned the item, with
+  k = 60 (Cormack, Clarke & Büttcher, SIGIR 2009).
+
+Results are sorted by ``final`` descending, ties by item id, so equal inputs give equal order. A
+score that is NaN or infinite (an engine fault) is replaced by its leg's minimum finite score (0.0 if
+there is none), so it can never jump to the top or poison the sort.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from knowledge.domain.retrieval import ChunkHit, LegHits, SearchMode
+
+RRF_K = 60
+"""The rank constant of reciprocal rank fusion (Cormack et al. 2009)."""
+
+
+class LegScore(BaseModel):
+    """One leg's view of an item: its best chunk's raw score, the min–max normalized score in [0, 1]
+    over the collapsed leg, and its rank (from 1) in the collapsed leg."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    raw: float
+    normalized: float = Field(ge=0.0, le=1.0)
+    rank: int = Field(ge=1)
+
+
+class FusedHit(BaseModel):
+    """One item after fusion. ``lexical`` / ``semantic`` are set for each leg that returned the item,
+    whatever the mode. ``chunk`` is the chunk to excerpt: the best chunk of the leg contributing more
+    to ``final`` (lexical on a tie); the revision id is that chunk's."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    knowledge_base_id: str
+    knowledge_item_id: str
+    knowledge_revision_id: str
+    final: float
+    lexical: LegScore | None = None
+    semantic: LegScore | None = None
+    chunk: ChunkHit
+
+
+@dataclass(frozen=True)
+class _Ranked:
+    score: LegScore
+    hit: ChunkHit
+
+
+def collapse(hits: Sequence[ChunkHit]) -> list[ChunkHit]:
+    """One hit per item, its best chunk, best first; ties by item id, then chunk ordinal.
+
+    Non-finite scores are first replaced by the minimum finite score of ``hits``.
+    """
+    ordered = sorted(_finite(hits), key=lambda hit: (-hit.score, hit.knowledge_item_id, hit.ordinal))
+    seen: set[str] = set()
+    best: list[ChunkHit] = []
+    for hit in ordered:
+        if hit.knowledge_item_id not in seen:
+            seen.add(hit.knowledge_item_id)
+            best.append(hit)
+    return best
+
+
+def clamp_alpha(alpha: float) -> float:
+    """``alpha`` clamped to [0, 1]. Raises ``ValueError`` for NaN (callers validate it first)."""
+    if math.isnan(alpha):
+        raise ValueError("alpha must be a number")
+    return min(1.0, max(0.0, alpha))
+
+
+def fuse(legs: LegHits, mode: SearchMode, alpha: float) -> list[FusedHit]:
+    """Items ranked by ``mode`` (see the module doc); ``alpha`` matters only for ``hybrid``.
+
+    Returns every item of the legs the mode uses (both for ``hybrid`` and ``rrf``), best first.
+    Raises ``ValueError`` when ``alpha`` is NaN.
+    """
+    weight = clamp_alpha(alpha)
+    lexical = _rank(collapse(legs.lexical))
+    semantic = _rank(collapse(legs.semantic))
+    if mode is SearchMode.LEXICAL:
+        members = list(lexical)
+    elif mode is SearchMode.SEMANTIC:
+        members = list(semantic)
+    else:
+        members = list(dict.fromkeys([*lexical, *semantic]))
+    fused = [_fuse_item(lexical.get(item), semantic.get(item), mode, weight) for item in members]
+    return sorted(fused, key=lambda hit: (-hit.final, hit.knowledge_item_id))
+
+
+def _fuse_item(
+    lexical: _Ranked | None, semantic: _Ranked | None, mode: SearchMode, weight: float
+) -> FusedHit:
+    lexical_part = _contribution(lexical, mode, SearchMode.LEXICAL, weight)
+    semantic_part = _contribution(semantic, mode, SearchMode.SEMANTIC, 1.0 - weight)
+    use_lexical = lexical_part is not None and (semantic_part is None or lexical_part >= semantic_part)
+    source = lexical if use_lexical else semantic
+    assert source is not None  # every member was returned by a leg its mode uses
+    return FusedHit(
+        knowledge_base_id=source.hit.knowledge_base_id,
+        knowledge_item_id=source.hit.knowledge_item_id,
+        knowledge_revision_id=source.hit.knowledge_revision_id,
+        final=(lexical_part or 0.0) + (semantic_part or 0.0),
+        lexical=lexical.score if lexical else None,
+        semantic=semantic.score if semantic else None,
+        chunk=source.hit,
+    )
+
+
+def _contribution(
+    ranked: _Ranked | None, mode: SearchMode, leg_mode: SearchMode, weight: float
+) -> float | None:
+    """What one leg adds to ``final`` in ``mode``; ``None`` when the leg does not count for the item."""
+    if ranked is None or mode not in (leg_mode, SearchMode.HYBRID, SearchMode.RRF):
+        return None
+    if mode is leg_mode:
+        return ranked.score.raw
+    if mode is SearchMode.HYBRID:
+        return weight * ranked.score.normalized
+    return 1.0 / (RRF_K + ranked.score.rank)
+
+
+def _rank(collapsed: Sequence[ChunkHit]) -> Mapping[str, _Ranked]:
+    """Item id → its leg score (raw, min–max normalized, rank from 1) and best chunk."""
+    if not collapsed:
+        return {}
+    high, low = collapsed[0].score, collapsed[-1].score
+    return {
+        hit.knowledge_item_id: _Ranked(
+            LegScore(raw=hit.score, normalized=_min_max(hit.score, low, high), rank=rank), hit
+        )
+        for rank, hit in enumerate(collapsed, start=1)
+    }
+
+
+def _min_max(score: float, low: float, high: float) -> float:
+    if high <= low:
+        return 1.0
+    if not math.isfinite(high - low):  # scores near the float limits: halve them to keep the span finite
+        score, low, high = score / 2, low / 2, high / 2
+    return min(1.0, max(0.0, (score - low) / (high - low)))
+
+
+def _finite(hits: Sequence[ChunkHit]) -> list[ChunkHit]:
+    finite = [hit.score for hit in hits if math.isfinite(hit.score)]
+    if len(finite) == len(hits):
+        return list(hits)
+    floor = min(finite, default=0.0)
+    return [hit if math.isfinite(hit.score) else hit.model_copy(update={"score": floor}) for hit in hits]

@@ -1,0 +1,295 @@
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from knowledge.domain.fusion import RRF_K, FusedHit, clamp_alpha, collapse, fuse
+from knowledge.domain.retrieval import ChunkHit, LegHits, SearchMode
+
+
+def _hit(item: str, score: float, *, ordinal: int = 0, revision: str = "kr_1") -> ChunkHit:
+    return ChunkHit(
+        knowledge_base_id="kb_1",
+        knowledge_item_id=item,
+        knowledge_revision_id=revision,
+        ordinal=ordinal,
+        start=ordinal * 100,
+        end=ordinal * 100 + 50,
+        text=f"{item} chunk {ordinal}",
+        score=score,
+    )
+
+
+def _leg(scores: dict[str, float]) -> list[ChunkHit]:
+    return [_hit(item, score) for item, score in scores.items()]
+
+
+def _finals(hits: list[FusedHit]) -> dict[str, float]:
+    return {hit.knowledge_item_id: hit.final for hit in hits}
+
+
+def _order(hits: list[FusedHit]) -> list[str]:
+    return [hit.knowledge_item_id for hit in hits]
+
+
+def _scores(hit: FusedHit) -> dict[str, tuple[float, float, int] | None]:
+    """Each leg's ``(raw, normalized, rank)`` for ``hit``, ``None`` for a leg that did not return it."""
+    return {
+        leg: (score.raw, score.normalized, score.rank) if score else None
+        for leg, score in (("lexical", hit.lexical), ("semantic", hit.semantic))
+    }
+
+
+def test_collapse_keeps_best_chunk_per_item_best_first() -> None:
+    hits = [_hit("a", 2.0, ordinal=0), _hit("b", 3.0), _hit("a", 5.0, ordinal=4), _hit("b", 1.0, ordinal=2)]
+
+    collapsed = collapse(hits)
+
+    assert [(hit.knowledge_item_id, hit.ordinal, hit.score) for hit in collapsed] == [
+        ("a", 4, 5.0),
+        ("b", 0, 3.0),
+    ]
+
+
+def test_collapse_equal_scores_break_ties_by_item_then_ordinal() -> None:
+    hits = [
+        _hit("b", 1.0, ordinal=1),
+        _hit("a", 1.0, ordinal=3),
+        _hit("b", 1.0, ordinal=0),
+        _hit("a", 1.0, ordinal=2),
+    ]
+
+    collapsed = collapse(hits)
+
+    assert [(hit.knowledge_item_id, hit.ordinal) for hit in collapsed] == [("a", 2), ("b", 0)]
+
+
+def test_fuse_lexical_mode_ranks_that_leg_alone_by_raw_score() -> None:
+    legs = LegHits(lexical=_leg({"a": 2.5, "b": 7.0}), semantic=_leg({"b": 0.2, "c": 0.9}))
+
+    fused = fuse(legs, SearchMode.LEXICAL, 0.5)
+
+    assert _finals(fused) == {"b": 7.0, "a": 2.5}
+    assert _order(fused) == ["b", "a"]
+    assert _scores(fused[0]) == {"lexical": (7.0, 1.0, 1), "semantic": (0.2, 0.0, 2)}
+    assert _scores(fused[1]) == {"lexical": (2.5, 0.0, 2), "semantic": None}
+
+
+def test_fuse_semantic_mode_ranks_that_leg_alone_by_raw_score() -> None:
+    legs = LegHits(lexical=_leg({"a": 2.5, "b": 7.0}), semantic=_leg({"b": 0.2, "c": 0.9}))
+
+    fused = fuse(legs, SearchMode.SEMANTIC, 0.5)
+
+    assert _order(fused) == ["c", "b"]
+    assert _finals(fused) == {"c": 0.9, "b": 0.2}
+    assert _scores(fused[1])["lexical"] == (7.0, 1.0, 1)
+
+
+def test_fuse_hybrid_combines_min_max_normalized_legs() -> None:
+    legs = LegHits(
+        lexical=_leg({"a": 10.0, "b": 5.0, "c": 0.0}),
+        semantic=_leg({"b": 0.9, "d": 0.5, "a": 0.1}),
+    )
+
+    fused = fuse(legs, SearchMode.HYBRID, 0.3)
+
+    normalized_lexical = {"a": 1.0, "b": 0.5, "c": 0.0}
+    normalized_semantic = {"b": 1.0, "d": (0.5 - 0.1) / 0.8, "a": 0.0}
+    expected = {
+        item: 0.3 * normalized_lexical.get(item, 0.0) + 0.7 * normalized_semantic.get(item, 0.0)
+        for item in "abcd"
+    }
+    assert _finals(fused) == pytest.approx(expected)
+    assert _order(fused) == sorted(expected, key=lambda item: -expected[item])
+    by_item = {hit.knowledge_item_id: hit for hit in fused}
+    assert by_item["d"].lexical is None
+    assert by_item["d"].semantic is not None
+    assert by_item["d"].semantic.normalized == pytest.approx(0.5)
+
+
+def test_fuse_hybrid_single_hit_leg_normalizes_to_one() -> None:
+    legs = LegHits(lexical=_leg({"a": 3.2}), semantic=_leg({"b": 0.8, "a": 0.4}))
+
+    fused = fuse(legs, SearchMode.HYBRID, 0.5)
+
+    assert _finals(fused) == pytest.approx({"a": 0.5, "b": 0.5})
+    assert _order(fused) == ["a", "b"]
+
+
+def test_fuse_hybrid_leg_with_equal_scores_normalizes_every_hit_to_one() -> None:
+    legs = LegHits(lexical=_leg({"a": 4.0, "b": 4.0, "c": 4.0}))
+
+    fused = fuse(legs, SearchMode.HYBRID, 0.25)
+
+    assert all(hit.lexical is not None and hit.lexical.normalized == 1.0 for hit in fused)
+    assert _finals(fused) == pytest.approx({"a": 0.25, "b": 0.25, "c": 0.25})
+
+
+def test_fuse_hybrid_empty_leg_contributes_zero() -> None:
+    legs = LegHits(lexical=_leg({"a": 9.0, "b": 3.0, "c": 1.0}), semantic=[])
+
+    fused = fuse(legs, SearchMode.HYBRID, 0.6)
+
+    assert _finals(fused) == pytest.approx({"a": 0.6, "b": 0.6 * 0.25, "c": 0.0})
+    assert all(hit.semantic is None for hit in fused)
+
+
+@pytest.mark.parametrize(("alpha", "clamped"), [(7.0, 1.0), (-3.0, 0.0), (0.4, 0.4)])
+def test_fuse_alpha_outside_unit_interval_is_clamped(alpha: float, clamped: float) -> None:
+    legs = LegHits(lexical=_leg({"a": 9.0, "b": 3.0}), semantic=_leg({"b": 0.9, "c": 0.1}))
+
+    assert fuse(legs, SearchMode.HYBRID, alpha) == fuse(legs, SearchMode.HYBRID, clamped)
+    assert clamp_alpha(alpha) == clamped
+
+
+def test_fuse_nan_alpha_raises_value_error() -> None:
+    with pytest.raises(ValueError, match="alpha"):
+        fuse(LegHits(), SearchMode.HYBRID, math.nan)
+
+
+# Scores on a 0.1 grid: distinct raw scores stay distinct after normalization (no rounding ties).
+_SCORES = st.dictionaries(
+    st.sampled_from([f"ki_{n:02d}" for n in range(12)]),
+    st.integers(min_value=-10, max_value=300).map(lambda tenths: tenths / 10),
+    max_size=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(lexical=_SCORES, semantic=_SCORES)
+def test_fuse_hybrid_alpha_one_and_zero_follow_the_single_legs_order(
+    lexical: dict[str, float], semantic: dict[str, float]
+) -> None:
+    legs = LegHits(lexical=_leg(lexical), semantic=_leg(semantic))
+
+    lexical_only = _order(fuse(legs, SearchMode.LEXICAL, 0.5))
+    semantic_only = _order(fuse(legs, SearchMode.SEMANTIC, 0.5))
+
+    assert [item for item in _order(fuse(legs, SearchMode.HYBRID, 1.0)) if item in lexical] == lexical_only
+    assert [item for item in _order(fuse(legs, SearchMode.HYBRID, 0.0)) if item in semantic] == semantic_only
+
+
+def test_fuse_rrf_sums_reciprocal_ranks_over_returning_legs() -> None:
+    legs = LegHits(
+        lexical=_leg({"a": 12.0, "b": 8.0, "c": 1.0}),
+        semantic=_leg({"c": 0.9, "d": 0.8, "a": 0.7}),
+    )
+
+    fused = fuse(legs, SearchMode.RRF, 0.5)
+
+    assert _finals(fused) == pytest.approx(
+        {
+            "a": 1 / (RRF_K + 1) + 1 / (RRF_K + 3),
+            "b": 1 / (RRF_K + 2),
+            "c": 1 / (RRF_K + 3) + 1 / (RRF_K + 1),
+            "d": 1 / (RRF_K + 2),
+        }
+    )
+    assert RRF_K == 60
+    assert _order(fused) == ["a", "c", "b", "d"]
+
+
+def test_fuse_rrf_reports_every_leg_score_of_an_item() -> None:
+    legs = LegHits(lexical=_leg({"a": 12.0, "b": 8.0}), semantic=_leg({"b": 0.3, "a": 0.7}))
+
+    top = fuse(legs, SearchMode.RRF, 0.5)[0]
+
+    assert top.knowledge_item_id == "a"
+    assert _scores(top) == {"lexical": (12.0, 1.0, 1), "semantic": (0.7, 1.0, 1)}
+
+
+def test_fuse_ranks_count_items_not_chunks() -> None:
+    legs = LegHits(lexical=[_hit("a", 9.0), _hit("a", 8.9, ordinal=1), _hit("b", 8.0)])
+
+    fused = fuse(legs, SearchMode.RRF, 0.5)
+
+    assert [hit.lexical.rank for hit in fused if hit.lexical] == [1, 2]
+    assert fused[0].chunk.ordinal == 0
+
+
+@pytest.mark.parametrize("mode", list(SearchMode))
+def test_fuse_equal_scores_break_ties_by_item_id_whatever_the_input_order(mode: SearchMode) -> None:
+    lexical = _leg({"d": 2.0, "b": 2.0, "a": 2.0, "c": 2.0})
+    semantic = _leg({"c": 0.5, "a": 0.5, "d": 0.5, "b": 0.5})
+    shuffled = random.Random(7)
+
+    results = []
+    for _ in range(5):
+        shuffled.shuffle(lexical)
+        shuffled.shuffle(semantic)
+        results.append(fuse(LegHits(lexical=lexical, semantic=semantic), mode, 0.5))
+
+    assert _order(results[0]) == ["a", "b", "c", "d"]
+    assert all(result == results[0] for result in results)
+
+
+def test_fuse_non_finite_scores_count_as_the_leg_minimum() -> None:
+    legs = LegHits(lexical=_leg({"a": math.nan, "b": 3.0, "c": 1.0, "d": math.inf, "e": -math.inf}))
+
+    lexical = fuse(legs, SearchMode.LEXICAL, 0.5)
+    hybrid = fuse(legs, SearchMode.HYBRID, 1.0)
+
+    assert _order(lexical) == ["b", "a", "c", "d", "e"]
+    assert _finals(lexical) == {"b": 3.0, "a": 1.0, "c": 1.0, "d": 1.0, "e": 1.0}
+    assert _finals(hybrid) == {"b": 1.0, "a": 0.0, "c": 0.0, "d": 0.0, "e": 0.0}
+    assert all(math.isfinite(hit.final) for hit in lexical + hybrid)
+
+
+def test_fuse_leg_of_only_non_finite_scores_scores_zero() -> None:
+    legs = LegHits(semantic=_leg({"a": math.nan, "b": math.inf}))
+
+    assert _finals(fuse(legs, SearchMode.SEMANTIC, 0.5)) == {"a": 0.0, "b": 0.0}
+
+
+def test_fuse_huge_scores_still_normalize_into_unit_interval() -> None:
+    legs = LegHits(lexical=_leg({"a": 1.5e308, "b": 0.0, "c": -1.5e308}))
+
+    fused = fuse(legs, SearchMode.HYBRID, 1.0)
+
+    assert _finals(fused) == pytest.approx({"a": 1.0, "b": 0.5, "c": 0.0})
+
+
+@pytest.mark.parametrize(("alpha", "ordinal"), [(0.9, 0), (0.1, 3), (0.5, 0)])
+def test_fuse_chunk_comes_from_the_leg_contributing_more(alpha: float, ordinal: int) -> None:
+    legs = LegHits(
+        lexical=[_hit("a", 5.0, ordinal=0), _hit("b", 1.0)],
+        semantic=[_hit("a", 0.9, ordinal=3), _hit("b", 0.1)],
+    )
+
+    top = fuse(legs, SearchMode.HYBRID, alpha)[0]
+
+    assert top.knowledge_item_id == "a"
+    assert top.chunk.ordinal == ordinal
+
+
+def test_fuse_rrf_chunk_comes_from_the_better_ranked_leg() -> None:
+    legs = LegHits(
+        lexical=[_hit("b", 9.0), _hit("a", 5.0, ordinal=0)],
+        semantic=[_hit("a", 0.9, ordinal=3), _hit("b", 0.1)],
+    )
+
+    fused = {hit.knowledge_item_id: hit for hit in fuse(legs, SearchMode.RRF, 0.5)}
+
+    assert fused["a"].chunk.ordinal == 3
+    assert fused["b"].chunk.ordinal == 0
+
+
+def test_fuse_lagging_index_keeps_the_revision_of_the_better_contribution() -> None:
+    legs = LegHits(
+        lexical=[_hit("a", 2.0, revision="kr_old"), _hit("b", 9.0)],
+        semantic=[_hit("a", 0.95, revision="kr_new"), _hit("b", 0.2)],
+    )
+
+    fused = {hit.knowledge_item_id: hit for hit in fuse(legs, SearchMode.HYBRID, 0.5)}
+
+    assert fused["a"].knowledge_revision_id == "kr_new"
+    assert fused["a"].chunk.knowledge_revision_id == "kr_new"
+
+
+@pytest.mark.parametrize("mode", list(SearchMode))
+def test_fuse_empty_legs_return_nothing(mode: SearchMode) -> None:
+    assert fuse(LegHits(), mode, 0.5) == []
