@@ -159,6 +159,10 @@ class SearchIndex(Protocol):
         """Replace the item's chunks; ``False`` (nothing written) if the index holds a higher version."""
         ...
 
+    def upsert_many(self, items: Sequence[IndexedItem]) -> list[bool]:
+        """``upsert`` for a batch in one pass (bulk requests, one commit); one result per item, in order."""
+        ...
+
     def remove_item(self, tenant_id: str, knowledge_item_id: str, *, version: int) -> None:
         """Remove the item's chunks and remember ``version``: a later upsert at or below it is ignored."""
         ...

@@ -1,0 +1,456 @@
+"""``EmbeddedIndex``: the ``SearchIndex`` port in process, for local runs and tests (DESIGN §4).
+
+- Lexical leg: BM25 (tantivy, k1 = 1.2, b = 0.75, as Lucene) over ``title`` and ``text``, scored like
+  OpenSearch's ``multi_match`` ``best_fields``: the better of ``title_boost · BM25(title)`` and
+  ``text_boost · BM25(text)`` per chunk. Both fields use an analyzer close to OpenSearch's
+  ``english``: letters and digits, lower case, Lucene's English stop words, Snowball English stems.
+  The query goes through the same analyzer and becomes term queries, so query syntax in user input is
+  never parsed and a query of stop words only matches nothing.
+- Semantic leg: exact cosine similarity over a contiguous float32 matrix of unit vectors (a matrix-
+  vector product), top k by ``np.argpartition``.
+- Visibility: chunks are grouped by ``(tenant, base, scope, team, owner)``; a query evaluates
+  ``VisibilityFilter.admits`` once per group of its tenant and both legs keep only admitted groups
+  *before* ranking (a term-set filter in tantivy, a row mask in numpy), so hidden chunks never take
+  a top-k slot.
+- Versions: the item version (or tombstone version) of every item ever written is kept in memory.
+
+Equal scores are ordered by item id, then ordinal. All methods hold one lock; writes are visible to
+search when they return. Sized for ~10k items / ~20k chunks: indexing in seconds, queries in ms.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import tantivy
+
+from knowledge.domain.retrieval import ChunkHit, IndexedItem, IndexQuery, Leg, LegHits
+from knowledge.domain.visibility import VisibilityFilter
+from knowledge.errors import IndexConfigurationError
+from knowledge.observability import logger
+
+# Lucene's EnglishAnalyzer default stop set, so both adapters ignore the same words.
+LUCENE_ENGLISH_STOP_WORDS = (
+    "a",
+    "an",
+    "and",
+    "are",
+    "as",
+    "at",
+    "be",
+    "but",
+    "by",
+    "for",
+    "if",
+    "in",
+    "into",
+    "is",
+    "it",
+    "no",
+    "not",
+    "of",
+    "on",
+    "or",
+    "such",
+    "that",
+    "the",
+    "their",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "to",
+    "was",
+    "will",
+    "with",
+)
+
+_ANALYZER = "english_stop_stem"
+_FREQ = "freq"  # BM25 needs term frequencies, not positions
+_MAX_TOKEN_CHARS = 40
+
+
+def english_analyzer() -> tantivy.TextAnalyzer:
+    """The analyzer of ``title``, ``text`` and query text (see module docs)."""
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.remove_long(_MAX_TOKEN_CHARS))
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.custom_stopword(list(LUCENE_ENGLISH_STOP_WORDS)))
+        .filter(tantivy.Filter.stemmer("english"))
+        .build()
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Chunk:
+    knowledge_base_id: str
+    knowledge_item_id: str
+    knowledge_revision_id: str
+    ordinal: int
+    start: int
+    end: int
+    text: str
+
+    def hit(self, score: float) -> ChunkHit:
+        return ChunkHit(
+            knowledge_base_id=self.knowledge_base_id,
+            knowledge_item_id=self.knowledge_item_id,
+            knowledge_revision_id=self.knowledge_revision_id,
+            ordinal=self.ordinal,
+            start=self.start,
+            end=self.end,
+            text=self.text,
+            score=score,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Version:
+    version: int
+    removed: bool
+
+    def refuses_upsert(self, version: int) -> bool:
+        return self.version > version or (self.removed and self.version >= version)
+
+    def refuses_removal(self, version: int) -> bool:
+        return self.version > version or (self.removed and self.version == version)
+
+
+_Group = tuple[str, str, str, str | None, str]  # tenant, base, scope, team, owner
+_Key = tuple[str, str]  # tenant, item or base
+
+
+def _sort_key(hit: ChunkHit) -> tuple[float, str, int]:
+    return -hit.score, hit.knowledge_item_id, hit.ordinal
+
+
+def _joined(tenant_id: str, other_id: str) -> str:
+    return f"{tenant_id}\x1f{other_id}"
+
+
+class EmbeddedIndex:
+    """In-process ``SearchIndex``. ``title_boost``/``text_boost`` weigh the BM25 fields (defaults 2 and 1,
+    as the OpenSearch adapter's ``title^2``); the relevance benchmark tunes them."""
+
+    def __init__(self, *, title_boost: float = 2.0, text_boost: float = 1.0) -> None:
+        self._title_boost = title_boost
+        self._text_boost = text_boost
+        self._lock = threading.RLock()
+        self._model_id: str | None = None
+        self._dimension: int | None = None
+
+        self._analyzer = english_analyzer()
+        builder = tantivy.SchemaBuilder()
+        builder.add_text_field("title", tokenizer_name=_ANALYZER, index_option=_FREQ)
+        builder.add_text_field("text", tokenizer_name=_ANALYZER, index_option=_FREQ)
+        builder.add_text_field("item_key", tokenizer_name="raw")
+        builder.add_text_field("base_key", tokenizer_name="raw")
+        builder.add_unsigned_field("group", indexed=True)
+        builder.add_unsigned_field("row", fast=True)
+        self._schema = builder.build()
+        self._index = tantivy.Index(self._schema)
+        self._index.register_tokenizer(_ANALYZER, self._analyzer)
+        self._writer = self._index.writer(heap_size=64_000_000, num_threads=1)
+        self._searcher = self._index.searcher()
+
+        self._versions: dict[_Key, _Version] = {}
+        self._item_rows: dict[_Key, list[int]] = {}
+        self._item_base: dict[_Key, str] = {}
+        self._base_items: dict[_Key, set[str]] = {}
+        self._groups: dict[_Group, int] = {}
+        self._tenant_groups: dict[str, list[tuple[_Group, int]]] = {}
+
+        self._chunks: list[_Chunk | None] = []
+        self._free_rows: list[int] = []
+        self._vectors: npt.NDArray[np.float32] = np.zeros((0, 0), dtype=np.float32)
+        self._row_group: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        self._alive: npt.NDArray[np.bool_] = np.zeros(0, dtype=np.bool_)
+
+    # Configuration
+
+    def ensure_ready(self, *, model_id: str, dimension: int) -> None:
+        """Record the embedding model and dimension on first use; raise ``IndexConfigurationError``
+        when a later call names another model or dimension."""
+        with self._lock:
+            if self._model_id is None:
+                self._model_id, self._dimension = model_id, dimension
+                self._vectors = np.zeros((0, dimension), dtype=np.float32)
+                return
+            if (self._model_id, self._dimension) != (model_id, dimension):
+                raise IndexConfigurationError(
+                    f"The embedded index holds vectors of embedding model {self._model_id!r} with "
+                    f"dimension {self._dimension}, but {model_id!r} with dimension {dimension} is "
+                    "configured.",
+                    {"index_model": self._model_id, "index_dimension": self._dimension},
+                )
+
+    # Writes
+
+    def upsert(self, item: IndexedItem) -> bool:
+        """Replace the item's chunks; False (nothing changes) when a newer version or a tombstone at or
+        above ``item.version`` is held."""
+        return self.upsert_many([item])[0]
+
+    def upsert_many(self, items: Sequence[IndexedItem]) -> list[bool]:
+        """``upsert`` for many items with one tantivy commit. Raises ``ValueError`` (before any change)
+        for a vector of the wrong dimension or a zero vector; ``IndexConfigurationError`` before
+        ``ensure_ready``."""
+        with self._lock:
+            matrices = [self._unit_rows(item) for item in items]
+            results: list[bool] = []
+            for item, matrix in zip(items, matrices, strict=True):
+                key = (item.tenant_id, item.knowledge_item_id)
+                held = self._versions.get(key)
+                if held is not None and held.refuses_upsert(item.version):
+                    logger.info(
+                        "stale index write ignored",
+                        extra={"knowledge_item_id": item.knowledge_item_id, "version": item.version},
+                    )
+                    results.append(False)
+                    continue
+                self._drop(key)
+                self._add(item, matrix)
+                self._versions[key] = _Version(item.version, removed=False)
+                results.append(True)
+            if any(results):
+                self._commit()
+            return results
+
+    def remove_item(self, tenant_id: str, knowledge_item_id: str, *, version: int) -> None:
+        """Remove the item's chunks and keep a tombstone at ``version``; a no-op when a newer version is
+        held."""
+        with self._lock:
+            key = (tenant_id, knowledge_item_id)
+            held = self._versions.get(key)
+            if held is not None and held.refuses_removal(version):
+                logger.info("stale index removal ignored", extra={"knowledge_item_id": knowledge_item_id})
+                return
+            self._versions[key] = _Version(version, removed=True)
+            if self._drop(key):
+                self._commit()
+
+    def remove_base(self, tenant_id: str, knowledge_base_id: str) -> None:
+        """Remove every chunk of the base. Versions stay, so stale writes are still refused and a
+        re-upsert at the same version restores an item."""
+        with self._lock:
+            items = self._base_items.pop((tenant_id, knowledge_base_id), set())
+            dropped = [self._drop((tenant_id, item_id)) for item_id in sorted(items)]
+            if any(dropped):
+                self._commit()
+
+    def refresh(self) -> None:
+        """Writes are searchable when they return; nothing to do."""
+
+    # Reads
+
+    def search(self, query: IndexQuery) -> LegHits:
+        """Up to ``query.k`` visible chunk hits per requested leg, best first.
+
+        Lexical scores are BM25; semantic scores are cosine similarity in [-1, 1]. Raises
+        ``ValueError`` when the semantic leg is requested without a vector or with one of the wrong
+        dimension.
+        """
+        with self._lock:
+            groups = self._admitted_groups(query.visibility)
+            lexical: list[ChunkHit] = []
+            semantic: list[ChunkHit] = []
+            if Leg.SEMANTIC in query.legs:
+                semantic = self._semantic(query.vector, groups, query.k)
+            if Leg.LEXICAL in query.legs:
+                lexical = self._lexical(query.text, groups, query.k)
+            return LegHits(lexical=lexical, semantic=semantic)
+
+    def _admitted_groups(self, visibility: VisibilityFilter) -> list[int]:
+        return [
+            group_id
+            for (tenant_id, base_id, scope, team_id, owner_id), group_id in self._tenant_groups.get(
+                visibility.tenant_id, []
+            )
+            if visibility.admits(
+                tenant_id=tenant_id,
+                knowledge_base_id=base_id,
+                scope=scope,
+                team_id=team_id,
+                owner_id=owner_id,
+            )
+        ]
+
+    def _lexical(self, text: str, groups: list[int], k: int) -> list[ChunkHit]:
+        terms = self._analyzer.analyze(text)
+        if not terms or not groups:
+            return []
+        fields = []
+        for field, boost in (("title", self._title_boost), ("text", self._text_boost)):
+            clauses = [
+                (
+                    tantivy.Occur.Should,
+                    tantivy.Query.term_query(self._schema, field, term, index_option=_FREQ),
+                )
+                for term in terms
+            ]
+            fields.append(tantivy.Query.boost_query(tantivy.Query.boolean_query(clauses), boost))
+        visible = tantivy.Query.term_set_query(self._schema, "group", groups)
+        query = tantivy.Query.boolean_query(
+            [
+                (tantivy.Occur.Must, tantivy.Query.disjunction_max_query(fields, tie_breaker=0.0)),
+                (tantivy.Occur.Must, tantivy.Query.const_score_query(visible, 0.0)),
+            ]
+        )
+        # Widen the window until the k-th score is not tied past its end, so ties resolve by id.
+        limit = k
+        while True:
+            found = self._searcher.search(query, limit, count=False).hits
+            if len(found) < limit or found[-1][0] < found[k - 1][0]:
+                break
+            limit *= 2
+        rows = self._searcher.fast_field_values("row", [address for _, address in found])
+        hits = []
+        for (score, _), row in zip(found, rows, strict=True):
+            chunk = self._chunks[int(row)] if isinstance(row, int) else None
+            if chunk is not None:
+                hits.append(chunk.hit(float(score)))
+        hits.sort(key=_sort_key)
+        return hits[:k]
+
+    def _semantic(self, vector: Sequence[float] | None, groups: list[int], k: int) -> list[ChunkHit]:
+        if vector is None:
+            raise ValueError("the semantic leg needs a query vector")
+        if self._dimension is None:
+            return []
+        query = self._unit(vector)
+        size = len(self._chunks)
+        if not groups or size == 0:
+            return []
+        admitted = np.zeros(len(self._groups), dtype=np.bool_)
+        admitted[groups] = True
+        rows = np.flatnonzero(self._alive[:size] & admitted[self._row_group[:size]])
+        if rows.size == 0:
+            return []
+        scores = self._vectors[rows] @ query
+        if rows.size > k:
+            # Keep every row tied with the k-th best so the id tie-break below decides among them.
+            kth = scores[np.argpartition(-scores, k - 1)[:k]].min()
+            keep = np.flatnonzero(scores >= kth)
+            rows, scores = rows[keep], scores[keep]
+        hits = []
+        for row, score in zip(rows.tolist(), scores.tolist(), strict=True):
+            chunk = self._chunks[row]
+            if chunk is not None:
+                hits.append(chunk.hit(max(-1.0, min(1.0, score))))
+        hits.sort(key=_sort_key)
+        return hits[:k]
+
+    # Storage
+
+    def _unit(self, vector: Sequence[float]) -> npt.NDArray[np.float32]:
+        array = np.asarray(vector, dtype=np.float32)
+        if array.shape != (self._dimension,):
+            raise ValueError(f"vector has {array.size} dimensions; the index expects {self._dimension}")
+        norm = float(np.linalg.norm(array))
+        if norm == 0.0 or not np.isfinite(norm):
+            raise ValueError("a zero or non-finite vector has no cosine similarity")
+        return array / np.float32(norm)
+
+    def _unit_rows(self, item: IndexedItem) -> npt.NDArray[np.float32]:
+        if self._dimension is None:
+            raise IndexConfigurationError("The search index is not configured; call ensure_ready first.")
+        if not item.chunks:
+            return np.zeros((0, self._dimension), dtype=np.float32)
+        return np.stack([self._unit(chunk.vector) for chunk in item.chunks])
+
+    def _group(self, item: IndexedItem) -> int:
+        group: _Group = (item.tenant_id, item.knowledge_base_id, item.scope, item.team_id, item.owner_id)
+        group_id = self._groups.get(group)
+        if group_id is None:
+            group_id = self._groups[group] = len(self._groups)
+            self._tenant_groups.setdefault(item.tenant_id, []).append((group, group_id))
+        return group_id
+
+    def _claim_rows(self, count: int) -> list[int]:
+        reused = [self._free_rows.pop() for _ in range(min(count, len(self._free_rows)))]
+        start = len(self._chunks)
+        fresh = list(range(start, start + count - len(reused)))
+        if fresh:
+            self._chunks.extend([None] * len(fresh))
+            self._grow(len(self._chunks))
+        return reused + fresh
+
+    def _grow(self, size: int) -> None:
+        capacity = self._alive.shape[0]
+        if size <= capacity:
+            return
+        capacity = max(size, 2 * capacity, 1024)
+        vectors = np.zeros((capacity, self._vectors.shape[1]), dtype=np.float32)
+        vectors[: self._vectors.shape[0]] = self._vectors
+        row_group = np.zeros(capacity, dtype=np.int64)
+        row_group[: self._row_group.shape[0]] = self._row_group
+        alive = np.zeros(capacity, dtype=np.bool_)
+        alive[: self._alive.shape[0]] = self._alive
+        self._vectors, self._row_group, self._alive = vectors, row_group, alive
+
+    def _add(self, item: IndexedItem, matrix: npt.NDArray[np.float32]) -> None:
+        key = (item.tenant_id, item.knowledge_item_id)
+        group = self._group(item)
+        rows = self._claim_rows(len(item.chunks))
+        item_key = _joined(*key)
+        base_key = _joined(item.tenant_id, item.knowledge_base_id)
+        for row, chunk, vector in zip(rows, item.chunks, matrix, strict=True):
+            self._chunks[row] = _Chunk(
+                knowledge_base_id=item.knowledge_base_id,
+                knowledge_item_id=item.knowledge_item_id,
+                knowledge_revision_id=item.knowledge_revision_id,
+                ordinal=chunk.ordinal,
+                start=chunk.start,
+                end=chunk.end,
+                text=chunk.text,
+            )
+            self._vectors[row] = vector
+            self._row_group[row] = group
+            self._alive[row] = True
+            document = tantivy.Document()
+            document.add_text("title", item.title)
+            document.add_text("text", chunk.text)
+            document.add_text("item_key", item_key)
+            document.add_text("base_key", base_key)
+            document.add_unsigned("group", group)
+            document.add_unsigned("row", row)
+            self._writer.add_document(document)
+        self._item_rows[key] = rows
+        self._item_base[key] = item.knowledge_base_id
+        self._base_items.setdefault((item.tenant_id, item.knowledge_base_id), set()).add(
+            item.knowledge_item_id
+        )
+
+    def _drop(self, key: _Key) -> bool:
+        """Forget the item's chunks (not its version); True when there was something to drop."""
+        base_id = self._item_base.pop(key, None)
+        if base_id is not None:
+            self._base_items.get((key[0], base_id), set()).discard(key[1])
+        rows = self._item_rows.pop(key, None)
+        if rows is None:
+            return False
+        self._release(rows)
+        self._writer.delete_documents_by_term("item_key", _joined(*key))
+        return True
+
+    def _release(self, rows: Iterable[int]) -> None:
+        for row in rows:
+            self._chunks[row] = None
+            self._alive[row] = False
+            self._free_rows.append(row)
+
+    def _commit(self) -> None:
+        self._writer.commit()
+        self._index.reload()
+        self._searcher = self._index.searcher()
+
+    def __len__(self) -> int:
+        """Number of indexed chunks."""
+        with self._lock:
+            return len(self._chunks) - len(self._free_rows)

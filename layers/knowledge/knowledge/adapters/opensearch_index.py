@@ -1,0 +1,402 @@
+"""``OpenSearchIndex``: the ``SearchIndex`` port on OpenSearch (opensearch-py; SigV4 on AWS).
+
+Document layout, routing and the external-version encoding are described in
+``knowledge.adapters.opensearch_queries``. Writes of one item, in order:
+
+1. its head at external version ``2·v`` (``external_gte``): a 409 means the index already holds a
+   newer state (or a tombstone at ``v`` or above), so nothing else is written and ``upsert`` is False;
+2. its chunks with the same external version, by ``helpers.bulk``;
+3. chunks the new revision no longer contains, by ``delete_by_query`` after a refresh (the query
+   only sees refreshed documents). Only items whose head already existed need this step.
+
+``delete_by_query`` deletes with internal versioning, which leaves a deleted chunk's version one above
+its external version for ``index.gc_deletes`` (60 s). Re-indexing the same item version inside that
+window is refused with a 409 although the head is still ours; those chunks are re-sent without a
+version. A 409 while the head has moved on means a newer write won: ``upsert`` then returns False.
+
+Errors: connection failures, timeouts, 429 and 5xx answers (also per leg of ``_msearch`` and per
+document of a bulk request) raise ``DependencyUnavailableError``; a missing index or a mapping that
+rejects our documents raises ``IndexConfigurationError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from itertools import islice
+from typing import Any, Literal
+
+import boto3
+from opensearchpy import AWSV4SignerAuth, OpenSearch, RequestsHttpConnection, helpers
+from opensearchpy.exceptions import ConflictError as OpenSearchConflictError
+from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
+from opensearchpy.exceptions import RequestError, TransportError
+
+from knowledge.adapters import opensearch_queries as dsl
+from knowledge.domain.retrieval import ChunkHit, IndexedItem, IndexQuery, Leg, LegHits
+from knowledge.errors import DependencyUnavailableError, IndexConfigurationError
+from knowledge.observability import logger
+
+_BULK_TIMEOUT_SECONDS = 60
+_DELETE_GROUP = 200  # items per delete_by_query, well under the 1,024 boolean clause limit
+
+
+def build_opensearch_client(
+    url: str,
+    *,
+    auth: Literal["sigv4", "none"],
+    region: str,
+    service: str = "es",
+    timeout_seconds: float = 10.0,
+    max_retries: int = 2,
+) -> Any:
+    """An ``OpenSearch`` client for ``url`` (``https://…`` on AWS, ``http://127.0.0.1:…`` locally).
+
+    ``auth="sigv4"`` signs every request with the default botocore credential chain (Lambda role,
+    environment, profile) for ``service`` (``es`` for managed domains, ``aoss`` for Serverless);
+    credentials are refreshed by botocore and frozen per request by the signer. Connection errors,
+    timeouts and 502/503/504 are retried ``max_retries`` times by the transport; 429 is left to the
+    caller (``DependencyUnavailableError`` is retryable) and to the bulk helper's backoff.
+    Raises ``IndexConfigurationError`` when SigV4 is requested and no credentials are found.
+    """
+    http_auth: Any = None
+    if auth == "sigv4":
+        credentials = boto3.Session().get_credentials()
+        if credentials is None:
+            raise IndexConfigurationError("No AWS credentials are available to sign search index requests.")
+        http_auth = AWSV4SignerAuth(credentials, region, service)
+    return OpenSearch(
+        hosts=[url],
+        http_auth=http_auth,
+        connection_class=RequestsHttpConnection,
+        verify_certs=True,
+        timeout=timeout_seconds,
+        max_retries=max_retries,
+        retry_on_timeout=True,
+        retry_on_status=(502, 503, 504),
+    )
+
+
+@contextmanager
+def _translated(operation: str) -> Iterator[None]:
+    """Map opensearch-py transport errors to domain errors once, for every call of the adapter."""
+    try:
+        yield
+    except OpenSearchConnectionError as error:
+        logger.warning(
+            "search index unreachable", extra={"operation": operation, "error": type(error).__name__}
+        )
+        raise DependencyUnavailableError("The search index is unavailable.") from error
+    except TransportError as error:
+        status = error.status_code
+        if isinstance(status, int) and (status == 429 or status >= 500):
+            logger.warning("search index failed", extra={"operation": operation, "status": status})
+            raise DependencyUnavailableError("The search index is unavailable.") from error
+        if status == 404 and error.error == "index_not_found_exception":
+            raise IndexConfigurationError(
+                "The search index does not exist; ensure_ready creates it."
+            ) from error
+        raise
+
+
+def _document_error(result: dict[str, Any]) -> Exception:
+    """The domain error for a failed bulk item other than a version conflict."""
+    status = result.get("status")
+    error = result.get("error")
+    kind = error.get("type") if isinstance(error, dict) else error
+    logger.warning("search index rejected a document", extra={"status": status, "error_type": kind})
+    if isinstance(status, int) and (status == 429 or status >= 500):
+        return DependencyUnavailableError("The search index is unavailable.")
+    return IndexConfigurationError("The search index rejected a document; check its mapping.")
+
+
+def _batches(items: Sequence[IndexedItem], size: int) -> Iterator[list[tuple[int, IndexedItem]]]:
+    """``(position, item)`` batches in which each item id appears once, earlier positions first, so
+    bookkeeping by item id holds within a batch and repeated ids are applied in input order."""
+    pending = list(enumerate(items))
+    while pending:
+        batch: list[tuple[int, IndexedItem]] = []
+        seen: set[str] = set()
+        rest: list[tuple[int, IndexedItem]] = []
+        for position, item in pending:
+            if len(batch) < size and item.knowledge_item_id not in seen:
+                seen.add(item.knowledge_item_id)
+                batch.append((position, item))
+            else:
+                rest.append((position, item))
+        yield batch
+        pending = rest
+
+
+def _check_vector(vector: Sequence[float], dimension: int) -> None:
+    if len(vector) != dimension:
+        raise ValueError(f"vector has {len(vector)} dimensions; the index expects {dimension}")
+    if not any(vector):
+        raise ValueError("a zero vector has no cosine similarity")
+
+
+class OpenSearchIndex:
+    """The chunk index of DESIGN §4 on one OpenSearch index (or alias) ``index_name``.
+
+    ``client`` is an ``opensearchpy.OpenSearch`` (see ``build_opensearch_client``). ``refresh=True``
+    makes every write visible to search before it returns (tests, local runs); Lambda leaves it off
+    and relies on the refresh interval. ``title_boost`` weighs title matches in the BM25 leg
+    (``multi_match`` ``best_fields`` over ``title^title_boost`` and ``text``). Documents refused with
+    429 are retried ``bulk_retries`` times, waiting ``bulk_backoff_seconds`` doubled each time.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        index_name: str,
+        *,
+        refresh: bool = False,
+        title_boost: float = 2.0,
+        shards: int | None = None,
+        batch_size: int = 500,
+        bulk_retries: int = 3,
+        bulk_backoff_seconds: float = 2.0,
+    ) -> None:
+        self._client = client
+        self._name = index_name
+        self._refresh = refresh
+        self._title_boost = title_boost
+        self._shards = shards
+        self._batch_size = batch_size
+        self._bulk_options: dict[str, Any] = {
+            "raise_on_error": False,
+            "max_retries": bulk_retries,
+            "initial_backoff": bulk_backoff_seconds,
+            "request_timeout": _BULK_TIMEOUT_SECONDS,
+        }
+        self._dimension: int | None = None
+
+    @property
+    def index_name(self) -> str:
+        return self._name
+
+    def ensure_ready(self, *, model_id: str, dimension: int) -> None:
+        """Create the index if missing; raise ``IndexConfigurationError`` if it records another model
+        or dimension (``_meta.embedding_model``, ``_meta.dimension``, the mapped vector dimension)."""
+        with _translated("ensure_ready"):
+            if not self._client.indices.exists(index=self._name):
+                self._create(model_id, dimension)
+            recorded = dsl.recorded_config(self._client.indices.get_mapping(index=self._name))
+        if not recorded.matches(model_id, dimension):
+            raise IndexConfigurationError(
+                f"Search index {self._name!r} was built for embedding model {recorded.model_id!r} with "
+                f"dimension {recorded.dimension}, but {model_id!r} with dimension {dimension} is "
+                "configured. Index into a new index or restore the previous model.",
+                {"index_model": recorded.model_id, "index_dimension": recorded.dimension},
+            )
+        self._dimension = dimension
+
+    def _create(self, model_id: str, dimension: int) -> None:
+        body = dsl.index_body(model_id=model_id, dimension=dimension, shards=self._shards)
+        try:
+            self._client.indices.create(index=self._name, body=body)
+        except RequestError as error:
+            # Another process created it first; its mapping is checked like any existing index.
+            if error.error != "resource_already_exists_exception":
+                raise
+            return
+        logger.info("search index created", extra={"index": self._name, "model_id": model_id})
+
+    def upsert(self, item: IndexedItem) -> bool:
+        """Replace the item's chunks; False when the index holds a newer state (see module docs)."""
+        return self.upsert_many([item])[0]
+
+    def upsert_many(self, items: Sequence[IndexedItem]) -> list[bool]:
+        """``upsert`` for many items with a few bulk requests per ``batch_size`` items.
+
+        Raises ``ValueError`` (before writing anything) when a vector does not have the index's
+        dimension or is zero; ``IndexConfigurationError`` before ``ensure_ready``.
+        """
+        if self._dimension is None:
+            raise IndexConfigurationError("The search index is not configured; call ensure_ready first.")
+        for item in items:
+            for chunk in item.chunks:
+                _check_vector(chunk.vector, self._dimension)
+        results = [False] * len(items)
+        with _translated("upsert"):
+            for batch in _batches(items, self._batch_size):
+                written = self._write([item for _, item in batch])
+                for position, item in batch:
+                    results[position] = item.knowledge_item_id in written
+            if self._refresh and items:
+                self.refresh()
+        return results
+
+    def _write(self, batch: list[IndexedItem]) -> set[str]:
+        """Write one batch (unique item ids); return the ids whose state the index now holds."""
+        heads = self._write_heads(batch)
+        accepted = [item for item in batch if item.knowledge_item_id in heads]
+        overtaken = self._write_chunks(accepted)
+        replaced = [
+            item
+            for item in accepted
+            if heads[item.knowledge_item_id] != "created" and item.knowledge_item_id not in overtaken
+        ]
+        self._delete_superseded(replaced)
+        return {item.knowledge_item_id for item in accepted} - overtaken
+
+    def _write_heads(self, batch: list[IndexedItem]) -> dict[str, str]:
+        """Index the heads; ``{item id: "created" | "updated"}`` for the heads that were not stale."""
+        results: dict[str, str] = {}
+        actions = (dsl.head_action(self._name, item) for item in batch)
+        for ok, info in helpers.streaming_bulk(self._client, actions, **self._bulk_options):
+            result = info["index"]
+            if ok:
+                results[result["_id"]] = result.get("result", "updated")
+            elif result.get("status") == 409:
+                logger.info("stale index write ignored", extra={"knowledge_item_id": result["_id"]})
+            else:
+                raise _document_error(result)
+        return results
+
+    def _write_chunks(self, accepted: list[IndexedItem]) -> set[str]:
+        """Index the chunks of accepted items; return the ids of items a newer write has overtaken."""
+        owner = {
+            dsl.chunk_id(item.knowledge_item_id, chunk.ordinal): (item, chunk)
+            for item in accepted
+            for chunk in item.chunks
+        }
+        conflicts = self._bulk(dsl.chunk_action(self._name, item, chunk) for item, chunk in owner.values())
+        if not conflicts:
+            return set()
+        conflicted = {owner[chunk_id][0].knowledge_item_id: owner[chunk_id][0] for chunk_id in conflicts}
+        heads = self._head_versions(list(conflicted.values()))
+        overtaken = {
+            item_id
+            for item_id, item in conflicted.items()
+            if heads.get(item_id) != dsl.live_version(item.version)
+        }
+        for item_id in overtaken:
+            logger.info("index write overtaken by a newer version", extra={"knowledge_item_id": item_id})
+        # The head is still ours, so these 409s come from delete_by_query tombstones (see module docs);
+        # an unversioned index cannot conflict.
+        self._bulk(
+            dsl.chunk_action(self._name, *owner[chunk_id], versioned=False)
+            for chunk_id in sorted(conflicts)
+            if owner[chunk_id][0].knowledge_item_id not in overtaken
+        )
+        return overtaken
+
+    def _bulk(self, actions: Any) -> set[str]:
+        """Run ``helpers.bulk``; return the ids refused with a version conflict, raise on other failures."""
+        _, errors = helpers.bulk(self._client, actions, **self._bulk_options)
+        conflicts: set[str] = set()
+        for error in errors:
+            result = next(iter(error.values()))
+            if result.get("status") != 409:
+                raise _document_error(result)
+            conflicts.add(result["_id"])
+        return conflicts
+
+    def _head_versions(self, items: list[IndexedItem]) -> dict[str, int]:
+        docs = [{"_id": item.knowledge_item_id, "routing": item.tenant_id} for item in items]
+        answer = self._client.mget(index=self._name, body={"docs": docs})
+        return {doc["_id"]: int(doc["_version"]) for doc in answer["docs"] if doc.get("found")}
+
+    def _delete_superseded(self, items: list[IndexedItem]) -> None:
+        if not items:
+            return
+        self._client.indices.refresh(index=self._name)
+        iterator = iter(items)
+        while group := list(islice(iterator, _DELETE_GROUP)):
+            self._client.delete_by_query(
+                index=self._name,
+                body=dsl.superseded_chunks_query(group),
+                routing=",".join(sorted({item.tenant_id for item in group})),
+                conflicts="proceed",
+                request_timeout=_BULK_TIMEOUT_SECONDS,
+            )
+
+    def remove_item(self, tenant_id: str, knowledge_item_id: str, *, version: int) -> None:
+        """Tombstone the item at ``version`` and delete its chunks; a no-op when the index holds a
+        newer live version or a tombstone at or above ``version``."""
+        with _translated("remove_item"):
+            try:
+                self._client.index(
+                    index=self._name,
+                    id=knowledge_item_id,
+                    routing=tenant_id,
+                    body=dsl.tombstone_source(tenant_id, knowledge_item_id, version),
+                    version=dsl.tombstone_version(version),
+                    version_type="external_gte",
+                )
+            except OpenSearchConflictError:
+                logger.info("stale index removal ignored", extra={"knowledge_item_id": knowledge_item_id})
+                return
+            self._client.indices.refresh(index=self._name)
+            self._client.delete_by_query(
+                index=self._name,
+                body=dsl.item_chunks_query(tenant_id, knowledge_item_id),
+                routing=tenant_id,
+                conflicts="proceed",
+                request_timeout=_BULK_TIMEOUT_SECONDS,
+            )
+            if self._refresh:
+                self.refresh()
+
+    def remove_base(self, tenant_id: str, knowledge_base_id: str) -> None:
+        """Delete every chunk of the base. Item heads stay, so stale writes are still refused and a
+        re-upsert at the same version restores the item."""
+        with _translated("remove_base"):
+            self._client.indices.refresh(index=self._name)
+            answer = self._client.delete_by_query(
+                index=self._name,
+                body=dsl.base_chunks_query(tenant_id, knowledge_base_id),
+                routing=tenant_id,
+                conflicts="proceed",
+                request_timeout=_BULK_TIMEOUT_SECONDS,
+            )
+            logger.info(
+                "search index base removed",
+                extra={"knowledge_base_id": knowledge_base_id, "deleted": answer.get("deleted")},
+            )
+            if self._refresh:
+                self.refresh()
+
+    def search(self, query: IndexQuery) -> LegHits:
+        """Both requested legs in one ``_msearch`` routed to the tenant's shard.
+
+        Lexical hits carry BM25 scores; semantic hits carry cosine similarity (converted back from the
+        ``cosinesimil`` score). An empty query text runs no lexical leg. Raises ``ValueError`` when the
+        semantic leg is requested without a vector or with one of the wrong dimension.
+        """
+        searches: list[tuple[Leg, dict[str, Any]]] = []
+        if Leg.LEXICAL in query.legs and query.text.strip():
+            body = dsl.lexical_body(query.text, query.visibility, query.k, title_boost=self._title_boost)
+            searches.append((Leg.LEXICAL, body))
+        if Leg.SEMANTIC in query.legs:
+            if query.vector is None:
+                raise ValueError("the semantic leg needs a query vector")
+            _check_vector(query.vector, len(query.vector) if self._dimension is None else self._dimension)
+            searches.append((Leg.SEMANTIC, dsl.semantic_body(query.vector, query.visibility, query.k)))
+        if not searches:
+            return LegHits()
+        lines: list[dict[str, Any]] = []
+        for _, body in searches:
+            lines += [{"routing": query.visibility.tenant_id}, body]
+        with _translated("search"):
+            answer = self._client.msearch(index=self._name, body=lines)
+        legs: dict[Leg, list[ChunkHit]] = {}
+        for (leg, _), response in zip(searches, answer["responses"], strict=True):
+            if "error" in response:
+                error = response["error"]
+                kind = error.get("type") if isinstance(error, dict) else error
+                logger.warning(
+                    "search leg failed",
+                    extra={"leg": leg.value, "status": response.get("status"), "error_type": kind},
+                )
+                raise DependencyUnavailableError(
+                    "The search index could not run the search.", {"leg": leg.value}
+                )
+            legs[leg] = dsl.parse_hits(response, semantic=leg is Leg.SEMANTIC)
+        return LegHits(lexical=legs.get(Leg.LEXICAL, []), semantic=legs.get(Leg.SEMANTIC, []))
+
+    def refresh(self) -> None:
+        """Make every write so far visible to search."""
+        with _translated("refresh"):
+            self._client.indices.refresh(index=self._name)

@@ -1,0 +1,342 @@
+"""Request bodies and response parsing of the OpenSearch chunk index (DESIGN §4). Pure functions, no I/O.
+
+One index holds two kinds of documents, told apart by ``doc_type``:
+
+- ``chunk`` (id ``{item}:{ordinal}``): one chunk of the current revision of a published item, with
+  ``title``/``text`` analyzed by the ``english`` analyzer (BM25) and ``vector`` as a ``knn_vector``
+  (HNSW, Lucene engine, ``cosinesimil``).
+- ``item`` (id ``{item}``): the item's head, a small document that carries the item's version
+  through OpenSearch external versioning, so a late, older write is refused with a 409.
+
+External versions encode the item version and whether it was removed: ``2·v`` for a live item at
+version ``v`` and ``2·v + 1`` for a tombstone left by ``remove_item(version=v)``. With
+``version_type=external_gte`` that gives the contract's order: an upsert at ``v`` replaces a live
+``v`` (idempotent re-apply) but not a tombstone at ``v``; a removal at ``v`` beats a live ``v``.
+
+Every document is routed by ``tenant_id``; every search filters by tenant, so a tenant's queries hit
+one shard and never see another tenant's chunks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+from knowledge.domain.models import Scope
+from knowledge.domain.retrieval import ChunkHit, IndexedChunk, IndexedItem
+from knowledge.domain.visibility import VisibilityFilter
+
+CHUNK = "chunk"
+HEAD = "item"
+
+_KEYWORDS = (
+    "doc_type",
+    "tenant_id",
+    "knowledge_base_id",
+    "knowledge_item_id",
+    "knowledge_revision_id",
+    "owner_id",
+    "team_id",
+    "scope",
+)
+_HIT_FIELDS = ("knowledge_base_id", "knowledge_item_id", "knowledge_revision_id", "ordinal", "start", "end")
+
+
+def live_version(version: int) -> int:
+    """External version of an item's head and chunks while the item is indexed at ``version``."""
+    return 2 * version
+
+
+def tombstone_version(version: int) -> int:
+    """External version of the head left by ``remove_item(version=version)``."""
+    return 2 * version + 1
+
+
+def index_body(*, model_id: str, dimension: int, shards: int | None = None) -> dict[str, Any]:
+    """Settings and mapping of the chunk index; ``_meta`` records the embedding model and dimension.
+
+    The vector uses the Lucene HNSW engine because it filters *during* the graph search (efficient
+    k-NN filtering, OpenSearch ≥ 2.4), so visibility never costs top-k slots.
+    """
+    settings: dict[str, Any] = {"knn": True}
+    if shards is not None:
+        settings["number_of_shards"] = shards
+    properties: dict[str, Any] = {name: {"type": "keyword"} for name in _KEYWORDS}
+    properties.update(
+        {
+            "title": {"type": "text", "analyzer": "english"},
+            "text": {"type": "text", "analyzer": "english"},
+            "ordinal": {"type": "integer"},
+            "start": {"type": "integer"},
+            "end": {"type": "integer"},
+            "item_version": {"type": "long"},
+            "removed": {"type": "boolean"},
+            "vector": {
+                "type": "knn_vector",
+                "dimension": dimension,
+                "method": {"name": "hnsw", "space_type": "cosinesimil", "engine": "lucene"},
+            },
+        }
+    )
+    return {
+        "settings": {"index": settings},
+        "mappings": {
+            "_meta": {"embedding_model": model_id, "dimension": dimension},
+            "dynamic": "strict",
+            "properties": properties,
+        },
+    }
+
+
+class RecordedConfig(NamedTuple):
+    """What an existing index records: ``_meta`` model and dimension, and the mapped vector dimension."""
+
+    model_id: str | None
+    dimension: int | None
+    vector_dimension: int | None
+
+    def matches(self, model_id: str, dimension: int) -> bool:
+        return self.model_id == model_id and self.dimension == self.vector_dimension == dimension
+
+
+def recorded_config(mapping_response: Mapping[str, Any]) -> RecordedConfig:
+    """The configuration in a ``GET {index}/_mapping`` answer.
+
+    The answer is keyed by the concrete index name, which differs from the request when it named an
+    alias, so its single entry is taken whatever the key.
+    """
+    entry: Mapping[str, Any] = next(iter(mapping_response.values()), {})
+    mappings = entry.get("mappings", {})
+    meta = mappings.get("_meta", {})
+    vector = mappings.get("properties", {}).get("vector", {})
+    return RecordedConfig(meta.get("embedding_model"), meta.get("dimension"), vector.get("dimension"))
+
+
+def chunk_id(knowledge_item_id: str, ordinal: int) -> str:
+    return f"{knowledge_item_id}:{ordinal}"
+
+
+def head_action(index: str, item: IndexedItem) -> dict[str, Any]:
+    """Bulk action writing the item's live head at ``live_version(item.version)``."""
+    return {
+        "_op_type": "index",
+        "_index": index,
+        "_id": item.knowledge_item_id,
+        "routing": item.tenant_id,
+        "version": live_version(item.version),
+        "version_type": "external_gte",
+        "_source": {
+            "doc_type": HEAD,
+            "tenant_id": item.tenant_id,
+            "knowledge_base_id": item.knowledge_base_id,
+            "knowledge_item_id": item.knowledge_item_id,
+            "knowledge_revision_id": item.knowledge_revision_id,
+            "item_version": item.version,
+            "removed": False,
+        },
+    }
+
+
+def tombstone_source(tenant_id: str, knowledge_item_id: str, version: int) -> dict[str, Any]:
+    """Source of the head left by ``remove_item``; indexed at ``tombstone_version(version)``."""
+    return {
+        "doc_type": HEAD,
+        "tenant_id": tenant_id,
+        "knowledge_item_id": knowledge_item_id,
+        "item_version": version,
+        "removed": True,
+    }
+
+
+def chunk_action(
+    index: str, item: IndexedItem, chunk: IndexedChunk, *, versioned: bool = True
+) -> dict[str, Any]:
+    """Bulk action writing one chunk. ``versioned=False`` drops the external version (see the adapter)."""
+    action: dict[str, Any] = {
+        "_op_type": "index",
+        "_index": index,
+        "_id": chunk_id(item.knowledge_item_id, chunk.ordinal),
+        "routing": item.tenant_id,
+        "_source": {
+            "doc_type": CHUNK,
+            "tenant_id": item.tenant_id,
+            "knowledge_base_id": item.knowledge_base_id,
+            "knowledge_item_id": item.knowledge_item_id,
+            "knowledge_revision_id": item.knowledge_revision_id,
+            "owner_id": item.owner_id,
+            "team_id": item.team_id,
+            "scope": item.scope,
+            "title": item.title,
+            "text": chunk.text,
+            "ordinal": chunk.ordinal,
+            "start": chunk.start,
+            "end": chunk.end,
+            "item_version": item.version,
+            "vector": chunk.vector,
+        },
+    }
+    if versioned:
+        action["version"] = live_version(item.version)
+        action["version_type"] = "external_gte"
+    return action
+
+
+def superseded_chunks_query(items: Iterable[IndexedItem]) -> dict[str, Any]:
+    """Chunks of ``items`` that their new revision does not contain: an older ``item_version``, or an
+    ordinal at or beyond the new chunk count (a re-applied version with fewer chunks)."""
+    per_item = [
+        {
+            "bool": {
+                "filter": [{"term": {"knowledge_item_id": item.knowledge_item_id}}],
+                "should": [
+                    {"range": {"item_version": {"lt": item.version}}},
+                    {"range": {"ordinal": {"gte": len(item.chunks)}}},
+                ],
+                "minimum_should_match": 1,
+            }
+        }
+        for item in items
+    ]
+    return {
+        "query": {
+            "bool": {
+                "filter": [{"term": {"doc_type": CHUNK}}],
+                "should": per_item,
+                "minimum_should_match": 1,
+            }
+        }
+    }
+
+
+def item_chunks_query(tenant_id: str, knowledge_item_id: str) -> dict[str, Any]:
+    return {
+        "query": {
+            "bool": {
+                "filter": [
+                    {"term": {"doc_type": CHUNK}},
+                    {"term": {"tenant_id": tenant_id}},
+                    {"term": {"knowledge_item_id": knowledge_item_id}},
+                ]
+            }
+        }
+    }
+
+
+def base_chunks_query(tenant_id: str, knowledge_base_id: str) -> dict[str, Any]:
+    return {
+        "query": {
+            "bool": {
+                "filter": [
+                    {"term": {"doc_type": CHUNK}},
+                    {"term": {"tenant_id": tenant_id}},
+                    {"term": {"knowledge_base_id": knowledge_base_id}},
+                ]
+            }
+        }
+    }
+
+
+def visibility_query(visibility: VisibilityFilter) -> dict[str, Any]:
+    """``VisibilityFilter.admits`` as a filter-context bool query over chunk documents.
+
+    Lists are sorted so equal filters give byte-equal requests (cacheable, testable).
+    """
+    clauses: list[dict[str, Any]] = [
+        {"term": {"doc_type": CHUNK}},
+        {"term": {"tenant_id": visibility.tenant_id}},
+    ]
+    if visibility.knowledge_base_ids is not None:
+        clauses.append({"terms": {"knowledge_base_id": sorted(visibility.knowledge_base_ids)}})
+    who: list[dict[str, Any]] = [
+        {"term": {"scope": Scope.TENANT.value}},
+        {"term": {"owner_id": visibility.subject_id}},
+    ]
+    if visibility.team_ids:
+        who.append(
+            {
+                "bool": {
+                    "filter": [
+                        {"term": {"scope": Scope.TEAM.value}},
+                        {"terms": {"team_id": sorted(visibility.team_ids)}},
+                    ]
+                }
+            }
+        )
+    clauses.append({"bool": {"should": who, "minimum_should_match": 1}})
+    return {"bool": {"filter": clauses}}
+
+
+_SOURCE = {"excludes": ["vector"]}
+# Equal scores are ordered by item id then ordinal inside the engine, so ties at the k-th place are
+# cut the same way by every adapter; ``track_scores`` keeps ``_score`` in sorted hits.
+_SORT = [{"_score": "desc"}, {"knowledge_item_id": "asc"}, {"ordinal": "asc"}]
+
+
+def lexical_body(text: str, visibility: VisibilityFilter, k: int, *, title_boost: float) -> dict[str, Any]:
+    """BM25 leg: ``multi_match`` (``best_fields``: the better of ``title^boost`` and ``text``) scored in
+    ``must``, visibility in ``filter`` (no effect on scores). ``multi_match`` analyzes the text as
+    plain words, so query syntax in user input (quotes, ``:``, ``*``, ``AND``) is never parsed."""
+    return {
+        "size": k,
+        "query": {
+            "bool": {
+                "must": [
+                    {
+                        "multi_match": {
+                            "query": text,
+                            "fields": [f"title^{title_boost:g}", "text"],
+                            "type": "best_fields",
+                        }
+                    }
+                ],
+                "filter": [visibility_query(visibility)],
+            }
+        },
+        "sort": _SORT,
+        "track_scores": True,
+        "_source": _SOURCE,
+    }
+
+
+def semantic_body(vector: Sequence[float], visibility: VisibilityFilter, k: int) -> dict[str, Any]:
+    """kNN leg with the visibility filter *inside* the ``knn`` clause (efficient filtering), so hidden
+    chunks are skipped during the graph search instead of being cut from its top k afterwards."""
+    return {
+        "size": k,
+        "query": {
+            "knn": {"vector": {"vector": list(vector), "k": k, "filter": visibility_query(visibility)}}
+        },
+        "sort": _SORT,
+        "track_scores": True,
+        "_source": _SOURCE,
+    }
+
+
+def cosine_from_score(score: float) -> float:
+    """Cosine similarity from an OpenSearch ``cosinesimil`` score.
+
+    OpenSearch scores ``cosinesimil`` as ``(2 − d) / 2`` with ``d = 1 − cos`` (k-NN "Spaces"
+    documentation), i.e. ``score = (1 + cos) / 2``; so ``cos = 2·score − 1``, clamped to [-1, 1].
+    """
+    return max(-1.0, min(1.0, 2.0 * score - 1.0))
+
+
+def parse_hits(response: Mapping[str, Any], *, semantic: bool) -> list[ChunkHit]:
+    """Chunk hits of one search answer, best first, ties by item id then ordinal.
+
+    Raises ``KeyError``/``ValueError`` on an answer without the documented ``hits.hits[]._source``.
+    """
+    hits: list[ChunkHit] = []
+    for hit in response["hits"]["hits"]:
+        source = hit["_source"]
+        raw = float(hit["_score"])
+        fields = {name: source[name] for name in _HIT_FIELDS}
+        hits.append(
+            ChunkHit(
+                **fields,
+                text=source.get("text", ""),
+                score=cosine_from_score(raw) if semantic else raw,
+            )
+        )
+    hits.sort(key=lambda h: (-h.score, h.knowledge_item_id, h.ordinal))
+    return hits

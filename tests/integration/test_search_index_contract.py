@@ -1,0 +1,467 @@
+"""The ``SearchIndex`` contract (DESIGN §4), run against every adapter of ``tests.support.index``.
+
+Lexical behaviour runs everywhere; the semantic leg runs on adapters whose engine has k-NN.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+from osmem_server import OsmemServer
+
+from knowledge.domain.retrieval import IndexQuery, Leg
+from knowledge.errors import IndexConfigurationError
+from knowledge.ports import SearchIndex
+from tests.support.index import (
+    ADAPTER_LEGS,
+    ADAPTERS,
+    DIMENSION,
+    MODEL_ID,
+    SEMANTIC_ADAPTERS,
+    at_angle,
+    axis,
+    found_items,
+    item,
+    leg_hits,
+    open_index,
+    query,
+    start_osmem,
+    viewer,
+)
+
+
+@pytest.fixture(scope="module")
+def osmem() -> Iterator[OsmemServer]:
+    server = start_osmem()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def index(request: pytest.FixtureRequest) -> Iterator[SearchIndex]:
+    adapter: str = request.param
+    url = request.getfixturevalue("osmem").url if adapter == "osmem" else None
+    with open_index(adapter, url) as opened:
+        yield opened
+
+
+every_adapter = pytest.mark.parametrize("index", ADAPTERS, indirect=True)
+semantic_adapters = pytest.mark.parametrize("index", SEMANTIC_ADAPTERS, indirect=True)
+every_leg = pytest.mark.parametrize(("index", "leg"), ADAPTER_LEGS, indirect=["index"])
+
+MATCH = "zebra"
+
+
+def matching(item_id: str, **kwargs: Any) -> Any:
+    """An item whose single chunk matches the probe on both legs (the word and the vector ``axis(0)``)."""
+    return item(item_id, (f"the {MATCH} crossed the savanna",), vectors=[axis(0)], **kwargs)
+
+
+def probe(leg: Leg, k: int = 10, **viewer_kwargs: Any) -> IndexQuery:
+    return query(MATCH, leg=leg, vector=axis(0), visibility=viewer(**viewer_kwargs), k=k)
+
+
+# Found after upsert, scores
+
+
+@every_leg
+def test_search_after_upsert_returns_chunk_fields(index: SearchIndex, leg: Leg) -> None:
+    index.upsert(
+        item(
+            "ki_1",
+            ("nothing relevant here", "a zebra in the second chunk"),
+            vectors=[axis(3), axis(0)],
+            base="kb_x",
+            revision="kr_1",
+        )
+    )
+
+    hits = index.search(probe(leg))
+
+    best = (hits.lexical if leg is Leg.LEXICAL else hits.semantic)[0]
+    assert (best.knowledge_base_id, best.knowledge_item_id, best.knowledge_revision_id) == (
+        "kb_x",
+        "ki_1",
+        "kr_1",
+    )
+    assert (best.ordinal, best.start, best.end) == (1, 21, 48)
+    assert best.text == "a zebra in the second chunk"
+
+
+@every_leg
+def test_search_one_leg_requested_other_leg_empty(index: SearchIndex, leg: Leg) -> None:
+    index.upsert(matching("ki_1"))
+
+    hits = index.search(probe(leg))
+
+    assert (hits.semantic if leg is Leg.LEXICAL else hits.lexical) == []
+    assert leg_hits(hits, leg) == [("ki_1", 0)]
+
+
+@semantic_adapters
+def test_search_semantic_score_is_cosine_similarity(index: SearchIndex) -> None:
+    cosines = {"ki_near": 0.9, "ki_mid": 0.5, "ki_far": -0.3}
+    index.upsert_many([item(item_id, ("text",), vectors=[at_angle(c)]) for item_id, c in cosines.items()])
+
+    hits = index.search(query(leg=Leg.SEMANTIC, vector=axis(0))).semantic
+
+    assert [hit.knowledge_item_id for hit in hits] == ["ki_near", "ki_mid", "ki_far"]
+    assert [hit.score for hit in hits] == pytest.approx(list(cosines.values()), abs=1e-4)
+
+
+@every_leg
+def test_search_k_limits_hits_best_first(index: SearchIndex, leg: Leg) -> None:
+    # Item i repeats the word i times in a text of constant length, and sits at a cosine growing with i.
+    items = [
+        item(f"ki_{i:02d}", (" ".join([MATCH] * i + ["filler"] * (12 - i)),), vectors=[at_angle(i / 12)])
+        for i in range(1, 13)
+    ]
+    index.upsert_many(items)
+
+    hits = index.search(probe(leg, k=5))
+
+    assert leg_hits(hits, leg) == [(f"ki_{i:02d}", 0) for i in (12, 11, 10, 9, 8)]
+    scores = [hit.score for hit in (hits.lexical if leg is Leg.LEXICAL else hits.semantic)]
+    assert scores == sorted(scores, reverse=True)
+
+
+@every_leg
+def test_search_equal_scores_order_by_item_then_ordinal(index: SearchIndex, leg: Leg) -> None:
+    same = (f"{MATCH} twin text", f"{MATCH} twin text")
+    index.upsert_many(
+        [item(item_id, same, vectors=[axis(0), axis(0)]) for item_id in ("ki_c", "ki_a", "ki_b")]
+    )
+
+    hits = index.search(probe(leg, k=4))
+
+    assert leg_hits(hits, leg) == [("ki_a", 0), ("ki_a", 1), ("ki_b", 0), ("ki_b", 1)]
+
+
+@every_adapter
+def test_search_lexical_title_match_counts(index: SearchIndex) -> None:
+    index.upsert_many(
+        [
+            item("ki_title", ("grassland animals of the savanna",), title="Zebra"),
+            item("ki_text", (f"grassland animals {MATCH} savanna",), title="Grassland"),
+            item("ki_none", ("grassland animals of the savanna",), title="Grassland"),
+        ]
+    )
+
+    hits = index.search(query(MATCH)).lexical
+
+    assert [hit.knowledge_item_id for hit in hits] == ["ki_title", "ki_text"]
+
+
+@every_adapter
+def test_search_lexical_stems_english_words(index: SearchIndex) -> None:
+    index.upsert(item("ki_1", ("The zebras were running across the plains",)))
+
+    assert found_items(index, "zebra runs") == {"ki_1"}
+
+
+# Visibility: tenant, base allow-list, scope
+
+
+VISIBILITY_CASES = [
+    # base fields, viewer fields, visible
+    pytest.param({"scope": "tenant"}, {"subject": "someone"}, True, id="tenant-scope-any-subject"),
+    pytest.param({"scope": "tenant"}, {"tenant": "t2"}, False, id="other-tenant"),
+    pytest.param({"scope": "private", "owner": "alice"}, {"subject": "alice"}, True, id="private-owner"),
+    pytest.param({"scope": "private", "owner": "alice"}, {"subject": "bob"}, False, id="private-other"),
+    pytest.param({"scope": "team", "team": "red"}, {"teams": ["blue", "red"]}, True, id="team-member"),
+    pytest.param({"scope": "team", "team": "red"}, {"teams": ["blue"]}, False, id="team-non-member"),
+    pytest.param(
+        {"scope": "team", "team": "red", "owner": "alice"}, {"subject": "alice"}, True, id="team-owner"
+    ),
+    pytest.param({"base": "kb_a"}, {"bases": ["kb_a", "kb_z"]}, True, id="allow-list-admits"),
+    pytest.param({"base": "kb_a"}, {"bases": ["kb_z"]}, False, id="allow-list-excludes"),
+    pytest.param({"base": "kb_a"}, {"bases": []}, False, id="allow-list-empty"),
+]
+
+
+@every_leg
+@pytest.mark.parametrize(("base_fields", "viewer_fields", "visible"), VISIBILITY_CASES)
+def test_search_visibility_rule_admits_only_visible_chunks(
+    index: SearchIndex, leg: Leg, base_fields: dict[str, Any], viewer_fields: dict[str, Any], visible: bool
+) -> None:
+    # A control item the viewer sees (unless the allow-list is empty) keeps the filter itself under test.
+    bases = viewer_fields.get("bases")
+    control_base = bases[0] if bases else "kb_control"
+    index.upsert_many(
+        [
+            matching("ki_0", tenant=viewer_fields.get("tenant", "t1"), base=control_base),
+            matching("ki_1", **base_fields),
+        ]
+    )
+
+    hits = index.search(probe(leg, **viewer_fields))
+
+    expected = ([("ki_0", 0)] if bases != [] else []) + ([("ki_1", 0)] if visible else [])
+    assert leg_hits(hits, leg) == expected
+
+
+@every_leg
+def test_search_tenants_see_only_their_own_items(index: SearchIndex, leg: Leg) -> None:
+    index.upsert_many([matching("ki_t1", tenant="t1"), matching("ki_t2", tenant="t2")])
+
+    assert leg_hits(index.search(probe(leg, tenant="t1")), leg) == [("ki_t1", 0)]
+    assert leg_hits(index.search(probe(leg, tenant="t2")), leg) == [("ki_t2", 0)]
+
+
+@every_leg
+def test_search_hidden_better_matches_never_take_top_k(index: SearchIndex, leg: Leg) -> None:
+    hidden = [
+        item(
+            f"ki_hidden_{i:02d}",
+            (f"{MATCH} {MATCH} {MATCH}",),
+            title="Zebra",
+            scope="private",
+            owner="alice",
+            vectors=[axis(0)],
+        )
+        for i in range(30)
+    ]
+    visible = item(
+        "ki_visible", (f"a {MATCH} among many other words of a longer chunk",), vectors=[at_angle(0.2)]
+    )
+    index.upsert_many([*hidden, visible])
+
+    hits = index.search(probe(leg, k=5, subject="bob"))
+
+    assert leg_hits(hits, leg) == [("ki_visible", 0)]
+
+
+# Writes and versions
+
+
+@every_leg
+def test_upsert_new_revision_removes_superseded_chunks(index: SearchIndex, leg: Leg) -> None:
+    index.upsert(
+        item(
+            "ki_1", (f"{MATCH} alpha", f"{MATCH} bravo", f"{MATCH} charlie"), version=1, vectors=[axis(0)] * 3
+        )
+    )
+
+    accepted = index.upsert(item("ki_1", (f"{MATCH} delta",), version=2, vectors=[axis(0)]))
+
+    hits = index.search(probe(leg))
+    assert accepted is True
+    assert leg_hits(hits, leg) == [("ki_1", 0)]
+    assert [hit.knowledge_revision_id for hit in (hits.lexical or hits.semantic)] == ["kr_ki_1_v2"]
+    assert found_items(index, "alpha bravo charlie") == set()
+
+
+@every_adapter
+def test_upsert_same_version_with_fewer_chunks_replaces_all(index: SearchIndex) -> None:
+    index.upsert(item("ki_1", ("alpha", "bravo", "charlie"), version=4))
+
+    accepted = index.upsert(item("ki_1", ("alpha",), version=4))
+
+    assert accepted is True
+    assert leg_hits(index.search(query("alpha bravo charlie")), Leg.LEXICAL) == [("ki_1", 0)]
+
+
+@every_adapter
+def test_upsert_same_version_twice_is_idempotent(index: SearchIndex) -> None:
+    first = index.upsert(item("ki_1", (f"{MATCH} one", f"{MATCH} two"), version=2))
+    second = index.upsert(item("ki_1", (f"{MATCH} one", f"{MATCH} two"), version=2))
+
+    assert (first, second) == (True, True)
+    assert sorted(leg_hits(index.search(query(MATCH)), Leg.LEXICAL)) == [("ki_1", 0), ("ki_1", 1)]
+
+
+@every_adapter
+def test_upsert_lower_version_is_ignored(index: SearchIndex) -> None:
+    index.upsert(item("ki_1", ("newer words",), version=3))
+
+    accepted = index.upsert(item("ki_1", ("older words",), version=2))
+
+    assert accepted is False
+    assert found_items(index, "newer") == {"ki_1"}
+    assert found_items(index, "older") == set()
+
+
+@every_adapter
+def test_upsert_many_returns_one_result_per_item_in_order(index: SearchIndex) -> None:
+    index.upsert(item("ki_d", ("delta words",), version=5))
+
+    results = index.upsert_many(
+        [
+            item("ki_a", ("alpha second",), version=2),
+            item("ki_b", ("bravo words",), version=1),
+            item("ki_a", ("alpha first",), version=1),
+            item("ki_c", ("charlie words",), version=1),
+            item("ki_d", ("delta stale",), version=4),
+        ]
+    )
+
+    assert results == [True, True, False, True, False]
+    assert found_items(index, "alpha bravo charlie delta") == {"ki_a", "ki_b", "ki_c", "ki_d"}
+    assert found_items(index, "first stale") == set()
+
+
+@every_adapter
+def test_upsert_wrong_dimension_raises_and_writes_nothing(index: SearchIndex) -> None:
+    good = item("ki_good", ("good words",))
+    bad = item("ki_bad", ("bad words",), vectors=[[1.0] * (DIMENSION + 1)])
+
+    with pytest.raises(ValueError, match="dimension"):
+        index.upsert_many([good, bad])
+
+    assert found_items(index, "good bad words") == set()
+
+
+@every_adapter
+def test_remove_item_hides_chunks_and_refuses_upserts_up_to_its_version(index: SearchIndex) -> None:
+    index.upsert(item("ki_1", (f"{MATCH} words",), version=1))
+
+    index.remove_item("t1", "ki_1", version=2)
+
+    assert found_items(index, MATCH) == set()
+    assert index.upsert(item("ki_1", (f"{MATCH} words",), version=2)) is False
+    assert index.upsert(item("ki_1", (f"{MATCH} words",), version=1)) is False
+    assert found_items(index, MATCH) == set()
+    assert index.upsert(item("ki_1", (f"{MATCH} words",), version=3)) is True
+    assert found_items(index, MATCH) == {"ki_1"}
+
+
+@every_adapter
+def test_remove_item_older_than_indexed_version_is_ignored(index: SearchIndex) -> None:
+    index.upsert(item("ki_1", (f"{MATCH} words",), version=3))
+
+    index.remove_item("t1", "ki_1", version=2)
+
+    assert found_items(index, MATCH) == {"ki_1"}
+
+
+@every_adapter
+def test_remove_item_never_indexed_refuses_older_upserts(index: SearchIndex) -> None:
+    index.remove_item("t1", "ki_1", version=4)
+
+    assert index.upsert(item("ki_1", (f"{MATCH} words",), version=3)) is False
+    assert found_items(index, MATCH) == set()
+
+
+@every_adapter
+def test_remove_base_removes_only_that_base_of_that_tenant(index: SearchIndex) -> None:
+    index.upsert_many(
+        [
+            item("ki_a1", (f"{MATCH} one",), base="kb_a"),
+            item("ki_a2", (f"{MATCH} two",), base="kb_a"),
+            item("ki_b", (f"{MATCH} three",), base="kb_b"),
+            item("ki_other", (f"{MATCH} four",), base="kb_a", tenant="t2"),
+        ]
+    )
+
+    index.remove_base("t1", "kb_a")
+
+    assert found_items(index, MATCH) == {"ki_b"}
+    assert found_items(index, MATCH, viewer(tenant="t2")) == {"ki_other"}
+
+
+@every_adapter
+def test_remove_base_then_same_version_upsert_restores_item(index: SearchIndex) -> None:
+    index.upsert(item("ki_1", (f"{MATCH} one", f"{MATCH} two"), version=2))
+    index.remove_base("t1", "kb_a")
+
+    restored = index.upsert(item("ki_1", (f"{MATCH} one", f"{MATCH} two"), version=2))
+    stale = index.upsert(item("ki_1", (f"{MATCH} old",), version=1))
+
+    assert (restored, stale) == (True, False)
+    assert sorted(leg_hits(index.search(query(MATCH)), Leg.LEXICAL)) == [("ki_1", 0), ("ki_1", 1)]
+
+
+@every_adapter
+def test_upsert_concurrent_writers_and_readers_keep_every_item(index: SearchIndex) -> None:
+    def write(writer: int) -> list[bool]:
+        results = []
+        for n in range(25):
+            results.append(index.upsert(item(f"ki_{writer}_{n:02d}", (f"{MATCH} from writer {writer}",))))
+            index.search(query(MATCH, k=5))
+        return results
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        outcomes = [result for results in pool.map(write, range(4)) for result in results]
+
+    assert outcomes == [True] * 100
+    assert len(index.search(query(MATCH, k=200)).lexical) == 100
+
+
+# Query text is user input
+
+
+@every_adapter
+@pytest.mark.parametrize(
+    "text",
+    [
+        'title:"zebra (stripes*',
+        "zebra AND OR NOT )",
+        "+zebra -stripes ~2 ^3 [a TO b] {c}",
+        'zebra\\ "unbalanced',
+        "zebra/stripes!?:&&||",
+    ],
+)
+def test_search_query_syntax_is_plain_words(index: SearchIndex, text: str) -> None:
+    index.upsert(item("ki_1", ("a zebra without stripes",)))
+
+    assert found_items(index, text) == {"ki_1"}
+
+
+@every_adapter
+@pytest.mark.parametrize("text", ["", "   ", "the and of", '* : ( ) "', "it is not to be"])
+def test_search_empty_or_stopword_only_query_yields_empty_lexical_leg(index: SearchIndex, text: str) -> None:
+    index.upsert(item("ki_1", ("the and of it is not to be", "more text")))
+
+    assert index.search(query(text)).lexical == []
+
+
+@every_adapter
+def test_search_semantic_leg_without_vector_raises(index: SearchIndex) -> None:
+    with pytest.raises(ValueError, match="vector"):
+        index.search(IndexQuery(text=MATCH, visibility=viewer(), k=5, legs=frozenset({Leg.SEMANTIC})))
+
+
+# Configuration
+
+
+@every_adapter
+@pytest.mark.parametrize(("model_id", "dimension"), [("other-model", DIMENSION), (MODEL_ID, DIMENSION * 2)])
+def test_ensure_ready_other_model_or_dimension_raises(
+    index: SearchIndex, model_id: str, dimension: int
+) -> None:
+    with pytest.raises(IndexConfigurationError, match="dimension"):
+        index.ensure_ready(model_id=model_id, dimension=dimension)
+
+
+@every_adapter
+def test_ensure_ready_same_configuration_keeps_content(index: SearchIndex) -> None:
+    index.upsert(item("ki_1", (f"{MATCH} words",)))
+
+    index.ensure_ready(model_id=MODEL_ID, dimension=DIMENSION)
+
+    assert found_items(index, MATCH) == {"ki_1"}
+
+
+# Scale
+
+
+@every_adapter
+def test_upsert_many_thousands_of_chunks_searchable(index: SearchIndex) -> None:
+    items = [
+        item(
+            f"ki_{i:05d}",
+            (f"common words number {i}", f"more common words {i}"),
+            vectors=[axis(i), axis(i + 1)],
+        )
+        for i in range(2_000)
+    ]
+    items[1234] = item("ki_01234", ("common words", f"the rare {MATCH}"), vectors=[axis(2), axis(0)])
+
+    results = index.upsert_many(items)
+
+    assert results == [True] * len(items)
+    assert leg_hits(index.search(query(MATCH)), Leg.LEXICAL) == [("ki_01234", 1)]
+    assert len(index.search(query("common", k=50)).lexical) == 50

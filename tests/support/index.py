@@ -1,0 +1,160 @@
+"""Search index adapters under test and builders of indexed items, shared by the index suites.
+
+Adapters: ``embedded`` always; ``osmem`` (``OpenSearchIndex`` over HTTP against an in-memory
+OpenSearch-compatible server, which has no k-NN); ``opensearch`` when ``OPENSEARCH_URL`` names a real
+cluster, which then runs the whole contract suite, semantic leg included.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+from osmem_server import OsmemServer
+
+from knowledge.adapters.embedded_index import EmbeddedIndex
+from knowledge.adapters.opensearch_index import OpenSearchIndex, build_opensearch_client
+from knowledge.domain.retrieval import IndexedChunk, IndexedItem, IndexQuery, Leg, LegHits
+from knowledge.domain.visibility import VisibilityFilter
+from knowledge.ports import SearchIndex
+
+OPENSEARCH_URL = os.environ.get("OPENSEARCH_URL")
+
+MODEL_ID = "contract-model"
+DIMENSION = 8
+
+ADAPTERS = ["embedded", "osmem"] + (["opensearch"] if OPENSEARCH_URL else [])
+"""Every adapter: lexical behaviour, writes, versions, configuration."""
+SEMANTIC_ADAPTERS = ["embedded"] + (["opensearch"] if OPENSEARCH_URL else [])
+"""Adapters whose engine runs k-NN (osmem answers 400 to ``knn``)."""
+ADAPTER_LEGS = [(adapter, Leg.LEXICAL) for adapter in ADAPTERS] + [
+    (adapter, Leg.SEMANTIC) for adapter in SEMANTIC_ADAPTERS
+]
+"""``(adapter, leg)`` pairs for behaviour that both legs must show, such as visibility."""
+
+
+def start_osmem() -> OsmemServer:
+    return OsmemServer.start(japanese=False)
+
+
+@contextmanager
+def open_index(adapter: str, osmem_url: str | None = None) -> Iterator[SearchIndex]:
+    """A fresh, empty, ready index of ``adapter`` (a unique OpenSearch index, deleted afterwards)."""
+    if adapter == "embedded":
+        index: SearchIndex = EmbeddedIndex()
+        index.ensure_ready(model_id=MODEL_ID, dimension=DIMENSION)
+        yield index
+        return
+    url = osmem_url if adapter == "osmem" else OPENSEARCH_URL
+    assert url is not None
+    client = build_opensearch_client(url, auth="none", region="us-east-1")
+    name = f"contract-{uuid.uuid4().hex[:12]}"
+    index = OpenSearchIndex(client, name, refresh=True)
+    index.ensure_ready(model_id=MODEL_ID, dimension=DIMENSION)
+    try:
+        yield index
+    finally:
+        client.indices.delete(index=name, ignore_unavailable=True)
+
+
+def axis(position: int, dimension: int = DIMENSION) -> list[float]:
+    """The unit vector along ``position``."""
+    vector = [0.0] * dimension
+    vector[position % dimension] = 1.0
+    return vector
+
+
+def at_angle(cosine: float, dimension: int = DIMENSION) -> list[float]:
+    """A unit vector whose cosine with ``axis(0)`` is ``cosine``."""
+    vector = [0.0] * dimension
+    vector[0] = cosine
+    vector[1] = math.sqrt(max(0.0, 1.0 - cosine * cosine))
+    return vector
+
+
+def item(
+    item_id: str,
+    texts: Sequence[str] = ("plain chunk text",),
+    *,
+    tenant: str = "t1",
+    base: str = "kb_a",
+    version: int = 1,
+    revision: str | None = None,
+    title: str = "Untitled",
+    scope: str = "tenant",
+    owner: str = "owner",
+    team: str | None = None,
+    vectors: Sequence[Sequence[float]] | None = None,
+) -> IndexedItem:
+    """An item whose chunk ``n`` holds ``texts[n]`` at consecutive offsets and vector ``vectors[n]``
+    (default ``axis(n + 1)``, orthogonal to the usual query vector ``axis(0)``)."""
+    chunks = []
+    offset = 0
+    for ordinal, text in enumerate(texts):
+        vector = list(vectors[ordinal]) if vectors is not None else axis(ordinal + 1)
+        chunks.append(
+            IndexedChunk(ordinal=ordinal, start=offset, end=offset + len(text), text=text, vector=vector)
+        )
+        offset += len(text)
+    return IndexedItem(
+        tenant_id=tenant,
+        knowledge_base_id=base,
+        knowledge_item_id=item_id,
+        knowledge_revision_id=revision or f"kr_{item_id}_v{version}",
+        version=version,
+        owner_id=owner,
+        team_id=team,
+        scope=scope,
+        title=title,
+        chunks=chunks,
+    )
+
+
+def viewer(
+    *,
+    tenant: str = "t1",
+    subject: str = "reader",
+    teams: Sequence[str] = (),
+    bases: Sequence[str] | None = None,
+) -> VisibilityFilter:
+    return VisibilityFilter(
+        tenant_id=tenant,
+        subject_id=subject,
+        team_ids=frozenset(teams),
+        knowledge_base_ids=None if bases is None else frozenset(bases),
+    )
+
+
+def query(
+    text: str = "",
+    *,
+    leg: Leg = Leg.LEXICAL,
+    vector: Sequence[float] | None = None,
+    visibility: VisibilityFilter | None = None,
+    k: int = 10,
+) -> IndexQuery:
+    """A one-leg query; the semantic leg defaults to the vector ``axis(0)``."""
+    if leg is Leg.SEMANTIC and vector is None:
+        vector = axis(0)
+    return IndexQuery(
+        text=text,
+        vector=None if vector is None else list(vector),
+        visibility=visibility or viewer(),
+        k=k,
+        legs=frozenset({leg}),
+    )
+
+
+def leg_hits(hits: LegHits, leg: Leg) -> list[tuple[str, int]]:
+    """``(item id, ordinal)`` of one leg's hits, in order."""
+    chosen = hits.lexical if leg is Leg.LEXICAL else hits.semantic
+    return [(hit.knowledge_item_id, hit.ordinal) for hit in chosen]
+
+
+def found_items(index: SearchIndex, text: str, visibility: VisibilityFilter | None = None) -> set[str]:
+    """Item ids the lexical leg returns for ``text``."""
+    hits = index.search(query(text, visibility=visibility))
+    return {hit.knowledge_item_id for hit in hits.lexical}
