@@ -1,0 +1,39 @@
+"""``AuthorizerFunction``: the HTTP API Lambda authorizer (payload 2.0, simple responses).
+
+It always authorizes and hands the function the resolved token in ``context``
+(``knowledge.api.principal.authorizer_context``): ``authenticated: "false"`` for an absent, unknown,
+expired or revoked token, so that the function answers 401 ``authentication_required`` in the
+service's own envelope (an HTTP API cannot customize the gateway's 401/403 bodies). A store outage
+raises, which API Gateway answers with 500 and does not cache.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.data_classes import event_source
+from aws_lambda_powertools.utilities.data_classes.api_gateway_authorizer_event import (
+    APIGatewayAuthorizerEventV2,
+    APIGatewayAuthorizerResponseV2,
+)
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from knowledge.api.principal import authorizer_context
+from knowledge.bootstrap import get_token_service
+from knowledge.observability import logger, tracer
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@event_source(data_class=APIGatewayAuthorizerEventV2)
+def handler(event: APIGatewayAuthorizerEventV2, context: LambdaContext) -> dict[str, Any]:
+    record = get_token_service().resolve(event.headers.get("authorization"))
+    logger.info(
+        "request authorized",
+        extra={
+            "authenticated": record is not None,
+            "tenant_id": record.tenant_id if record else None,
+            "route_key": event.route_key,
+        },
+    )
+    return APIGatewayAuthorizerResponseV2(authorize=True, context=authorizer_context(record)).asdict()

@@ -1,0 +1,24 @@
+"""``SearchKnowledgeFunction``: ``POST /v1/tools/search_knowledge`` and ``GET /v1/openapi.json``.
+
+Routes and error mapping live in the layer (``knowledge.api.routes.search``, ``knowledge.api.http``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from knowledge.api.http import build_resolver
+from knowledge.api.routes.search import router
+from knowledge.observability import logger, metrics, tracer
+
+app = build_resolver(router)
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+@tracer.capture_lambda_handler
+@metrics.log_metrics(capture_cold_start_metric=True)
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)

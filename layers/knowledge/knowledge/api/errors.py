@@ -1,0 +1,73 @@
+"""Errors mapped once: domain error → HTTP status and the ``{"type":"error","error":{...}}`` envelope.
+
+DESIGN §5's table is ``STATUS_BY_CODE``. Unknown exceptions become 500 ``internal_error`` with a
+generic message; their details go to the log, never to the caller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from knowledge.domain.contract import ErrorDetail, ErrorResponse
+from knowledge.errors import (
+    InvalidRequestError,
+    KnowledgeError,
+    RequestValidationError,
+    RuntimeDisabledError,
+)
+from knowledge.observability import logger
+
+STATUS_BY_CODE: Mapping[str, int] = {
+    "validation_error": 400,
+    "knowledge_invalid_request": 400,
+    "knowledge_query_required": 400,
+    "knowledge_item_required": 400,
+    "authentication_required": 401,
+    "insufficient_scope": 403,
+    "knowledge_resource_unavailable": 404,
+    "not_found": 404,
+    "method_not_allowed": 405,
+    "knowledge_conflict": 409,
+    "payload_too_large": 413,
+    "knowledge_runtime_disabled": 503,
+    "dependency_unavailable": 503,
+    "internal_error": 500,
+}
+
+
+def error_envelope(error: KnowledgeError) -> tuple[int, ErrorResponse]:
+    """The HTTP status and body for a domain error."""
+    envelope_type = "knowledge_unavailable" if isinstance(error, RuntimeDisabledError) else "error"
+    body = ErrorResponse(
+        type=envelope_type,
+        error=ErrorDetail(
+            code=error.code, message=error.message, retryable=error.retryable, details=error.details
+        ),
+    )
+    return STATUS_BY_CODE.get(error.code, 500), body
+
+
+def unexpected_error_envelope(error: BaseException) -> tuple[int, ErrorResponse]:
+    """A 500 for a bug: logged with its traceback, answered without internals."""
+    logger.exception("unexpected error", extra={"error_type": type(error).__name__})
+    body = ErrorResponse(
+        error=ErrorDetail(code="internal_error", message="An unexpected error occurred.", retryable=True)
+    )
+    return 500, body
+
+
+def from_validation_errors(errors: Iterable[Mapping[str, Any]]) -> KnowledgeError:
+    """Translate pydantic errors: unknown fields are a request-shape problem
+    (``knowledge_invalid_request``); anything else is a malformed value (``validation_error``)."""
+    problems = [
+        {
+            "field": ".".join(str(part) for part in error.get("loc", ()) if part != "body") or "body",
+            "problem": str(error.get("msg", "invalid")),
+        }
+        for error in errors
+    ]
+    types = {str(error.get("type", "")) for error in errors}
+    if types and types <= {"extra_forbidden"}:
+        return InvalidRequestError("The request has fields the tool does not accept.", {"fields": problems})
+    return RequestValidationError("The request has a malformed value.", {"fields": problems})

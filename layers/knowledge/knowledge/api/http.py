@@ -1,0 +1,215 @@
+"""The REST boundary shared by every function: one resolver set-up with the errors mapped once.
+
+``build_resolver(*routers)`` returns a Powertools ``APIGatewayHttpResolver`` (HTTP API payload 2.0)
+with request and response validation on and every failure answered in the envelope of DESIGN §5,
+``{"type": "error", "error": {"code", "message", "retryable", "details"}}``, with the status of
+``knowledge.api.errors.STATUS_BY_CODE``:
+
+- Powertools' request validation errors → ``from_validation_errors`` (400 ``validation_error``, or
+  400 ``knowledge_invalid_request`` when the only problem is unknown fields);
+- a body that is not UTF-8 JSON, is not a JSON object, or is larger than ``max_body_bytes`` → 400
+  ``validation_error``. Every body is read as JSON whatever its ``Content-Type`` says (``curl -d``
+  sends a form type), so a form or multipart body is "not JSON" rather than a set of odd fields;
+- ``KnowledgeError`` → its own code (``error_envelope``);
+- an unknown path → 404 ``not_found``; a known path with another method → 405 ``method_not_allowed``
+  with an ``Allow`` header;
+- anything else, a response that fails its own model included → 500 ``internal_error``, logged with
+  its traceback and answered without it.
+
+Authentication comes before validation: a request that fails validation on a route that takes a
+body answers 401 ``authentication_required`` when it carries no authenticated principal, so callers
+without a valid token learn nothing about the request shape. Every route with a body needs a
+principal; public routes (``GET /v1/openapi.json``, health) take none.
+"""
+
+from __future__ import annotations
+
+import binascii
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from http import HTTPStatus
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from aws_lambda_powertools.event_handler.openapi.exceptions import (
+    RequestValidationError as BodyValidationError,
+)
+from aws_lambda_powertools.event_handler.openapi.exceptions import ResponseValidationError
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from knowledge.api.errors import error_envelope, from_validation_errors, unexpected_error_envelope
+from knowledge.api.principal import principal_from_event
+from knowledge.domain.contract import ErrorResponse
+from knowledge.errors import AuthenticationRequiredError, KnowledgeError, RequestValidationError
+
+MAX_BODY_BYTES = 1_048_576
+"""Default request body limit (1 MiB of UTF-8), checked before the body is parsed."""
+
+
+class RouteNotFoundError(KnowledgeError):
+    """No route has this path."""
+
+    code = "not_found"
+
+
+class MethodNotAllowedError(KnowledgeError):
+    """The path exists, but not with this method; ``details.allowed_methods`` lists the ones that do."""
+
+    code = "method_not_allowed"
+
+
+_ERROR_DESCRIPTIONS = {
+    400: "Malformed or contradictory arguments (validation_error, knowledge_invalid_request, "
+    "knowledge_query_required, knowledge_item_required).",
+    401: "No, bad, expired or revoked bearer token (authentication_required).",
+    403: "The token lacks the required scope (insufficient_scope).",
+    404: "Absent, unauthorized, inactive or unpublished resource (knowledge_resource_unavailable).",
+    409: "A version race on a write (knowledge_conflict; details.current_version).",
+    500: "An unexpected error (internal_error); no internals are disclosed.",
+    503: "The runtime switch is off (knowledge_runtime_disabled, in a knowledge_unavailable envelope) "
+    "or a dependency is down or throttled (dependency_unavailable, retryable).",
+}
+
+
+def openapi_error_responses(*statuses: int) -> dict[int, OpenAPIResponse]:
+    """OpenAPI ``responses`` entries for ``statuses`` (400, 401, 403, 404, 409, 500, 503), each an
+    ``ErrorResponse`` body, for a route's ``responses=`` next to its 200."""
+    return {
+        status: {
+            "description": _ERROR_DESCRIPTIONS[status],
+            "content": {content_types.APPLICATION_JSON: {"model": ErrorResponse}},
+        }
+        for status in statuses
+    }
+
+
+def error_response(status: int, body: ErrorResponse, headers: dict[str, str] | None = None) -> Response[str]:
+    """A Powertools ``Response`` carrying ``body`` as ``application/json``."""
+    return Response(
+        status_code=status,
+        content_type=content_types.APPLICATION_JSON,
+        body=body.model_dump_json(),
+        headers=headers,
+    )
+
+
+def parse_json_body(text: str, *, max_body_bytes: int = MAX_BODY_BYTES) -> Any:
+    """Parse a request body; ``RequestValidationError`` when it is larger than ``max_body_bytes``.
+
+    ``json.JSONDecodeError`` propagates, so that Powertools reports it as a validation error. The size
+    is measured in UTF-8 bytes of the decoded body (1 MiB by default).
+    """
+    size = len(text.encode("utf-8", errors="surrogatepass"))
+    if size > max_body_bytes:
+        raise RequestValidationError(
+            "The request body is too large.", {"max_body_bytes": max_body_bytes, "body_bytes": size}
+        )
+    try:
+        return json.loads(text)
+    except RecursionError as error:
+        raise RequestValidationError("The request body is nested too deeply.") from error
+
+
+class JsonBodyResolver(APIGatewayHttpResolver):
+    """An HTTP API resolver that reads every request body as JSON, whatever its ``Content-Type``."""
+
+    def resolve(self, event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
+        headers = {
+            name: value
+            for name, value in (event.get("headers") or {}).items()
+            if name.lower() != "content-type"
+        }
+        return super().resolve({**event, "headers": headers}, context)
+
+
+def build_resolver(*routers: Router, max_body_bytes: int = MAX_BODY_BYTES) -> APIGatewayHttpResolver:
+    """A resolver serving ``routers`` with validation on and the error handlers of this module."""
+    resolver = JsonBodyResolver(
+        enable_validation=True,
+        # A response that does not match its own model is our bug: 500, not the caller's 4xx.
+        response_validation_error_http_code=HTTPStatus.INTERNAL_SERVER_ERROR,
+        json_body_deserializer=lambda text: parse_json_body(text, max_body_bytes=max_body_bytes),
+        # Never answer with a traceback, whatever POWERTOOLS_DEV says.
+        debug=False,
+    )
+    for router in routers:
+        resolver.include_router(router)
+    _ErrorAnswers(resolver).register()
+    return resolver
+
+
+class _ErrorAnswers:
+    """The exception handlers of one resolver; each answers a Powertools ``Response`` in the envelope."""
+
+    def __init__(self, resolver: APIGatewayHttpResolver) -> None:
+        self._resolver = resolver
+
+    def register(self) -> None:
+        handlers: dict[type[Exception], Callable[[Any], Response[str]]] = {
+            BodyValidationError: self.invalid_body,
+            UnicodeDecodeError: self.undecodable_body,
+            binascii.Error: self.undecodable_body,
+            RequestValidationError: self.rejected_body,
+            KnowledgeError: self.domain_error,
+            NotFoundError: self.not_found,
+            ResponseValidationError: self.unexpected,
+            Exception: self.unexpected,
+        }
+        for exception_class, handler in handlers.items():
+            self._resolver.exception_handler(exception_class)(handler)
+
+    def invalid_body(self, error: BodyValidationError) -> Response[str]:
+        return self._invalid(from_validation_errors(_without_positions(error.errors())))
+
+    def undecodable_body(self, error: ValueError) -> Response[str]:
+        return self._invalid(RequestValidationError("The request body is not valid UTF-8 JSON."))
+
+    def rejected_body(self, error: RequestValidationError) -> Response[str]:
+        return self._invalid(error)
+
+    def domain_error(self, error: KnowledgeError, headers: dict[str, str] | None = None) -> Response[str]:
+        status, body = error_envelope(error)
+        return error_response(status, body, headers)
+
+    def not_found(self, error: NotFoundError) -> Response[str]:
+        path = str(self._resolver.context.get("_path", self._resolver.current_event.path))
+        allowed = _methods_for(self._resolver, path)
+        if not allowed:
+            return self.domain_error(RouteNotFoundError("No route matches this path."))
+        return self.domain_error(
+            MethodNotAllowedError("The path does not accept this method.", {"allowed_methods": allowed}),
+            headers={"Allow": ", ".join(allowed)},
+        )
+
+    def unexpected(self, error: Exception) -> Response[str]:
+        status, body = unexpected_error_envelope(error)
+        return error_response(status, body)
+
+    def _invalid(self, error: KnowledgeError) -> Response[str]:
+        """Authentication before validation: an unauthenticated caller learns nothing of the shape."""
+        try:
+            principal_from_event(self._resolver.current_event.raw_event)
+        except AuthenticationRequiredError as unauthenticated:
+            return self.domain_error(unauthenticated)
+        return self.domain_error(error)
+
+
+def _methods_for(resolver: APIGatewayHttpResolver, path: str) -> list[str]:
+    # Powertools keeps its route table private and has no 405 of its own.
+    routes: Sequence[Any] = [*resolver._static_routes, *resolver._dynamic_routes]
+    rules: list[tuple[re.Pattern[str], str]] = [(route.rule, route.method) for route in routes]
+    return sorted({method for rule, method in rules if rule.match(path)})
+
+
+def _without_positions(errors: Sequence[Any]) -> list[dict[str, Any]]:
+    """Powertools reports a JSON syntax error at ``("body", <char position>)``; it concerns the body."""
+    return [
+        {**error, "loc": ("body",), "msg": "The body is not valid JSON."}
+        if error.get("type") == "json_invalid"
+        else error
+        for error in errors
+    ]

@@ -1,0 +1,86 @@
+"""The OpenAPI 3.1 document of every REST route of the service, generated from the pydantic models.
+
+``ROUTERS`` lists the Powertools Routers of every function; a new surface adds its router there and
+regenerates the committed copy: ``python -m knowledge.api.openapi > docs/openapi.json`` (a test
+fails when the copy and the models disagree).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from functools import cache
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer, Tag
+
+from knowledge.api.routes import search
+
+TITLE = "Knowledge service"
+API_VERSION = "1.0.0"
+BEARER_SCHEME = "bearerAuth"
+DESCRIPTION = (
+    "Multi-tenant knowledge search for AI agents: the search_knowledge tool over REST. Every route "
+    "but this document needs `Authorization: Bearer <token>`. Errors are "
+    '`{"type":"error","error":{"code","message","retryable","details"}}`.'
+)
+
+ROUTERS: tuple[Router, ...] = (search.router,)
+"""Every Router of the service, in document order."""
+
+# Powertools adds these for its own 422 answers, which this service never gives (it answers 400 and 500).
+_POWERTOOLS_SCHEMAS = ("HTTPValidationError", "ResponseValidationError", "ValidationError")
+
+
+def openapi_document() -> dict[str, Any]:
+    """The document as a JSON-ready dict (a fresh copy on every call)."""
+    document: dict[str, Any] = json.loads(_document_json())
+    return document
+
+
+@cache
+def _document_json() -> str:
+    # enable_validation=False keeps Powertools' 422 responses out; request and response models
+    # are documented either way.
+    resolver = APIGatewayHttpResolver(enable_validation=False)
+    for router in ROUTERS:
+        # include_router points the router at the resolver for request state; the serving resolver
+        # of this process keeps it.
+        serving = router.api_resolver
+        resolver.include_router(router)
+        router.api_resolver = serving
+    document = json.loads(
+        resolver.get_openapi_json_schema(
+            title=TITLE,
+            version=API_VERSION,
+            description=DESCRIPTION,
+            tags=[
+                Tag(name="tools", description="Agent tools."),
+                Tag(name="meta", description="About the API itself."),
+            ],
+            security_schemes={
+                BEARER_SCHEME: HTTPBearer(
+                    bearerFormat="opaque",
+                    description="A token issued by POST /v1/tokens (shown once; only its hash is stored).",
+                )
+            },
+            security=[{BEARER_SCHEME: []}],
+        )
+    )
+    _drop_unreferenced(document, _POWERTOOLS_SCHEMAS)
+    return json.dumps(document, sort_keys=True)
+
+
+def _drop_unreferenced(document: dict[str, Any], names: tuple[str, ...]) -> None:
+    schemas: dict[str, Any] = document.get("components", {}).get("schemas", {})
+    for name in names:
+        remaining = {key: value for key, value in document.items() if key != "components"}
+        remaining["schemas"] = {key: value for key, value in schemas.items() if key not in names}
+        if f'"#/components/schemas/{name}"' not in json.dumps(remaining):
+            schemas.pop(name, None)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(json.dumps(openapi_document(), indent=2, sort_keys=True, ensure_ascii=False) + "\n")

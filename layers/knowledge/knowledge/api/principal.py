@@ -1,0 +1,57 @@
+"""The principal as the authorizer hands it over in an API Gateway HTTP API v2 event.
+
+The authorizer (``functions/authorizer``) answers a simple response whose ``context`` holds
+``authenticated`` ("true"/"false"), ``tenant_id``, ``subject_id``, ``scopes`` (space-separated),
+``team_ids`` and ``knowledge_base_ids`` (JSON arrays as strings; ``knowledge_base_ids`` empty when
+the token has no allow-list). API Gateway exposes it at ``requestContext.authorizer.lambda``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from knowledge.domain.models import Principal, TokenRecord
+from knowledge.errors import AuthenticationRequiredError
+
+
+def authorizer_context(record: TokenRecord | None) -> dict[str, str]:
+    """The authorizer's ``context`` for a resolved token (``None``: not authenticated)."""
+    if record is None:
+        return {"authenticated": "false"}
+    return {
+        "authenticated": "true",
+        "tenant_id": record.tenant_id,
+        "subject_id": record.subject_id,
+        "scopes": " ".join(sorted(record.scopes)),
+        "team_ids": json.dumps(sorted(record.team_ids)),
+        "knowledge_base_ids": ""
+        if record.knowledge_base_ids is None
+        else json.dumps(sorted(record.knowledge_base_ids)),
+    }
+
+
+def principal_from_event(event: Mapping[str, Any]) -> Principal:
+    """The caller of an HTTP API v2 event; ``AuthenticationRequiredError`` when there is none."""
+    context = (event.get("requestContext") or {}).get("authorizer") or {}
+    claims = context.get("lambda") or {}
+    if str(claims.get("authenticated", "false")).lower() != "true" or not claims.get("tenant_id"):
+        raise AuthenticationRequiredError("A valid bearer token is required.")
+    allow = claims.get("knowledge_base_ids") or ""
+    return Principal(
+        tenant_id=str(claims["tenant_id"]),
+        subject_id=str(claims.get("subject_id", "")),
+        scopes=frozenset(str(claims.get("scopes", "")).split()),
+        team_ids=frozenset(_string_list(claims.get("team_ids"))),
+        knowledge_base_ids=frozenset(_string_list(allow)) if allow else None,
+    )
+
+
+def _string_list(value: Any) -> list[str]:
+    if isinstance(value, list):
+        return [str(entry) for entry in value]
+    if not value:
+        return []
+    decoded = json.loads(str(value))
+    return [str(entry) for entry in decoded] if isinstance(decoded, list) else []

@@ -1,0 +1,1 @@
+"""Powertools Routers, one module per surface; ``knowledge.api.openapi.ROUTERS`` lists them all."""

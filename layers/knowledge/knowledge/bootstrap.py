@@ -1,0 +1,161 @@
+"""The composition root: the one place that turns settings into concrete adapters and services.
+
+Handlers call ``get_container()``; it is built once per process (per Lambda container), lazily,
+so nothing touches the network at import time. Tests and the local runtime build their own with
+``build_container(settings, ...)`` and install it with ``use_container``.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from knowledge.domain.chunking import Chunker
+from knowledge.ports import Embedder, KnowledgeStore, RuntimeSwitch, SearchIndex
+from knowledge.services.search import SearchService
+from knowledge.services.tokens import TokenService
+from knowledge.settings import Settings, get_settings
+
+
+@dataclass
+class Container:
+    """Adapters and services of one process. Every field is safe to share across threads."""
+
+    settings: Settings
+    store: KnowledgeStore
+    index: SearchIndex
+    embedder: Embedder
+    runtime_switch: RuntimeSwitch
+    chunker: Chunker
+    search: SearchService = field(init=False)
+    tokens: TokenService = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.search = SearchService(self.store, self.index, self.embedder, self.runtime_switch)
+        self.tokens = TokenService(self.store)
+
+
+def build_store(settings: Settings, *, dynamodb_client: Any = None) -> KnowledgeStore:
+    from knowledge.adapters.dynamodb_store import DynamoDBKnowledgeStore
+
+    return DynamoDBKnowledgeStore(
+        settings.table_name, dynamodb_client=dynamodb_client, page_size_chars=settings.page_size_chars
+    )
+
+
+def build_embedder(settings: Settings) -> Embedder:
+    """The configured model behind a content-hash cache (SQLite file if configured, else memory
+    locally; the table on AWS with Bedrock)."""
+    from knowledge.adapters.embedding_cache import (
+        CachedEmbedder,
+        DynamoDBEmbeddingCache,
+        InMemoryEmbeddingCache,
+        SqliteEmbeddingCache,
+    )
+    from knowledge.ports import EmbeddingCache
+
+    inner: Embedder
+    if settings.embedder == "bedrock":
+        from knowledge.adapters.bedrock_embedder import BedrockEmbedder
+
+        inner = BedrockEmbedder(model_id=settings.bedrock_model_id, dimension=settings.embedding_dimension)
+    else:
+        from knowledge.adapters.local_embedder import LocalEmbedder
+
+        inner = LocalEmbedder()
+    cache: EmbeddingCache
+    if settings.embedding_cache_path is not None:
+        cache = SqliteEmbeddingCache(settings.embedding_cache_path)
+    elif settings.embedder == "bedrock":
+        cache = DynamoDBEmbeddingCache(settings.table_name)
+    else:
+        cache = InMemoryEmbeddingCache()
+    return CachedEmbedder(inner, cache)
+
+
+def build_index(settings: Settings) -> SearchIndex:
+    if settings.search_backend == "opensearch":
+        from knowledge.adapters.opensearch_index import OpenSearchIndex, build_opensearch_client
+
+        if not settings.opensearch_url:
+            raise ValueError("SEARCH_BACKEND=opensearch needs OPENSEARCH_URL.")
+        client = build_opensearch_client(
+            settings.opensearch_url,
+            auth=settings.opensearch_auth,
+            region=settings.aws_region,
+            service=settings.opensearch_service,
+        )
+        return OpenSearchIndex(client, settings.opensearch_index)
+    from knowledge.adapters.embedded_index import EmbeddedIndex
+
+    return EmbeddedIndex()
+
+
+def build_runtime_switch(settings: Settings) -> RuntimeSwitch:
+    from knowledge.adapters.runtime_switch import ParameterRuntimeSwitch, StaticRuntimeSwitch
+
+    if settings.runtime_switch_parameter:
+        return ParameterRuntimeSwitch(
+            settings.runtime_switch_parameter,
+            max_age=settings.runtime_switch_max_age_seconds,
+            fallback=settings.knowledge_runtime_enabled,
+        )
+    return StaticRuntimeSwitch(settings.knowledge_runtime_enabled)
+
+
+def build_container(
+    settings: Settings,
+    *,
+    store: KnowledgeStore | None = None,
+    index: SearchIndex | None = None,
+    embedder: Embedder | None = None,
+    runtime_switch: RuntimeSwitch | None = None,
+) -> Container:
+    """Build every adapter from ``settings``; any of them can be passed in instead."""
+    # ``is None``, not ``or``: an empty index (or any adapter with ``__len__``) is falsy.
+    embedder = embedder if embedder is not None else build_embedder(settings)
+    index = index if index is not None else build_index(settings)
+    index.ensure_ready(model_id=embedder.model_id, dimension=embedder.dimension)
+    return Container(
+        settings=settings,
+        store=store if store is not None else build_store(settings),
+        index=index,
+        embedder=embedder,
+        runtime_switch=runtime_switch if runtime_switch is not None else build_runtime_switch(settings),
+        chunker=Chunker(max_tokens=settings.chunk_tokens, overlap_tokens=settings.chunk_overlap_tokens),
+    )
+
+
+_lock = threading.Lock()
+_container: Container | None = None
+_token_service: TokenService | None = None
+
+
+def get_container() -> Container:
+    """The process's container, built from ``get_settings()`` on first use."""
+    global _container
+    with _lock:
+        if _container is None:
+            _container = build_container(get_settings())
+        return _container
+
+
+def get_token_service() -> TokenService:
+    """Token resolution alone, for the authorizer: the installed container's when there is one,
+    otherwise a service over the store only (no index or embedder is built), built once."""
+    global _token_service
+    with _lock:
+        if _container is not None:
+            return _container.tokens
+        if _token_service is None:
+            _token_service = TokenService(build_store(get_settings()))
+        return _token_service
+
+
+def use_container(container: Container | None) -> None:
+    """Install ``container`` as the process's container (``None`` resets it and the token service)."""
+    global _container, _token_service
+    with _lock:
+        _container = container
+        _token_service = None

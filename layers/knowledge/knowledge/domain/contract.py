@@ -1,0 +1,177 @@
+"""The ``search_knowledge`` tool contract (spec + DESIGN §4–§5): its arguments and its results.
+
+These pydantic models are the one definition both boundaries (REST and MCP) validate against and
+serialize from; the OpenAPI document and the MCP ``inputSchema`` are generated from them.
+Character offsets and counts are Unicode code points.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+QUERY_MAX_CHARS = 2_000
+ID_MAX_CHARS = 128
+LIMIT_CHARS_MIN, LIMIT_CHARS_MAX = 1, 10_000
+MAX_RESULTS_MIN, MAX_RESULTS_MAX = 1, 50
+MODES = ("hybrid", "lexical", "semantic", "rrf")
+
+
+class SearchKnowledgeArguments(BaseModel):
+    """The tool's arguments. Types are checked strictly (``validation_error``); bounds on ``offset``,
+    ``limit_chars`` and ``max_results`` are published in the schema but enforced by the service so
+    that they answer ``knowledge_invalid_request``; ``alpha`` is clamped, ``mode`` normalized.
+    ``null`` for any argument means "use the default"."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    query: str = Field(
+        default="",
+        max_length=QUERY_MAX_CHARS,
+        description=(
+            "Natural-language query for ranked search; required when using query mode and mutually "
+            "exclusive with addressed identifiers."
+        ),
+    )
+    knowledge_base_id: str = Field(
+        default="",
+        max_length=ID_MAX_CHARS,
+        description="Optional exact Knowledge Base ID to narrow query search or validate an addressed item.",
+    )
+    knowledge_item_id: str = Field(
+        default="", max_length=ID_MAX_CHARS, description="Exact authorized item ID for addressed read."
+    )
+    knowledge_revision_id: str = Field(
+        default="",
+        max_length=ID_MAX_CHARS,
+        description=(
+            "Optional exact immutable revision ID for the addressed item; it requires knowledge_item_id."
+        ),
+    )
+    offset: int = Field(
+        default=0,
+        description="Zero-based character offset for addressed content.",
+        json_schema_extra={"minimum": 0},
+    )
+    limit_chars: int = Field(
+        default=4_000,
+        description="Addressed-read content window from 1 to 10000 characters at the MCP boundary.",
+        json_schema_extra={"minimum": LIMIT_CHARS_MIN, "maximum": LIMIT_CHARS_MAX},
+    )
+    max_results: int = Field(
+        default=10,
+        description="Maximum query results from 1 to 50.",
+        json_schema_extra={"minimum": MAX_RESULTS_MIN, "maximum": MAX_RESULTS_MAX},
+    )
+    mode: str = Field(
+        default="hybrid",
+        description=(
+            "Query scoring mode: hybrid, lexical, semantic, or rrf. Unrecognized text is normalized "
+            "to hybrid by the MCP handler."
+        ),
+        json_schema_extra={"examples": list(MODES)},
+    )
+    alpha: float = Field(
+        default=0.5,
+        allow_inf_nan=False,
+        description=("Hybrid lexical weight, clamped to 0.0 through 1.0; the semantic weight is 1-alpha."),
+        json_schema_extra={"minimum": 0.0, "maximum": 1.0},
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_means_default(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            return {key: value for key, value in data.items() if value is not None}
+        return data
+
+
+class Locator(BaseModel):
+    """A span of a revision: ``content[offset:offset + length]``."""
+
+    offset: int
+    length: int
+
+
+class SourceRef(BaseModel):
+    uri: str | None = None
+    title: str | None = None
+
+
+class Scores(BaseModel):
+    """``final`` is the mode's score (hybrid: alpha·lex + (1−alpha)·sem over min–max normalized legs;
+    rrf: Σ 1/(60 + rank)). Raw lexical scores are BM25; raw semantic scores are cosine similarity
+    in [−1, 1]. A leg that did not return the item has nulls."""
+
+    final: float
+    lexical: float | None = None
+    lexical_normalized: float | None = None
+    lexical_rank: int | None = None
+    semantic: float | None = None
+    semantic_normalized: float | None = None
+    semantic_rank: int | None = None
+
+
+class SearchResult(BaseModel):
+    """One ranked item: its current revision, an excerpt of at most 320 characters that is exactly
+    ``content[locator.offset:locator.offset + locator.length]``, and how to cite it."""
+
+    knowledge_base_id: str
+    knowledge_item_id: str
+    knowledge_revision_id: str
+    title: str
+    excerpt: str
+    locator: Locator
+    source: SourceRef
+    citation: str
+    reference: str
+    published_at: datetime | None
+    scores: Scores
+
+
+class KnowledgeSearchResponse(BaseModel):
+    type: Literal["knowledge_search"] = "knowledge_search"
+    query: str
+    mode: str
+    alpha: float
+    results: list[SearchResult]
+
+
+class KnowledgeReadResponse(BaseModel):
+    """An addressed read: ``content`` is the revision's ``[content_offset, content_offset + len)``
+    window of at most ``content_limit`` characters out of ``content_total_chars``."""
+
+    type: Literal["knowledge"] = "knowledge"
+    owner: str
+    team: str | None
+    scope: str
+    knowledge_base_id: str
+    knowledge_item_id: str
+    knowledge_revision_id: str
+    title: str
+    content: str
+    locator: Locator
+    source: SourceRef
+    reference: str
+    content_offset: int
+    content_limit: int
+    content_total_chars: int
+    content_truncated: bool
+    is_current: bool
+    current_revision_id: str | None
+
+
+class ErrorDetail(BaseModel):
+    code: str
+    message: str
+    retryable: bool = False
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class ErrorResponse(BaseModel):
+    """Every error: ``type`` is ``knowledge_unavailable`` when the runtime switch is off."""
+
+    type: Literal["error", "knowledge_unavailable"] = "error"
+    error: ErrorDetail

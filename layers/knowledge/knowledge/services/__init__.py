@@ -1,0 +1,1 @@
+"""Use cases. Services see only ports and the domain; ``knowledge.bootstrap`` wires them."""

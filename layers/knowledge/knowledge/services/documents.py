@@ -1,0 +1,49 @@
+"""From revision text to what the search index stores: chunk, embed (title prepended), package.
+
+Shared by the stream indexer and the relevance benchmark, so both measure the same path.
+"""
+
+from __future__ import annotations
+
+from knowledge.domain.chunking import Chunker, embedding_text
+from knowledge.domain.retrieval import Chunk, IndexedChunk, IndexedItem
+from knowledge.ports import Embedder
+
+
+def build_indexed_item(
+    *,
+    chunker: Chunker,
+    embedder: Embedder,
+    tenant_id: str,
+    knowledge_base_id: str,
+    knowledge_item_id: str,
+    knowledge_revision_id: str,
+    version: int,
+    owner_id: str,
+    team_id: str | None,
+    scope: str,
+    title: str,
+    content: str,
+) -> IndexedItem:
+    """Chunk ``content`` (offsets in code points of the revision) and embed each chunk with the
+    title prepended. One ``embed`` call per item; the embedder's cache skips unchanged chunks."""
+    # An item with no text is still findable by its title: it gets one empty chunk at offset 0.
+    chunks = chunker.split(content) or [Chunk(ordinal=0, start=0, end=0, text="")]
+    vectors = embedder.embed([embedding_text(title, chunk.text) for chunk in chunks])
+    return IndexedItem(
+        tenant_id=tenant_id,
+        knowledge_base_id=knowledge_base_id,
+        knowledge_item_id=knowledge_item_id,
+        knowledge_revision_id=knowledge_revision_id,
+        version=version,
+        owner_id=owner_id,
+        team_id=team_id,
+        scope=scope,
+        title=title,
+        chunks=[
+            IndexedChunk(
+                ordinal=chunk.ordinal, start=chunk.start, end=chunk.end, text=chunk.text, vector=vector
+            )
+            for chunk, vector in zip(chunks, vectors, strict=True)
+        ],
+    )

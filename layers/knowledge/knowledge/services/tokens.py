@@ -1,0 +1,66 @@
+"""Bearer tokens: resolving a presented token to its record, and issuing new ones.
+
+Tokens are 256-bit random strings shown once; only their SHA-256 is stored (DESIGN §3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime, timedelta
+
+from knowledge.domain.models import TokenRecord
+from knowledge.domain.tokens import hash_token, new_token
+from knowledge.ports import KnowledgeStore
+
+BEARER_PREFIX = "bearer "
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class TokenService:
+    def __init__(self, store: KnowledgeStore, clock: Callable[[], datetime] = _utc_now) -> None:
+        self._store = store
+        self._clock = clock
+
+    def resolve(self, authorization: str | None) -> TokenRecord | None:
+        """The valid record for an ``Authorization`` header value (``Bearer <token>`` or the bare
+        token); ``None`` when absent, unknown, expired or revoked."""
+        if not authorization:
+            return None
+        token = authorization.strip()
+        if token.lower().startswith(BEARER_PREFIX):
+            token = token[len(BEARER_PREFIX) :].strip()
+        if not token:
+            return None
+        record = self._store.get_token(hash_token(token))
+        if record is None or not record.is_valid_at(self._clock()):
+            return None
+        return record
+
+    def issue(
+        self,
+        *,
+        tenant_id: str,
+        subject_id: str,
+        scopes: Iterable[str],
+        team_ids: Iterable[str] = (),
+        knowledge_base_ids: Iterable[str] | None = None,
+        expires_in: timedelta | None = None,
+    ) -> tuple[str, TokenRecord]:
+        """A new token and its stored record; the token itself is returned once and never stored."""
+        token = new_token()
+        now = self._clock()
+        record = TokenRecord(
+            token_hash=hash_token(token),
+            tenant_id=tenant_id,
+            subject_id=subject_id,
+            team_ids=frozenset(team_ids),
+            scopes=frozenset(scopes),
+            knowledge_base_ids=None if knowledge_base_ids is None else frozenset(knowledge_base_ids),
+            created_at=now,
+            expires_at=now + expires_in if expires_in is not None else None,
+        )
+        self._store.put_token(record)
+        return token, record

@@ -1,0 +1,99 @@
+"""The HTTP API Lambda authorizer (``functions/authorizer``): always authorizes, and hands the function
+the resolved token so the function answers 401 in the service's envelope."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from knowledge.bootstrap import get_token_service, use_container
+from knowledge.domain.tokens import hash_token
+from knowledge.errors import DependencyUnavailableError
+from knowledge.settings import get_settings
+from tests.conftest import TABLE_NAME
+from tests.support.rest import SearchWorld, authorize, new_world
+
+
+@pytest.fixture
+def world(table: Any) -> Iterator[SearchWorld]:
+    built = new_world()
+    yield built
+    use_container(None)
+
+
+def test_authorizer_valid_token_passes_principal_context(world: SearchWorld) -> None:
+    bearer = world.token("acme", "agent-7", team_ids=["platform", "ops"], knowledge_base_ids=["kb_1"])
+
+    answer = authorize(bearer)
+
+    assert answer == {
+        "isAuthorized": True,
+        "context": {
+            "authenticated": "true",
+            "tenant_id": "acme",
+            "subject_id": "agent-7",
+            "scopes": "knowledge:read",
+            "team_ids": json.dumps(["ops", "platform"]),
+            "knowledge_base_ids": json.dumps(["kb_1"]),
+        },
+    }
+
+
+@pytest.mark.parametrize("header", [None, "", "Bearer unknown-token", "Token abc"])
+def test_authorizer_unknown_token_authorizes_as_unauthenticated(
+    world: SearchWorld, header: str | None
+) -> None:
+    assert authorize(header) == {"isAuthorized": True, "context": {"authenticated": "false"}}
+
+
+def test_authorizer_expired_token_authorizes_as_unauthenticated(world: SearchWorld) -> None:
+    bearer = world.token(expires_in=timedelta(seconds=-5))
+
+    assert authorize(bearer)["context"] == {"authenticated": "false"}
+
+
+def test_authorizer_revoked_token_authorizes_as_unauthenticated(world: SearchWorld) -> None:
+    bearer = world.token()
+    world.store.revoke_token(hash_token(bearer.removeprefix("Bearer ")))
+
+    assert authorize(bearer)["context"] == {"authenticated": "false"}
+
+
+def test_authorizer_bare_token_without_scheme_is_accepted(world: SearchWorld) -> None:
+    bearer = world.token()
+
+    assert authorize(bearer.removeprefix("Bearer "))["context"]["authenticated"] == "true"
+
+
+def test_authorizer_store_outage_raises_so_gateway_answers_500_uncached(world: SearchWorld) -> None:
+    def throttle(**_: Any) -> None:
+        from botocore.exceptions import ClientError
+
+        raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "GetItem")
+
+    world.dynamodb.meta.events.register("before-call.dynamodb.GetItem", throttle)
+
+    with pytest.raises(DependencyUnavailableError):
+        authorize("Bearer kn_anything")
+
+
+def test_get_token_service_without_container_reads_configured_table(
+    table: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_container(None)
+    monkeypatch.setenv("TABLE_NAME", TABLE_NAME)
+    get_settings.cache_clear()
+    token, record = get_token_service().issue(
+        tenant_id="acme", subject_id="agent-1", scopes=["knowledge:read"]
+    )
+
+    try:
+        resolved = get_token_service().resolve(f"Bearer {token}")
+    finally:
+        use_container(None)
+
+    assert resolved == record

@@ -1,0 +1,124 @@
+"""The shared REST set-up (``knowledge.api.http``): every failure answers the envelope of DESIGN §5."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from aws_lambda_powertools.event_handler.api_gateway import Router
+
+from knowledge.api.errors import error_envelope
+from knowledge.api.http import build_resolver, parse_json_body
+from knowledge.errors import ConflictError, DependencyUnavailableError, RequestValidationError
+from tests.support.events import lambda_context, load_event, with_body
+
+router = Router()
+
+
+@router.post("/v1/things")
+def _conflict() -> dict[str, Any]:
+    raise ConflictError("The item changed since it was read.", current_version=7)
+
+
+@router.get("/v1/things")
+def _broken() -> dict[str, Any]:
+    raise RuntimeError("secret internal detail in /var/task/handler.py")
+
+
+@router.get("/v1/throttled")
+def _throttled() -> dict[str, Any]:
+    raise DependencyUnavailableError("The knowledge store is temporarily unavailable; retry later.")
+
+
+app = build_resolver(router)
+
+
+def _call(method: str, path: str, body: Any = None) -> tuple[int, dict[str, str], dict[str, Any]]:
+    event = load_event(
+        "search_knowledge_query", rawPath=path, requestContext={"http": {"method": method, "path": path}}
+    )
+    if body is not None:
+        with_body(event, body)
+    response = app.resolve(event, lambda_context())
+    return response["statusCode"], response["headers"], json.loads(response["body"])
+
+
+def test_error_envelope_conflict_maps_to_409_with_current_version() -> None:
+    status, body = error_envelope(ConflictError("lost the race", current_version=4))
+
+    assert status == 409
+    assert body.model_dump(mode="json") == {
+        "type": "error",
+        "error": {
+            "code": "knowledge_conflict",
+            "message": "lost the race",
+            "retryable": False,
+            "details": {"current_version": 4},
+        },
+    }
+
+
+def test_resolver_conflict_error_answers_409_envelope() -> None:
+    status, headers, body = _call("POST", "/v1/things", {})
+
+    assert status == 409
+    assert headers["Content-Type"] == "application/json"
+    assert body["error"]["code"] == "knowledge_conflict"
+    assert body["error"]["details"] == {"current_version": 7}
+
+
+def test_resolver_dependency_error_answers_503_retryable() -> None:
+    status, _, body = _call("GET", "/v1/throttled")
+
+    assert (status, body["error"]["code"], body["error"]["retryable"]) == (
+        503,
+        "dependency_unavailable",
+        True,
+    )
+
+
+def test_resolver_unexpected_error_answers_500_without_internals() -> None:
+    status, _, body = _call("GET", "/v1/things")
+
+    assert status == 500
+    assert body == {
+        "type": "error",
+        "error": {
+            "code": "internal_error",
+            "message": "An unexpected error occurred.",
+            "retryable": True,
+            "details": {},
+        },
+    }
+
+
+def test_resolver_unknown_path_answers_404_not_found() -> None:
+    status, _, body = _call("GET", "/v1/nothing-here")
+
+    assert (status, body["type"], body["error"]["code"]) == (404, "error", "not_found")
+
+
+def test_resolver_known_path_other_method_answers_405_with_allow() -> None:
+    status, headers, body = _call("DELETE", "/v1/things")
+
+    assert (status, body["error"]["code"]) == (405, "method_not_allowed")
+    assert headers["Allow"] == "GET, POST"
+    assert body["error"]["details"] == {"allowed_methods": ["GET", "POST"]}
+
+
+def test_parse_json_body_over_limit_in_bytes_raises_validation_error() -> None:
+    # 15 characters, but 21 bytes of UTF-8: the limit counts bytes.
+    with pytest.raises(RequestValidationError) as raised:
+        parse_json_body('{"a": "' + "é" * 6 + '"}', max_body_bytes=16)
+
+    assert raised.value.details == {"max_body_bytes": 16, "body_bytes": 21}
+
+
+def test_parse_json_body_deeply_nested_raises_validation_error() -> None:
+    with pytest.raises(RequestValidationError):
+        parse_json_body("[" * 100_000 + "]" * 100_000)
+
+
+def test_parse_json_body_at_limit_parses() -> None:
+    assert parse_json_body('{"a": 1}', max_body_bytes=8) == {"a": 1}
