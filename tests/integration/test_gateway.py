@@ -1,0 +1,268 @@
+"""The local gateway over real HTTP, on a small fixture template (tests/fixtures/gateway)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from http.client import HTTPConnection
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+
+from knowledge_local.gateway import MAX_BODY_BYTES, Gateway
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "gateway"
+
+
+@pytest.fixture(scope="module")
+def gateway() -> Iterator[Gateway]:
+    with Gateway(FIXTURES / "template.yaml") as running:
+        yield running
+
+
+@pytest.fixture
+def http(gateway: Gateway) -> Iterator[httpx2.Client]:
+    with httpx2.Client(base_url=gateway.url, timeout=10) as client:
+        yield client
+
+
+def _event(response: httpx2.Response) -> dict[str, Any]:
+    assert response.status_code == 200, response.text
+    event: dict[str, Any] = response.json()["event"]
+    return event
+
+
+def test_gateway_path_parameter_route_builds_v2_event(http: httpx2.Client) -> None:
+    response = http.get(
+        "/items/a%20b?x=1&x=2&y=",
+        headers=[
+            ("Authorization", "Bearer alice"),
+            ("X-Multi", "1"),
+            ("X-Multi", "2"),
+            ("Cookie", "c1=v1; c2=v2"),
+        ],
+    )
+
+    event = _event(response)
+    assert event["version"] == "2.0"
+    assert event["routeKey"] == "GET /items/{item}"
+    assert event["rawPath"] == "/items/a%20b"
+    assert event["rawQueryString"] == "x=1&x=2&y="
+    assert event["queryStringParameters"] == {"x": "1,2", "y": ""}
+    assert event["pathParameters"] == {"item": "a b"}
+    assert event["headers"]["x-multi"] == "1,2"
+    assert event["headers"]["authorization"] == "Bearer alice"
+    assert "cookie" not in event["headers"]
+    assert event["cookies"] == ["c1=v1", "c2=v2"]
+    assert event["isBase64Encoded"] is False
+    assert "body" not in event
+    context = event["requestContext"]
+    assert context["http"]["method"] == "GET"
+    assert context["http"]["path"] == "/items/a%20b"
+    assert context["http"]["sourceIp"] == "127.0.0.1"
+    assert context["routeKey"] == "GET /items/{item}"
+    assert context["stage"] == "$default"
+    assert context["requestId"] == response.headers["apigw-requestid"]
+    assert abs(context["timeEpoch"] / 1000 - time.time()) < 60
+    assert context["authorizer"]["lambda"] == {
+        "subject": "alice",
+        "route_key": "GET /items/{item}",
+        "identity": ["Bearer alice"],
+    }
+
+
+def test_gateway_literal_segment_beats_path_parameter(http: httpx2.Client) -> None:
+    event = _event(http.get("/items/special", headers={"Authorization": "Bearer alice"}))
+
+    assert event["routeKey"] == "GET /items/special"
+    assert "pathParameters" not in event
+
+
+def test_gateway_json_body_arrives_as_text(http: httpx2.Client) -> None:
+    event = _event(http.post("/echo", json={"q": "déjà vu"}, headers={"Authorization": "Bearer alice"}))
+
+    assert event["isBase64Encoded"] is False
+    assert json.loads(event["body"]) == {"q": "déjà vu"}
+
+
+def test_gateway_binary_body_arrives_base64_encoded(http: httpx2.Client) -> None:
+    payload = bytes(range(256))
+    event = _event(
+        http.post(
+            "/echo",
+            content=payload,
+            headers={"Authorization": "Bearer alice", "Content-Type": "application/octet-stream"},
+        )
+    )
+
+    assert event["isBase64Encoded"] is True
+    assert base64.b64decode(event["body"]) == payload
+
+
+def test_gateway_greedy_any_route_matches_every_method(http: httpx2.Client) -> None:
+    event = _event(http.delete("/files/a/b/c.txt"))
+
+    assert event["routeKey"] == "ANY /files/{proxy+}"
+    assert event["pathParameters"] == {"proxy": "a/b/c.txt"}
+    assert "authorizer" not in event["requestContext"]
+
+
+def test_gateway_context_carries_function_settings(http: httpx2.Client) -> None:
+    body = http.get("/public").json()
+
+    assert body["context"]["function_name"] == "EchoFunction"
+    assert body["context"]["memory_limit_in_mb"] == 256
+    assert 0 < body["context"]["remaining_ms"] <= 5000
+
+
+def test_gateway_unknown_route_answers_not_found_envelope(http: httpx2.Client) -> None:
+    response = http.get("/nowhere")
+
+    assert response.status_code == 404
+    assert response.json()["type"] == "error"
+    assert response.json()["error"]["code"] == "not_found"
+
+
+def test_gateway_method_without_route_answers_not_found(http: httpx2.Client) -> None:
+    response = http.post("/public")
+
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "not_found"
+
+
+def test_gateway_missing_identity_source_answers_unauthorized(http: httpx2.Client) -> None:
+    response = http.get("/items/x")
+
+    assert response.status_code == 401
+    assert response.json() == {"message": "Unauthorized"}
+
+
+def test_gateway_denying_authorizer_answers_forbidden(http: httpx2.Client) -> None:
+    response = http.get("/items/x", headers={"Authorization": "Bearer deny"})
+
+    assert response.status_code == 403
+    assert response.json() == {"message": "Forbidden"}
+
+
+def test_gateway_failing_authorizer_answers_internal_error(http: httpx2.Client) -> None:
+    response = http.get("/items/x", headers={"Authorization": "Bearer boom"})
+
+    assert response.status_code == 500
+    assert response.json() == {"message": "Internal Server Error"}
+
+
+@pytest.mark.parametrize("path", ["/boom", "/invalid"])
+def test_gateway_failing_function_answers_bad_gateway_and_keeps_serving(
+    http: httpx2.Client, path: str
+) -> None:
+    failed = http.get(path)
+    after = http.get("/public")
+
+    assert failed.status_code == 502
+    assert failed.json() == {"message": "Internal Server Error"}
+    assert after.status_code == 200
+
+
+def test_gateway_function_past_its_timeout_answers_bad_gateway(http: httpx2.Client) -> None:
+    started = time.monotonic()
+    response = http.get("/sleep", params={"seconds": "1.5"})
+
+    assert response.status_code == 502
+    assert time.monotonic() - started < 1.5
+
+
+def test_gateway_binary_response_with_cookies_is_decoded(http: httpx2.Client) -> None:
+    response = http.get("/binary")
+
+    assert response.status_code == 201
+    assert response.headers["content-type"] == "image/png"
+    assert response.content == b"\x89PNG\r\n\x1a\n"
+    assert response.headers.get_list("set-cookie") == ["first=1; Path=/", "second=2"]
+
+
+def test_gateway_answer_without_status_code_is_inferred_as_json(http: httpx2.Client) -> None:
+    response = http.get("/plain")
+
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/json"
+    assert response.json() == {"hello": "world"}
+
+
+def test_gateway_concurrent_requests_run_in_parallel(gateway: Gateway) -> None:
+    def call(_: int) -> int:
+        with httpx2.Client(base_url=gateway.url, timeout=10) as client:
+            return client.get("/sleep", params={"seconds": "0.4"}).status_code
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        statuses = list(pool.map(call, range(6)))
+
+    assert statuses == [200] * 6
+    assert time.monotonic() - started < 1.6
+
+
+def test_gateway_body_at_payload_limit_is_accepted(http: httpx2.Client) -> None:
+    response = http.post(
+        "/size", content=b"x" * MAX_BODY_BYTES, headers={"Content-Type": "application/octet-stream"}
+    )
+
+    assert response.status_code == 200
+    assert response.json() == {"bytes": MAX_BODY_BYTES}
+
+
+def test_gateway_body_over_payload_limit_answers_payload_too_large(gateway: Gateway) -> None:
+    host, port = gateway.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as connection:
+        connection.sendall(
+            f"POST /size HTTP/1.1\r\nHost: {host}\r\nContent-Type: text/plain\r\n"
+            f"Content-Length: {MAX_BODY_BYTES + 1}\r\n\r\n".encode()
+        )
+        reply = connection.makefile("rb").read()
+
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 413")
+    assert json.loads(body)["error"]["code"] == "payload_too_large"
+
+
+def test_gateway_chunked_body_is_reassembled(gateway: Gateway) -> None:
+    host, port = gateway.url.removeprefix("http://").split(":")
+    connection = HTTPConnection(host, int(port), timeout=5)
+    try:
+        connection.request(
+            "POST",
+            "/size",
+            body=iter([b"abc", b"defg"]),
+            headers={"Content-Type": "text/plain", "Transfer-Encoding": "chunked"},
+            encode_chunked=True,
+        )
+        response = connection.getresponse()
+        assert response.status == 200
+        assert json.loads(response.read()) == {"bytes": 7}
+    finally:
+        connection.close()
+
+
+def test_gateway_catch_all_route_receives_every_request() -> None:
+    with Gateway(FIXTURES / "catch_all.yaml") as running, httpx2.Client(base_url=running.url) as client:
+        event = _event(client.patch("/any/where?q=1"))
+
+    assert event["routeKey"] == "$default"
+    assert event["rawPath"] == "/any/where"
+    assert event["requestContext"]["http"]["method"] == "PATCH"
+
+
+def test_gateway_malformed_content_length_answers_bad_request(gateway: Gateway) -> None:
+    host, port = gateway.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as connection:
+        connection.sendall(f"POST /size HTTP/1.1\r\nHost: {host}\r\nContent-Length: ten\r\n\r\n".encode())
+        reply = connection.makefile("rb").read()
+
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400")
+    assert json.loads(body) == {"message": "Bad Request"}

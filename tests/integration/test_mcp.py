@@ -1,0 +1,424 @@
+"""``POST /mcp`` with the official MCP client over real HTTP: the local gateway on ``template.yaml``
+runs the real authorizer and McpFunction handlers over moto DynamoDB, an EmbeddedIndex and the
+HashingEmbedder. Covers the handshake, the published schema, both success shapes (identical to
+REST), each tool-level row of DESIGN §5's error table, and the HTTP answers before MCP (401, 405)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import anyio
+import boto3
+import httpx2
+import mcp.types as types
+import pytest
+from botocore.exceptions import ClientError
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from moto import mock_aws
+
+from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
+from knowledge.api.mcp import build_server
+from knowledge.bootstrap import use_container
+from knowledge.domain.models import KnowledgeItem
+from knowledge_local.gateway import Gateway
+from tests.conftest import TABLE_NAME
+from tests.support.rest import SearchWorld, new_world
+from tests.support.template import TEMPLATE, create_table_kwargs
+
+RUNBOOK = (
+    "# Deployment runbook\n\nRoll out the release with the blue green switch. Check the health "
+    "dashboard before and after the rollout, and keep the previous release warm for rollback.\n"
+)
+ONCALL = (
+    "# On-call handbook\n\nPage the secondary when the primary does not acknowledge within ten minutes.\n"
+)
+
+SPEC_PARAMETERS: dict[str, tuple[str, Any]] = {
+    "query": (
+        "Natural-language query for ranked search; required when using query mode and mutually "
+        "exclusive with addressed identifiers.",
+        "",
+    ),
+    "knowledge_base_id": (
+        "Optional exact Knowledge Base ID to narrow query search or validate an addressed item.",
+        "",
+    ),
+    "knowledge_item_id": ("Exact authorized item ID for addressed read.", ""),
+    "knowledge_revision_id": (
+        "Optional exact immutable revision ID for the addressed item; it requires knowledge_item_id.",
+        "",
+    ),
+    "offset": ("Zero-based character offset for addressed content.", 0),
+    "limit_chars": ("Addressed-read content window from 1 to 10000 characters at the MCP boundary.", 4000),
+    "max_results": ("Maximum query results from 1 to 50.", 10),
+    "mode": (
+        "Query scoring mode: hybrid, lexical, semantic, or rrf. Unrecognized text is normalized to "
+        "hybrid by the MCP handler.",
+        "hybrid",
+    ),
+    "alpha": (
+        "Hybrid lexical weight, clamped to 0.0 through 1.0; the semantic weight is 1-alpha.",
+        0.5,
+    ),
+}
+"""The spec's parameter list: description and default of each ``search_knowledge`` argument."""
+
+
+@pytest.fixture(scope="module")
+def gateway() -> Iterator[Gateway]:
+    with Gateway(TEMPLATE) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def world() -> Iterator[SearchWorld]:
+    """One moto table and container for the module (tests only add tokens and read), which keeps
+    each test to its HTTP round trips."""
+    with mock_aws():
+        boto3.client("dynamodb", region_name="us-east-1").create_table(
+            **create_table_kwargs("KnowledgeTable", TABLE_NAME)
+        )
+        built = new_world()
+        yield built
+        use_container(None)
+
+
+@pytest.fixture(scope="module")
+def reader(world: SearchWorld) -> str:
+    return world.token()
+
+
+@pytest.fixture(scope="module")
+def runbook(world: SearchWorld) -> KnowledgeItem:
+    base = world.base()
+    world.publish(base, "On-call handbook", ONCALL)
+    item, _ = world.publish(base, "Deployment runbook", RUNBOOK)
+    return item
+
+
+def _mcp_url(gateway: Gateway) -> str:
+    return f"{gateway.url}/mcp"
+
+
+async def _with_client(gateway: Gateway, authorization: str, mode: str, use: Any) -> Any:
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": authorization}, timeout=30) as http,
+        Client(streamable_http_client(_mcp_url(gateway), http_client=http), mode=mode) as client,
+    ):
+        return await use(client)
+
+
+def session(gateway: Gateway, authorization: str, use: Any, *, mode: str = "legacy") -> Any:
+    """Run ``use(client)`` in a fresh MCP client session over HTTP (``legacy``: initialize handshake)."""
+    return anyio.run(_with_client, gateway, authorization, mode, use)
+
+
+def call_tool(
+    gateway: Gateway, authorization: str, arguments: dict[str, Any], *, name: str = "search_knowledge"
+) -> types.CallToolResult:
+    async def use(client: Client) -> types.CallToolResult:
+        return await client.call_tool(name, arguments)
+
+    result: types.CallToolResult = session(gateway, authorization, use)
+    return result
+
+
+def payload(result: types.CallToolResult) -> dict[str, Any]:
+    """The JSON of the result's one text content item."""
+    assert len(result.content) == 1
+    content = result.content[0]
+    assert isinstance(content, types.TextContent)
+    decoded: dict[str, Any] = json.loads(content.text)
+    return decoded
+
+
+def error_payload(result: types.CallToolResult, code: str) -> dict[str, Any]:
+    assert result.is_error is True
+    body = payload(result)
+    assert body["error"]["code"] == code, body
+    return body
+
+
+# -- handshake and listing ----------------------------------------------------------------------
+
+
+def test_mcp_initialize_reports_server_and_tools_capability(gateway: Gateway, world: SearchWorld) -> None:
+    async def use(client: Client) -> tuple[str, types.Implementation | None, types.ServerCapabilities]:
+        return client.protocol_version, client.server_info, client.server_capabilities
+
+    version, info, capabilities = session(gateway, world.token(), use)
+
+    assert version in HANDSHAKE_PROTOCOL_VERSIONS
+    assert info is not None
+    assert (info.name, info.version) == ("knowledge", "0.1.0")
+    assert capabilities.tools is not None
+
+
+def test_mcp_ping_answers_empty_result(gateway: Gateway, world: SearchWorld) -> None:
+    async def use(client: Client) -> types.EmptyResult:
+        return await client.session.send_ping()
+
+    assert isinstance(session(gateway, world.token(), use), types.EmptyResult)
+
+
+def test_mcp_tools_list_publishes_spec_schema(gateway: Gateway, world: SearchWorld) -> None:
+    async def use(client: Client) -> types.ListToolsResult:
+        return await client.list_tools()
+
+    tools = session(gateway, world.token(), use).tools
+
+    assert [tool.name for tool in tools] == ["search_knowledge"]
+    tool = tools[0]
+    assert tool.description is not None
+    assert tool.description.startswith("Read authorized Knowledge Base content either by ranked query")
+    assert '{"type":"knowledge_search","results":[...]}' in tool.description
+    assert tool.annotations is not None
+    assert tool.annotations.read_only_hint is True
+    schema = tool.input_schema
+    assert schema["type"] == "object"
+    assert schema["additionalProperties"] is False
+    properties = schema["properties"]
+    assert set(properties) == set(SPEC_PARAMETERS)
+    for name, (description, default) in SPEC_PARAMETERS.items():
+        assert (properties[name]["description"], properties[name]["default"]) == (description, default), name
+    assert {name: properties[name]["type"] for name in properties} == {
+        "query": "string",
+        "knowledge_base_id": "string",
+        "knowledge_item_id": "string",
+        "knowledge_revision_id": "string",
+        "offset": "integer",
+        "limit_chars": "integer",
+        "max_results": "integer",
+        "mode": "string",
+        "alpha": "number",
+    }
+    assert properties["query"]["maxLength"] == 2000
+    assert properties["offset"]["minimum"] == 0
+    assert (properties["limit_chars"]["minimum"], properties["limit_chars"]["maximum"]) == (1, 10000)
+    assert (properties["max_results"]["minimum"], properties["max_results"]["maximum"]) == (1, 50)
+    assert (properties["alpha"]["minimum"], properties["alpha"]["maximum"]) == (0.0, 1.0)
+    assert "title" not in json.dumps(schema)
+
+
+# -- success shapes -----------------------------------------------------------------------------
+
+
+def test_mcp_query_returns_ranked_results(gateway: Gateway, reader: str, runbook: KnowledgeItem) -> None:
+    result = call_tool(gateway, reader, {"query": "blue green rollout", "max_results": 5})
+
+    assert result.is_error is not True
+    body = payload(result)
+    assert body["type"] == "knowledge_search"
+    assert body["results"][0]["knowledge_item_id"] == runbook.knowledge_item_id
+    finals = [entry["scores"]["final"] for entry in body["results"]]
+    assert finals == sorted(finals, reverse=True)
+
+
+def test_mcp_addressed_read_returns_content_window(
+    gateway: Gateway, reader: str, runbook: KnowledgeItem
+) -> None:
+    arguments = {"knowledge_item_id": runbook.knowledge_item_id, "offset": 2, "limit_chars": 40}
+
+    body = payload(call_tool(gateway, reader, arguments))
+
+    assert body["type"] == "knowledge"
+    assert body["knowledge_revision_id"] == runbook.current_revision_id
+    assert body["content"] == RUNBOOK[2:42]
+    assert (body["content_offset"], body["content_limit"]) == (2, 40)
+    assert body["content_total_chars"] == len(RUNBOOK)
+    assert body["content_truncated"] is True
+
+
+def test_mcp_query_json_equals_rest_json(
+    gateway: Gateway, world: SearchWorld, reader: str, runbook: KnowledgeItem
+) -> None:
+    arguments = {"query": "rollback release", "mode": "rrf", "max_results": 3}
+
+    mcp_body = payload(call_tool(gateway, reader, arguments))
+    rest = world.call(arguments, reader)
+
+    assert rest.status == 200
+    assert mcp_body == rest.body
+
+
+def test_mcp_read_json_equals_rest_json(
+    gateway: Gateway, world: SearchWorld, reader: str, runbook: KnowledgeItem
+) -> None:
+    arguments = {"knowledge_item_id": runbook.knowledge_item_id, "offset": 10, "limit_chars": 25}
+
+    mcp_body = payload(call_tool(gateway, reader, arguments))
+    rest = world.call(arguments, reader)
+
+    assert rest.status == 200
+    assert mcp_body == rest.body
+
+
+def test_mcp_modern_protocol_call_equals_handshake_call(
+    gateway: Gateway, reader: str, runbook: KnowledgeItem
+) -> None:
+    async def use(client: Client) -> tuple[str, types.CallToolResult]:
+        return client.protocol_version, await client.call_tool("search_knowledge", {"query": "rollback"})
+
+    version, modern = session(gateway, reader, use, mode="auto")
+    legacy = call_tool(gateway, reader, {"query": "rollback"})
+
+    assert version not in HANDSHAKE_PROTOCOL_VERSIONS
+    assert payload(modern) == payload(legacy)
+
+
+def test_mcp_concurrent_sessions_get_identical_answers(
+    gateway: Gateway, reader: str, runbook: KnowledgeItem
+) -> None:
+    def one(_: int) -> dict[str, Any]:
+        return payload(call_tool(gateway, reader, {"query": "health dashboard"}))
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        answers = list(pool.map(one, range(4)))
+
+    assert answers[0]["results"]
+    assert all(answer == answers[0] for answer in answers)
+
+
+# -- errors: DESIGN §5 at the tool level --------------------------------------------------------
+
+ERROR_ROWS = [
+    pytest.param({"query": 5}, "validation_error", id="wrong-type"),
+    pytest.param({"query": "deploy", "alpha": "high"}, "validation_error", id="alpha-not-a-number"),
+    pytest.param({"query": "q" * 2_001}, "validation_error", id="query-too-long"),
+    pytest.param({"query": "deploy", "knowledge_item_id": "ki_x"}, "knowledge_invalid_request", id="mixed"),
+    pytest.param(
+        {"knowledge_item_id": "ki_x", "limit_chars": 10_001}, "knowledge_invalid_request", id="limit"
+    ),
+    pytest.param({"query": "deploy", "max_results": 51}, "knowledge_invalid_request", id="max-results"),
+    pytest.param({"knowledge_item_id": "ki_x", "offset": -1}, "knowledge_invalid_request", id="offset"),
+    pytest.param({"query": "deploy", "colour": "blue"}, "knowledge_invalid_request", id="unknown-field"),
+    pytest.param({}, "knowledge_query_required", id="nothing-to-do"),
+    pytest.param({"knowledge_revision_id": "kr_x"}, "knowledge_item_required", id="revision-alone"),
+    pytest.param(
+        {"knowledge_item_id": "ki_01JDQ8ZC7N3V5W9X2Y4Z6A8B0C"}, "knowledge_resource_unavailable", id="absent"
+    ),
+]
+
+
+@pytest.mark.parametrize(("arguments", "code"), ERROR_ROWS)
+def test_mcp_invalid_call_returns_error_envelope_equal_to_rest(
+    gateway: Gateway, world: SearchWorld, reader: str, arguments: dict[str, Any], code: str
+) -> None:
+    body = error_payload(call_tool(gateway, reader, arguments), code)
+
+    assert body["type"] == "error"
+    assert body == world.call(arguments, reader).body
+
+
+def test_mcp_token_without_read_scope_returns_insufficient_scope(
+    gateway: Gateway, world: SearchWorld
+) -> None:
+    writer = world.token(scopes=("knowledge:write",))
+
+    body = error_payload(call_tool(gateway, writer, {"query": "deploy"}), "insufficient_scope")
+
+    assert body["error"]["details"] == {"required_scope": "knowledge:read"}
+
+
+def test_mcp_runtime_switch_off_returns_knowledge_unavailable(gateway: Gateway, world: SearchWorld) -> None:
+    token = world.token()
+    world.install(runtime_switch=StaticRuntimeSwitch(False))
+    try:
+        result = call_tool(gateway, token, {"query": "deploy"})
+    finally:
+        world.install()
+
+    body = error_payload(result, "knowledge_runtime_disabled")
+
+    assert body["type"] == "knowledge_unavailable"
+    assert body["error"]["retryable"] is True
+
+
+def test_mcp_throttled_store_returns_dependency_unavailable(
+    gateway: Gateway, world: SearchWorld, reader: str, runbook: KnowledgeItem
+) -> None:
+    # Reading content queries the revision's pages; the authorizer's token lookup is a GetItem.
+    def throttle(**_: Any) -> None:
+        raise ClientError(
+            {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "Rate exceeded"}}, "Query"
+        )
+
+    world.dynamodb.meta.events.register("before-call.dynamodb.Query", throttle)
+    try:
+        result = call_tool(gateway, reader, {"knowledge_item_id": runbook.knowledge_item_id})
+    finally:
+        world.dynamodb.meta.events.unregister("before-call.dynamodb.Query", throttle)
+
+    body = error_payload(result, "dependency_unavailable")
+    assert body["error"]["retryable"] is True
+    assert "Provisioned" not in json.dumps(body)
+
+
+def test_mcp_unexpected_failure_returns_internal_error_without_internals(
+    gateway: Gateway, world: SearchWorld, reader: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*_: Any) -> None:
+        raise RuntimeError("secret internals")
+
+    monkeypatch.setattr(world.index, "search", broken)
+
+    body = error_payload(call_tool(gateway, reader, {"query": "deploy"}), "internal_error")
+
+    assert body["error"]["retryable"] is True
+    assert "secret" not in json.dumps(body)
+
+
+def test_mcp_unknown_tool_returns_not_found_error(gateway: Gateway, reader: str) -> None:
+    body = error_payload(call_tool(gateway, reader, {"query": "deploy"}, name="search_memory"), "not_found")
+
+    assert body["error"]["details"] == {"tool": "search_memory", "available_tools": ["search_knowledge"]}
+
+
+def test_mcp_server_without_principal_refuses_tool_call() -> None:
+    async def main() -> types.CallToolResult:
+        async with Client(build_server(), mode="legacy") as client:
+            return await client.call_tool("search_knowledge", {"query": "deploy"})
+
+    error_payload(anyio.run(main), "authentication_required")
+
+
+# -- HTTP before MCP ----------------------------------------------------------------------------
+
+
+def test_mcp_request_without_token_is_unauthorized(gateway: Gateway) -> None:
+    response = httpx2.post(_mcp_url(gateway), json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+
+    # The authorizer's identity source is the Authorization header: API Gateway answers by itself.
+    assert response.status_code == 401
+    assert response.json() == {"message": "Unauthorized"}
+
+
+@pytest.mark.parametrize("authorization", ["Bearer kn_not-a-token", "Basic dXNlcjpwYXNz"])
+def test_mcp_request_with_bad_token_answers_401_envelope(
+    gateway: Gateway, world: SearchWorld, authorization: str
+) -> None:
+    response = httpx2.post(
+        _mcp_url(gateway),
+        json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+        headers={"Authorization": authorization, "Accept": "application/json, text/event-stream"},
+    )
+
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"] == "Bearer"
+    assert response.json()["error"]["code"] == "authentication_required"
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE"])
+def test_mcp_stateless_endpoint_refuses_other_methods(gateway: Gateway, reader: str, method: str) -> None:
+    response = httpx2.request(
+        method, _mcp_url(gateway), headers={"Authorization": reader, "Accept": "text/event-stream"}
+    )
+
+    assert response.status_code == 405
+    assert response.headers["allow"] == "POST"
+    assert response.json()["error"]["code"] == "method_not_allowed"
