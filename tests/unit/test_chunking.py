@@ -292,7 +292,7 @@ def test_split_one_million_characters_covers_the_text_exactly(chunker: Chunker) 
     chunks = chunker.split(text)
 
     assert chunks[-1].end == len(text.rstrip())
-    assert all(left.start < right.start for left, right in zip(chunks, chunks[1:], strict=False))
+    assert all(left.start < right.start for left, right in itertools.pairwise(chunks))
     assert all(text[chunk.start : chunk.end] == chunk.text for chunk in chunks[::97])
 
 
