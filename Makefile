@@ -33,8 +33,10 @@ lint: install  ## ruff (lint + format check)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-typecheck: install  ## mypy on the package and the local runtime
-	$(BIN)/mypy layers/knowledge/knowledge local/knowledge_local
+typecheck: install  ## mypy on the package, the local runtime, the handlers and the benchmarks
+	$(BIN)/mypy layers/knowledge/knowledge local/knowledge_local bench
+	@# every handler is a module named `app`: check them one by one
+	@for handler in functions/*/app.py; do $(BIN)/mypy --no-error-summary $$handler || exit 1; done
 
 test: lint typecheck  ## the whole suite: ruff, mypy, pytest (unit, integration, e2e)
 	$(BIN)/pytest
@@ -53,7 +55,7 @@ lint-template: install  ## cfn-lint and `sam validate --lint` (SAM CLI in its ow
 pr: test lint-template  ## every gate
 
 bench-relevance: install  ## nDCG@10 / Recall on BEIR SciFact for every search mode (DATA_DIR overrides)
-	$(BIN)/python -m bench.relevance --data-dir "$${DATA_DIR:-../shared/data}/scifact"
+	POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/python -m bench.relevance --data-dir "$${DATA_DIR:-../shared/data}/scifact"
 
 clean:  ## remove the virtualenvs and caches
 	rm -rf $(VENV) $(SAM_VENV) .cache .aws-sam .mypy_cache .ruff_cache

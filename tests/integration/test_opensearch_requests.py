@@ -214,8 +214,9 @@ def test_search_both_legs_sends_one_msearch_with_filter_inside_knn(
                         {
                             "multi_match": {
                                 "query": 'zebra "stripes"',
-                                "fields": ["title^2", "text"],
+                                "fields": ["title^1", "text"],
                                 "type": "best_fields",
+                                "tie_breaker": 0.5,
                             }
                         }
                     ],

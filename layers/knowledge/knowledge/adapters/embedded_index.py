@@ -1,8 +1,9 @@
 """``EmbeddedIndex``: the ``SearchIndex`` port in process, for local runs and tests (DESIGN §4).
 
 - Lexical leg: BM25 (tantivy, k1 = 1.2, b = 0.75, as Lucene) over ``title`` and ``text``, scored like
-  OpenSearch's ``multi_match`` ``best_fields``: the better of ``title_boost · BM25(title)`` and
-  ``text_boost · BM25(text)`` per chunk. Both fields use an analyzer close to OpenSearch's
+  OpenSearch's ``multi_match`` ``best_fields`` with a tie breaker: the better of
+  ``title_boost · BM25(title)`` and ``text_boost · BM25(text)`` per chunk plus ``tie_breaker`` times
+  the other. Both fields use an analyzer close to OpenSearch's
   ``english``: letters and digits, lower case, Lucene's English stop words, Snowball English stems.
   The query goes through the same analyzer and becomes term queries, so query syntax in user input is
   never parsed and a query of stop words only matches nothing.
@@ -28,7 +29,15 @@ import numpy as np
 import numpy.typing as npt
 import tantivy
 
-from knowledge.domain.retrieval import ChunkHit, IndexedItem, IndexQuery, Leg, LegHits
+from knowledge.domain.retrieval import (
+    TIE_BREAKER,
+    TITLE_BOOST,
+    ChunkHit,
+    IndexedItem,
+    IndexQuery,
+    Leg,
+    LegHits,
+)
 from knowledge.domain.visibility import VisibilityFilter
 from knowledge.errors import IndexConfigurationError
 from knowledge.observability import logger
@@ -135,12 +144,20 @@ def _joined(tenant_id: str, other_id: str) -> str:
 
 
 class EmbeddedIndex:
-    """In-process ``SearchIndex``. ``title_boost``/``text_boost`` weigh the BM25 fields (defaults 2 and 1,
-    as the OpenSearch adapter's ``title^2``); the relevance benchmark tunes them."""
+    """In-process ``SearchIndex``. ``title_boost``/``text_boost`` weigh the BM25 fields and
+    ``tie_breaker`` adds the weaker field's share (defaults as the OpenSearch adapter:
+    ``retrieval.TITLE_BOOST``, 1.0 and ``retrieval.TIE_BREAKER``)."""
 
-    def __init__(self, *, title_boost: float = 2.0, text_boost: float = 1.0) -> None:
+    def __init__(
+        self,
+        *,
+        title_boost: float = TITLE_BOOST,
+        text_boost: float = 1.0,
+        tie_breaker: float = TIE_BREAKER,
+    ) -> None:
         self._title_boost = title_boost
         self._text_boost = text_boost
+        self._tie_breaker = tie_breaker
         self._lock = threading.RLock()
         self._model_id: str | None = None
         self._dimension: int | None = None
@@ -298,7 +315,10 @@ class EmbeddedIndex:
         visible = tantivy.Query.term_set_query(self._schema, "group", groups)
         query = tantivy.Query.boolean_query(
             [
-                (tantivy.Occur.Must, tantivy.Query.disjunction_max_query(fields, tie_breaker=0.0)),
+                (
+                    tantivy.Occur.Must,
+                    tantivy.Query.disjunction_max_query(fields, tie_breaker=self._tie_breaker),
+                ),
                 (tantivy.Occur.Must, tantivy.Query.const_score_query(visible, 0.0)),
             ]
         )

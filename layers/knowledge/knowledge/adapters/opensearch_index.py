@@ -33,7 +33,15 @@ from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
 from opensearchpy.exceptions import RequestError, TransportError
 
 from knowledge.adapters import opensearch_queries as dsl
-from knowledge.domain.retrieval import ChunkHit, IndexedItem, IndexQuery, Leg, LegHits
+from knowledge.domain.retrieval import (
+    TIE_BREAKER,
+    TITLE_BOOST,
+    ChunkHit,
+    IndexedItem,
+    IndexQuery,
+    Leg,
+    LegHits,
+)
 from knowledge.errors import DependencyUnavailableError, IndexConfigurationError
 from knowledge.observability import logger
 
@@ -140,7 +148,7 @@ class OpenSearchIndex:
 
     ``client`` is an ``opensearchpy.OpenSearch`` (see ``build_opensearch_client``). ``refresh=True``
     makes every write visible to search before it returns (tests, local runs); Lambda leaves it off
-    and relies on the refresh interval. ``title_boost`` weighs title matches in the BM25 leg
+    and relies on the refresh interval. ``title_boost`` and ``tie_breaker`` shape the BM25 leg
     (``multi_match`` ``best_fields`` over ``title^title_boost`` and ``text``). Documents refused with
     429 are retried ``bulk_retries`` times, waiting ``bulk_backoff_seconds`` doubled each time.
     """
@@ -151,7 +159,8 @@ class OpenSearchIndex:
         index_name: str,
         *,
         refresh: bool = False,
-        title_boost: float = 2.0,
+        title_boost: float = TITLE_BOOST,
+        tie_breaker: float = TIE_BREAKER,
         shards: int | None = None,
         batch_size: int = 500,
         bulk_retries: int = 3,
@@ -161,6 +170,7 @@ class OpenSearchIndex:
         self._name = index_name
         self._refresh = refresh
         self._title_boost = title_boost
+        self._tie_breaker = tie_breaker
         self._shards = shards
         self._batch_size = batch_size
         self._bulk_options: dict[str, Any] = {
@@ -367,7 +377,13 @@ class OpenSearchIndex:
         """
         searches: list[tuple[Leg, dict[str, Any]]] = []
         if Leg.LEXICAL in query.legs and query.text.strip():
-            body = dsl.lexical_body(query.text, query.visibility, query.k, title_boost=self._title_boost)
+            body = dsl.lexical_body(
+                query.text,
+                query.visibility,
+                query.k,
+                title_boost=self._title_boost,
+                tie_breaker=self._tie_breaker,
+            )
             searches.append((Leg.LEXICAL, body))
         if Leg.SEMANTIC in query.legs:
             if query.vector is None:

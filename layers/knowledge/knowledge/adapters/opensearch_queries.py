@@ -272,8 +272,11 @@ _SOURCE = {"excludes": ["vector"]}
 _SORT = [{"_score": "desc"}, {"knowledge_item_id": "asc"}, {"ordinal": "asc"}]
 
 
-def lexical_body(text: str, visibility: VisibilityFilter, k: int, *, title_boost: float) -> dict[str, Any]:
-    """BM25 leg: ``multi_match`` (``best_fields``: the better of ``title^boost`` and ``text``) scored in
+def lexical_body(
+    text: str, visibility: VisibilityFilter, k: int, *, title_boost: float, tie_breaker: float
+) -> dict[str, Any]:
+    """BM25 leg: ``multi_match`` (``best_fields``: the better of ``title^boost`` and ``text``, plus
+    ``tie_breaker`` times the other) scored in
     ``must``, visibility in ``filter`` (no effect on scores). ``multi_match`` analyzes the text as
     plain words, so query syntax in user input (quotes, ``:``, ``*``, ``AND``) is never parsed."""
     return {
@@ -286,6 +289,7 @@ def lexical_body(text: str, visibility: VisibilityFilter, k: int, *, title_boost
                             "query": text,
                             "fields": [f"title^{title_boost:g}", "text"],
                             "type": "best_fields",
+                            "tie_breaker": tie_breaker,
                         }
                     }
                 ],

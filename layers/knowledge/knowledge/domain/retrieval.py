@@ -13,6 +13,15 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+TITLE_BOOST = 1.0
+"""Weight of ``title`` against ``text`` (1.0) in the BM25 leg."""
+TIE_BREAKER = 0.5
+"""``multi_match`` ``best_fields`` tie breaker: score = best field + 0.5 × the other field.
+
+Both are BEIR's BM25 settings (Thakur et al. 2021) and the best of the grid tried on SciFact's train
+queries (docs/benchmarks.md); both index adapters use them by default."""
+
+
 class SearchMode(StrEnum):
     """Scoring modes of the tool (DESIGN §4)."""
 

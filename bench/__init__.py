@@ -1,0 +1,1 @@
+"""Benchmarks: relevance on BEIR SciFact, reported against published baselines."""
