@@ -9,13 +9,23 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from knowledge.domain.chunking import Chunker
 from knowledge.ports import Embedder, KnowledgeStore, RuntimeSwitch, SearchIndex
+from knowledge.services.curation import CurationService
+from knowledge.services.indexing import IndexingService
+from knowledge.services.ingest import IngestService
 from knowledge.services.search import SearchService
 from knowledge.services.tokens import TokenService
 from knowledge.settings import Settings, get_settings
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
+
+IDEMPOTENCY_PARTITION = "IDEMPOTENCY"
+"""The static ``PK`` of the write API's idempotency records in the knowledge table (``SK`` is the
+hashed key; ``expiration`` is the table's TTL attribute)."""
 
 
 @dataclass
@@ -28,12 +38,34 @@ class Container:
     embedder: Embedder
     runtime_switch: RuntimeSwitch
     chunker: Chunker
+    idempotency_store: BasePersistenceLayer | None = None
+    """Where write routes keep ``Idempotency-Key`` answers; built on first use when not given."""
     search: SearchService = field(init=False)
     tokens: TokenService = field(init=False)
+    indexing: IndexingService = field(init=False)
+    curation: CurationService = field(init=False)
+    ingest: IngestService = field(init=False)
+    _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         self.search = SearchService(self.store, self.index, self.embedder, self.runtime_switch)
         self.tokens = TokenService(self.store)
+        self.indexing = IndexingService(self.store, self.index, self.embedder, self.chunker)
+        self.curation = CurationService(
+            self.store,
+            self.tokens,
+            self.indexing,
+            self.runtime_switch,
+            max_content_chars=self.settings.max_content_chars,
+        )
+        self.ingest = IngestService(self.store, max_content_chars=self.settings.max_content_chars)
+
+    def idempotency(self) -> BasePersistenceLayer:
+        """The idempotency persistence layer, built on first use (read routes never need it)."""
+        with self._lock:
+            if self.idempotency_store is None:
+                self.idempotency_store = build_idempotency_store(self.settings)
+            return self.idempotency_store
 
 
 def build_store(settings: Settings, *, dynamodb_client: Any = None) -> KnowledgeStore:
@@ -44,9 +76,27 @@ def build_store(settings: Settings, *, dynamodb_client: Any = None) -> Knowledge
     )
 
 
+def build_idempotency_store(settings: Settings, *, dynamodb_client: Any = None) -> BasePersistenceLayer:
+    """Powertools' DynamoDB persistence layer on the knowledge table: ``PK`` is
+    ``IDEMPOTENCY_PARTITION``, ``SK`` the hashed key, ``expiration`` (epoch seconds) its TTL."""
+    import boto3
+    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+    from botocore.config import Config
+
+    client = dynamodb_client or boto3.client("dynamodb", config=Config(retries={"mode": "standard"}))
+    return DynamoDBPersistenceLayer(
+        table_name=settings.table_name,
+        key_attr="PK",
+        sort_key_attr="SK",
+        static_pk_value=IDEMPOTENCY_PARTITION,
+        expiry_attr="expiration",
+        boto3_client=client,
+    )
+
+
 def build_embedder(settings: Settings) -> Embedder:
-    """The configured model behind a content-hash cache (SQLite file if configured, else memory
-    locally; the table on AWS with Bedrock)."""
+    """The configured model behind a content-hash cache: a SQLite file when
+    ``EMBEDDING_CACHE_PATH`` is set, else the table or process memory (``EMBEDDING_CACHE``)."""
     from knowledge.adapters.embedding_cache import (
         CachedEmbedder,
         DynamoDBEmbeddingCache,
@@ -67,7 +117,7 @@ def build_embedder(settings: Settings) -> Embedder:
     cache: EmbeddingCache
     if settings.embedding_cache_path is not None:
         cache = SqliteEmbeddingCache(settings.embedding_cache_path)
-    elif settings.embedder == "bedrock":
+    elif settings.embedding_cache == "table":
         cache = DynamoDBEmbeddingCache(settings.table_name)
     else:
         cache = InMemoryEmbeddingCache()
@@ -111,6 +161,7 @@ def build_container(
     index: SearchIndex | None = None,
     embedder: Embedder | None = None,
     runtime_switch: RuntimeSwitch | None = None,
+    idempotency_store: BasePersistenceLayer | None = None,
 ) -> Container:
     """Build every adapter from ``settings``; any of them can be passed in instead."""
     # ``is None``, not ``or``: an empty index (or any adapter with ``__len__``) is falsy.
@@ -124,12 +175,14 @@ def build_container(
         embedder=embedder,
         runtime_switch=runtime_switch if runtime_switch is not None else build_runtime_switch(settings),
         chunker=Chunker(max_tokens=settings.chunk_tokens, overlap_tokens=settings.chunk_overlap_tokens),
+        idempotency_store=idempotency_store,
     )
 
 
 _lock = threading.Lock()
 _container: Container | None = None
 _token_service: TokenService | None = None
+_ingest_service: IngestService | None = None
 
 
 def get_container() -> Container:
@@ -153,9 +206,27 @@ def get_token_service() -> TokenService:
         return _token_service
 
 
+def get_ingest_service() -> IngestService:
+    """Queue ingestion alone, for the ingest consumer, which writes the store only: the installed
+    container's when there is one, otherwise a service over the store (no index or embedder is
+    built, so the function needs no search or model permissions), built once."""
+    global _ingest_service
+    with _lock:
+        if _container is not None:
+            return _container.ingest
+        if _ingest_service is None:
+            settings = get_settings()
+            _ingest_service = IngestService(
+                build_store(settings), max_content_chars=settings.max_content_chars
+            )
+        return _ingest_service
+
+
 def use_container(container: Container | None) -> None:
-    """Install ``container`` as the process's container (``None`` resets it and the token service)."""
-    global _container, _token_service
+    """Install ``container`` as the process's container (``None`` resets it and the store-only
+    services)."""
+    global _container, _token_service, _ingest_service
     with _lock:
         _container = container
         _token_service = None
+        _ingest_service = None

@@ -84,8 +84,18 @@ class KnowledgeStore(Protocol):
     ) -> KnowledgeItem: ...
 
     def set_indexed_revision(
-        self, tenant_id: str, knowledge_item_id: str, knowledge_revision_id: str | None
-    ) -> None: ...
+        self,
+        tenant_id: str,
+        knowledge_item_id: str,
+        knowledge_revision_id: str | None,
+        *,
+        expected_version: int | None = None,
+    ) -> None:
+        """Record which revision the index holds, without moving ``version``; with
+        ``expected_version``, only while the item is still at that version (``ConflictError`` when it
+        moved on, ``ResourceUnavailableError`` when it was archived meanwhile), so a slow indexer
+        can never overwrite the mark of a newer one."""
+        ...
 
     def get_item(self, tenant_id: str, knowledge_item_id: str) -> KnowledgeItem | None: ...
 

@@ -41,8 +41,12 @@ class Settings(BaseSettings):
     embedder: Literal["local", "bedrock"] = "local"
     bedrock_model_id: str = "amazon.titan-embed-text-v2:0"
     embedding_dimension: int = Field(default=384, ge=1)
+    embedding_cache: Literal["memory", "table"] = "memory"
+    """Where embeddings are cached: process memory, or the knowledge table (``EMB#`` records), which
+    the indexer uses on AWS so re-indexing unchanged text never calls the model again."""
     embedding_cache_path: Path | None = None
-    """Optional SQLite file that keeps embeddings across processes (benchmarks, local runs)."""
+    """A SQLite file that keeps embeddings across processes (benchmarks, local runs); overrides
+    ``embedding_cache``."""
 
     # Chunking.
     chunk_tokens: int = Field(default=200, ge=16)

@@ -371,23 +371,35 @@ class DynamoDBKnowledgeStore:
         return updated
 
     def set_indexed_revision(
-        self, tenant_id: str, knowledge_item_id: str, knowledge_revision_id: str | None
+        self,
+        tenant_id: str,
+        knowledge_item_id: str,
+        knowledge_revision_id: str | None,
+        *,
+        expected_version: int | None = None,
     ) -> None:
         """Record which revision the search index holds; the item's ``version`` does not move.
 
-        Raises ``ResourceUnavailableError`` when the item does not exist.
+        With ``expected_version`` the write applies only while the item is at that version.
+        Raises ``ResourceUnavailableError`` when the item does not exist (or, with
+        ``expected_version``, was archived) and ``ConflictError`` when its version moved on.
         """
         change = codec.update({"indexed_revision_id": knowledge_revision_id})
+        condition, names, values = EXISTS, dict(change.names), dict(change.values)
+        if expected_version is not None:
+            condition = _all_of(EXISTS, _VERSION_IS_EXPECTED)
+            names["#version"] = "version"
+            values.update(codec.serialize({":expected": expected_version}))
         request: UpdateItemInputTypeDef = {
             "TableName": self._table.name,
             "Key": codec.key(keys.item_key(tenant_id, knowledge_item_id)),
             "UpdateExpression": change.expression,
-            "ConditionExpression": EXISTS,
-            "ExpressionAttributeNames": change.names,
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": names,
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
-        if change.values:  # a REMOVE has no values, and DynamoDB rejects an empty map
-            request["ExpressionAttributeValues"] = change.values
+        if values:  # a REMOVE has no values, and DynamoDB rejects an empty map
+            request["ExpressionAttributeValues"] = values
         self._table.update(request)
 
     def get_item(self, tenant_id: str, knowledge_item_id: str) -> KnowledgeItem | None:

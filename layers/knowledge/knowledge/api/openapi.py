@@ -16,18 +16,19 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer, Tag
 
-from knowledge.api.routes import search
+from knowledge.api.routes import admin, search
 
 TITLE = "Knowledge service"
 API_VERSION = "1.0.0"
 BEARER_SCHEME = "bearerAuth"
 DESCRIPTION = (
-    "Multi-tenant knowledge search for AI agents: the search_knowledge tool over REST. Every route "
-    "but this document needs `Authorization: Bearer <token>`. Errors are "
+    "Multi-tenant knowledge search for AI agents: the search_knowledge tool and the write API over "
+    "REST. Every route but this document and the health check needs `Authorization: Bearer <token>`. "
+    "Errors are "
     '`{"type":"error","error":{"code","message","retryable","details"}}`.'
 )
 
-ROUTERS: tuple[Router, ...] = (search.router,)
+ROUTERS: tuple[Router, ...] = (search.router, admin.router)
 """Every Router of the service, in document order."""
 
 # Powertools adds these for its own 422 answers, which this service never gives (it answers 400 and 500).
@@ -58,6 +59,10 @@ def _document_json() -> str:
             description=DESCRIPTION,
             tags=[
                 Tag(name="tools", description="Agent tools."),
+                Tag(
+                    name="knowledge",
+                    description="Knowledge bases, items, revisions and tokens (the write API).",
+                ),
                 Tag(name="meta", description="About the API itself."),
             ],
             security_schemes={

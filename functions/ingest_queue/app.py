@@ -1,0 +1,34 @@
+"""``IngestQueueFunction``: the ingest queue's consumer (DESIGN §6), with partial batch responses.
+
+Each SQS message is validated and applied alone (``IngestService.ingest``); a message that raises is
+listed in ``batchItemFailures``, so SQS redelivers only it and, after ``maxReceiveCount`` receives,
+moves it to the dead-letter queue. The answer is always ``{"batchItemFailures": [...]}``, even when
+every message failed, so that one contract covers every batch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from knowledge.bootstrap import get_ingest_service
+from knowledge.observability import logger, tracer
+from knowledge.services.ingest import IngestAction
+
+processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+
+
+def record_handler(record: SQSRecord) -> IngestAction:
+    return get_ingest_service().ingest(record.body, message_id=record.message_id)
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
+def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
+    return process_partial_response(
+        event=event, record_handler=record_handler, processor=processor, context=context
+    )

@@ -1,0 +1,27 @@
+"""``KnowledgeAdminFunction``: the write API of DESIGN §6 (bases, items, revisions, tokens, health).
+
+Routes live in ``knowledge.api.routes.admin``; errors are mapped by ``knowledge.api.http``. Bodies
+may reach Lambda's 6 MB request limit, so that 4,000,000 characters of content fit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from knowledge.api.http import build_resolver
+from knowledge.api.routes.admin import router
+from knowledge.observability import logger, tracer
+
+MAX_BODY_BYTES = 6 * 1024 * 1024
+"""Lambda's synchronous request payload limit."""
+
+app = build_resolver(router, max_body_bytes=MAX_BODY_BYTES)
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)

@@ -1,0 +1,408 @@
+"""REST routes of the write API (DESIGN §6), served by ``KnowledgeAdminFunction``.
+
+| route | scope | answer |
+|---|---|---|
+| ``POST /v1/knowledge-bases`` | admin | 201 base |
+| ``GET /v1/knowledge-bases?limit=&next_token=`` | read | 200 ``{knowledge_bases, next_token}`` |
+| ``PATCH /v1/knowledge-bases/{kb}`` | admin | 200 base |
+| ``POST /v1/knowledge-bases/{kb}/items`` | write | 201 item + ``knowledge_revision_id`` |
+| ``GET /v1/knowledge-bases/{kb}/items?external_id=&limit=&next_token=`` | read | 200 ``{items,next_token}`` |
+| ``POST /v1/knowledge-bases/{kb}/reindex`` | admin | 200 counts |
+| ``POST /v1/knowledge-items/{item}/revisions`` | write | 201 item + ``knowledge_revision_id`` |
+| ``GET /v1/knowledge-items/{item}/revisions?limit=&next_token=`` | read | 200 ``{revisions, next_token}`` |
+| ``POST /v1/knowledge-items/{item}/publish`` | write | 200 item |
+| ``POST /v1/knowledge-items/{item}/archive`` | write | 200 item |
+| ``GET /v1/knowledge-items/{item}`` | read | 200 item + ``indexed_revision_id`` |
+| ``POST /v1/tokens`` | admin | 201 ``{token}`` |
+| ``GET /v1/health`` | none | 200 ``{status, runtime_enabled}`` |
+
+Scopes are ``knowledge:<scope>``. Writes (``POST``, ``PATCH``) accept ``Idempotency-Key``
+(``knowledge.api.idempotency``). Each route parses, calls ``CurationService`` once and answers;
+errors are mapped by ``knowledge.api.http``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+from pydantic import BaseModel
+
+from knowledge.api.http import openapi_error_responses
+from knowledge.api.idempotency import (
+    IDEMPOTENCY_KEY_HEADER,
+    KEY_MAX_CHARS,
+    REPLAYED_HEADER,
+    Answer,
+    IdempotentWrites,
+)
+from knowledge.api.principal import principal_from_event
+from knowledge.bootstrap import get_container
+from knowledge.domain.curation import (
+    LIST_LIMIT_DEFAULT,
+    LIST_LIMIT_MAX,
+    ArchiveRequest,
+    CreatedRevisionResponse,
+    CreateItemRequest,
+    CreateKnowledgeBaseRequest,
+    CreateRevisionRequest,
+    CreateTokenRequest,
+    HealthResponse,
+    KnowledgeBaseList,
+    KnowledgeBaseResponse,
+    KnowledgeItemDetail,
+    KnowledgeItemList,
+    KnowledgeItemResponse,
+    PublishRequest,
+    ReindexResponse,
+    RevisionList,
+    TokenResponse,
+    UpdateKnowledgeBaseRequest,
+)
+from knowledge.domain.ingestion import EXTERNAL_ID_MAX_CHARS
+from knowledge.domain.models import Principal
+from knowledge.services.curation import CurationService
+
+BASES_PATH = "/v1/knowledge-bases"
+BASE_PATH = "/v1/knowledge-bases/<knowledge_base_id>"
+ITEMS_PATH = "/v1/knowledge-bases/<knowledge_base_id>/items"
+REINDEX_PATH = "/v1/knowledge-bases/<knowledge_base_id>/reindex"
+ITEM_PATH = "/v1/knowledge-items/<knowledge_item_id>"
+REVISIONS_PATH = "/v1/knowledge-items/<knowledge_item_id>/revisions"
+PUBLISH_PATH = "/v1/knowledge-items/<knowledge_item_id>/publish"
+ARCHIVE_PATH = "/v1/knowledge-items/<knowledge_item_id>/archive"
+TOKENS_PATH = "/v1/tokens"
+HEALTH_PATH = "/v1/health"
+
+TAG = "knowledge"
+
+router = Router()  # type: ignore[no-untyped-call]  # Powertools leaves Router.__init__ unannotated
+
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias=IDEMPOTENCY_KEY_HEADER,
+        min_length=1,
+        max_length=KEY_MAX_CHARS,
+        description=(
+            "Makes the write safe to retry: a repeat within an hour answers the first answer (with "
+            "`Idempotent-Replayed: true`) and changes nothing; the same key with another body is a 400."
+        ),
+    ),
+]
+Limit = Annotated[int, Query(ge=1, le=LIST_LIMIT_MAX, description=f"Page size, 1 to {LIST_LIMIT_MAX}.")]
+NextToken = Annotated[
+    str | None,
+    Query(min_length=1, max_length=2_048, description="The opaque `next_token` of the previous page."),
+]
+
+
+def _responses(success: int, description: str, *errors: int) -> dict[int, OpenAPIResponse]:
+    return {success: {"description": description}, **openapi_error_responses(*errors)}
+
+
+WRITE_ERRORS = (400, 401, 403, 404, 409, 500, 503)
+READ_ERRORS = (400, 401, 403, 404, 500, 503)
+
+
+def _principal() -> Principal:
+    return principal_from_event(router.current_event.raw_event)
+
+
+def _curation() -> CurationService:
+    return get_container().curation
+
+
+def _answer(status: int, body: BaseModel, *, secret: bool = False) -> Answer:
+    return Answer(status=status, body=body.model_dump(mode="json"), secret=secret)
+
+
+def _write(
+    principal: Principal,
+    key: str | None,
+    request: BaseModel | None,
+    write: Callable[[], Answer],
+) -> Response[Any]:
+    """Run ``write`` once per ``Idempotency-Key`` (just run it without one) and answer its JSON."""
+    if key is None:
+        answer = write()
+    else:
+        container = get_container()
+        event = router.current_event
+        answer = IdempotentWrites(container.idempotency(), container.settings.idempotency_ttl_seconds).run(
+            write,
+            principal=principal,
+            route=f"{event.http_method} {event.path}",
+            key=key,
+            payload=request.model_dump(mode="json") if request is not None else None,
+            context=router.lambda_context,
+        )
+    return Response(
+        status_code=answer.status,
+        content_type=content_types.APPLICATION_JSON,
+        body=dict(answer.body),
+        headers={REPLAYED_HEADER: "true"} if answer.replayed else None,
+    )
+
+
+# -- bases ----------------------------------------------------------------------------------------
+
+
+@router.post(
+    BASES_PATH,
+    operation_id="create_knowledge_base",
+    summary="Create a knowledge base in the caller's tenant, owned by the caller.",
+    description="Needs `knowledge:admin`. `scope` is `private`, `team` (with `team_id`) or `tenant`.",
+    tags=[TAG],
+    status_code=201,
+    responses=_responses(201, "The new base (version 1).", *WRITE_ERRORS),
+)
+def create_knowledge_base(
+    request: Annotated[CreateKnowledgeBaseRequest, Body()], idempotency_key: IdempotencyKey = None
+) -> Response[KnowledgeBaseResponse]:
+    principal = _principal()
+    return _write(
+        principal,
+        idempotency_key,
+        request,
+        lambda: _answer(201, _curation().create_base(principal, request)),
+    )
+
+
+@router.get(
+    BASES_PATH,
+    operation_id="list_knowledge_bases",
+    summary="Knowledge bases the caller can see (admins: every base of the tenant).",
+    tags=[TAG],
+    responses=_responses(200, "One page of bases, in id order.", *READ_ERRORS),
+)
+def list_knowledge_bases(
+    limit: Limit = LIST_LIMIT_DEFAULT, next_token: NextToken = None
+) -> KnowledgeBaseList:
+    return _curation().list_bases(_principal(), limit=limit, next_token=next_token)
+
+
+@router.patch(
+    BASE_PATH,
+    operation_id="update_knowledge_base",
+    summary="Rename a knowledge base or change its status (active/inactive).",
+    description=(
+        "Needs `knowledge:admin`. An inactive base leaves search at once and is re-indexed when it "
+        "becomes active again. A stale `expected_version` answers 409 with `details.current_version`."
+    ),
+    tags=[TAG],
+    responses=_responses(200, "The updated base.", *WRITE_ERRORS),
+)
+def update_knowledge_base(
+    knowledge_base_id: str,
+    request: Annotated[UpdateKnowledgeBaseRequest, Body()],
+    idempotency_key: IdempotencyKey = None,
+) -> Response[KnowledgeBaseResponse]:
+    principal = _principal()
+    return _write(
+        principal,
+        idempotency_key,
+        request,
+        lambda: _answer(200, _curation().update_base(principal, knowledge_base_id, request)),
+    )
+
+
+@router.post(
+    REINDEX_PATH,
+    operation_id="reindex_knowledge_base",
+    summary="Rebuild the search index of one knowledge base from the store.",
+    description="Needs `knowledge:admin`. Runs synchronously; an inactive base is removed from the index.",
+    tags=[TAG],
+    responses=_responses(200, "What the rebuild did.", *WRITE_ERRORS),
+)
+def reindex_knowledge_base(
+    knowledge_base_id: str, idempotency_key: IdempotencyKey = None
+) -> Response[ReindexResponse]:
+    principal = _principal()
+    return _write(
+        principal,
+        idempotency_key,
+        None,
+        lambda: _answer(200, _curation().reindex_base(principal, knowledge_base_id)),
+    )
+
+
+# -- items ----------------------------------------------------------------------------------------
+
+
+@router.post(
+    ITEMS_PATH,
+    operation_id="create_knowledge_item",
+    summary="Add content to a knowledge base: a new item, or a new revision of the item with `external_id`.",
+    description=(
+        "Needs `knowledge:write` and a base the caller can see. `content` holds at most 4,000,000 "
+        "characters; `publish: true` makes the revision current (searchable within seconds)."
+    ),
+    tags=[TAG],
+    status_code=201,
+    responses=_responses(201, "The item and the revision just created.", *WRITE_ERRORS),
+)
+def create_knowledge_item(
+    knowledge_base_id: str,
+    request: Annotated[CreateItemRequest, Body()],
+    idempotency_key: IdempotencyKey = None,
+) -> Response[CreatedRevisionResponse]:
+    principal = _principal()
+    return _write(
+        principal,
+        idempotency_key,
+        request,
+        lambda: _answer(201, _curation().create_item(principal, knowledge_base_id, request)),
+    )
+
+
+@router.get(
+    ITEMS_PATH,
+    operation_id="list_knowledge_items",
+    summary="Live items of a knowledge base, or the one holding `external_id`.",
+    tags=[TAG],
+    responses=_responses(200, "One page of items, in id order.", *READ_ERRORS),
+)
+def list_knowledge_items(
+    knowledge_base_id: str,
+    external_id: Annotated[
+        str | None, Query(min_length=1, max_length=EXTERNAL_ID_MAX_CHARS, description="Exact external id.")
+    ] = None,
+    limit: Limit = LIST_LIMIT_DEFAULT,
+    next_token: NextToken = None,
+) -> KnowledgeItemList:
+    return _curation().list_items(
+        _principal(), knowledge_base_id, external_id=external_id, limit=limit, next_token=next_token
+    )
+
+
+@router.get(
+    ITEM_PATH,
+    operation_id="get_knowledge_item",
+    summary="One item, with the revision the search index holds (`indexed_revision_id`).",
+    tags=[TAG],
+    responses=_responses(200, "The item.", *READ_ERRORS),
+)
+def get_knowledge_item(knowledge_item_id: str) -> KnowledgeItemDetail:
+    return _curation().get_item(_principal(), knowledge_item_id)
+
+
+@router.post(
+    REVISIONS_PATH,
+    operation_id="create_knowledge_revision",
+    summary="Add a revision to an item.",
+    description="Needs `knowledge:write`. `publish: true` makes it current at once.",
+    tags=[TAG],
+    status_code=201,
+    responses=_responses(201, "The item and the revision just created.", *WRITE_ERRORS),
+)
+def create_knowledge_revision(
+    knowledge_item_id: str,
+    request: Annotated[CreateRevisionRequest, Body()],
+    idempotency_key: IdempotencyKey = None,
+) -> Response[CreatedRevisionResponse]:
+    principal = _principal()
+    return _write(
+        principal,
+        idempotency_key,
+        request,
+        lambda: _answer(201, _curation().add_revision(principal, knowledge_item_id, request)),
+    )
+
+
+@router.get(
+    REVISIONS_PATH,
+    operation_id="list_knowledge_revisions",
+    summary="Revisions of an item, newest first.",
+    tags=[TAG],
+    responses=_responses(200, "One page of revisions.", *READ_ERRORS),
+)
+def list_knowledge_revisions(
+    knowledge_item_id: str, limit: Limit = LIST_LIMIT_DEFAULT, next_token: NextToken = None
+) -> RevisionList:
+    return _curation().list_revisions(_principal(), knowledge_item_id, limit=limit, next_token=next_token)
+
+
+@router.post(
+    PUBLISH_PATH,
+    operation_id="publish_knowledge_revision",
+    summary="Make one of the item's revisions current (an older one rolls back).",
+    tags=[TAG],
+    responses=_responses(200, "The item.", *WRITE_ERRORS),
+)
+def publish_knowledge_revision(
+    knowledge_item_id: str,
+    request: Annotated[PublishRequest, Body()],
+    idempotency_key: IdempotencyKey = None,
+) -> Response[KnowledgeItemResponse]:
+    principal = _principal()
+    return _write(
+        principal,
+        idempotency_key,
+        request,
+        lambda: _answer(200, _curation().publish(principal, knowledge_item_id, request)),
+    )
+
+
+@router.post(
+    ARCHIVE_PATH,
+    operation_id="archive_knowledge_item",
+    summary="Archive an item: it leaves search and reads, and its external_id is released.",
+    tags=[TAG],
+    responses=_responses(200, "The archived item.", *WRITE_ERRORS),
+)
+def archive_knowledge_item(
+    knowledge_item_id: str,
+    request: Annotated[ArchiveRequest, Body()],
+    idempotency_key: IdempotencyKey = None,
+) -> Response[KnowledgeItemResponse]:
+    principal = _principal()
+    return _write(
+        principal,
+        idempotency_key,
+        request,
+        lambda: _answer(200, _curation().archive(principal, knowledge_item_id, request)),
+    )
+
+
+# -- tokens and health ----------------------------------------------------------------------------
+
+
+@router.post(
+    TOKENS_PATH,
+    operation_id="create_token",
+    summary="Issue a bearer token; it is shown once and only its SHA-256 is stored.",
+    description=(
+        "Needs `knowledge:admin`; another tenant needs `platform:admin`. The token holds at most the "
+        "caller's scopes. A repeated `Idempotency-Key` answers 409: the token is never shown twice."
+    ),
+    tags=[TAG],
+    status_code=201,
+    responses=_responses(201, "The new token.", *WRITE_ERRORS),
+)
+def create_token(
+    request: Annotated[CreateTokenRequest, Body()], idempotency_key: IdempotencyKey = None
+) -> Response[TokenResponse]:
+    principal = _principal()
+    return _write(
+        principal,
+        idempotency_key,
+        request,
+        lambda: _answer(201, _curation().issue_token(principal, request), secret=True),
+    )
+
+
+@router.get(
+    HEALTH_PATH,
+    operation_id="health",
+    summary="Liveness, and whether the runtime switch lets the knowledge tools answer.",
+    tags=["meta"],
+    security=[{}],
+    responses=_responses(200, "The service answers.", 500),
+)
+def health() -> HealthResponse:
+    return _curation().health()

@@ -1,0 +1,53 @@
+"""Changes of the source of truth as the table's stream reports them (DESIGN §6: the stream is the outbox).
+
+A change names what a record was before (``old``) and after (``new``) one write, decoded into domain
+models. Records the domain does not model (pages, external-id guards, embedding-cache and
+idempotency records) decode to ``None``, so a change may carry no model at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TypeVar
+
+from knowledge.domain.models import KnowledgeBase, KnowledgeItem, Revision, TokenRecord
+
+StoredRecord = KnowledgeBase | KnowledgeItem | Revision | TokenRecord
+RecordT = TypeVar("RecordT", KnowledgeBase, KnowledgeItem)
+
+
+class ChangeKind(StrEnum):
+    """DynamoDB Streams ``eventName``."""
+
+    INSERT = "INSERT"
+    MODIFY = "MODIFY"
+    REMOVE = "REMOVE"
+
+
+@dataclass(frozen=True)
+class StoreChange:
+    """One write: ``old`` is ``None`` for an insert, ``new`` is ``None`` for a removal (or when the
+    record is not a domain record)."""
+
+    kind: ChangeKind
+    old: StoredRecord | None
+    new: StoredRecord | None
+
+    @property
+    def item(self) -> tuple[KnowledgeItem | None, KnowledgeItem | None] | None:
+        """``(old, new)`` when the record is an item, else ``None``."""
+        if isinstance(self.old, KnowledgeItem) or isinstance(self.new, KnowledgeItem):
+            return _as(self.old, KnowledgeItem), _as(self.new, KnowledgeItem)
+        return None
+
+    @property
+    def base(self) -> tuple[KnowledgeBase | None, KnowledgeBase | None] | None:
+        """``(old, new)`` when the record is a knowledge base, else ``None``."""
+        if isinstance(self.old, KnowledgeBase) or isinstance(self.new, KnowledgeBase):
+            return _as(self.old, KnowledgeBase), _as(self.new, KnowledgeBase)
+        return None
+
+
+def _as(record: StoredRecord | None, kind: type[RecordT]) -> RecordT | None:
+    return record if isinstance(record, kind) else None

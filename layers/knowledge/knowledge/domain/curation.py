@@ -1,0 +1,309 @@
+"""The write API's bodies and answers (DESIGN §6), named as the tool names things.
+
+Request bodies refuse unknown fields (``knowledge_invalid_request``, as the tool does) and take JSON
+types strictly (``"3"`` is not a version: ``validation_error``). Answers are exactly the shapes of
+DESIGN §6; timestamps are ISO-8601 UTC, character counts Unicode code points.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    field_validator,
+    model_validator,
+)
+
+from knowledge.domain import ids
+from knowledge.domain.ingestion import EXTERNAL_ID_MAX_CHARS, TENANT_ID_PATTERN, TITLE_MAX_CHARS
+from knowledge.domain.models import (
+    BaseStatus,
+    ItemStatus,
+    KnowledgeBase,
+    KnowledgeItem,
+    Permission,
+    Revision,
+    Scope,
+    Source,
+)
+
+MAX_CONTENT_CHARS = 4_000_000
+"""Default content limit in characters (``MAX_CONTENT_CHARS`` setting); longer is ``validation_error``."""
+NAME_MAX_CHARS = 200
+LABEL_MAX_CHARS = 128
+"""Subject, team and other free identifiers."""
+LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX = 50, 100
+TOKEN_TTL_MAX_SECONDS = 10 * 366 * 86_400
+"""``expires_in`` is at most ten years; omit it for a token that never expires."""
+
+Version = Annotated[StrictInt, Field(ge=1, description="The version the caller last read (optimistic lock).")]
+Label = Annotated[StrictStr, Field(min_length=1, max_length=LABEL_MAX_CHARS)]
+Title = Annotated[StrictStr, Field(min_length=1, max_length=TITLE_MAX_CHARS)]
+Content = Annotated[
+    StrictStr,
+    Field(description=f"The revision's text, at most {MAX_CONTENT_CHARS:,} characters (code points)."),
+]
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _not_blank(value: str | None, field: str) -> None:
+    if value is not None and not value.strip():
+        raise ValueError(f"{field} must not be blank")
+
+
+# -- requests -------------------------------------------------------------------------------------
+
+
+class CreateKnowledgeBaseRequest(_Request):
+    """``POST /v1/knowledge-bases``. ``team`` scope needs ``team_id``; other scopes take none."""
+
+    name: Annotated[StrictStr, Field(min_length=1, max_length=NAME_MAX_CHARS)]
+    scope: Scope
+    team_id: Label | None = None
+
+    @model_validator(mode="after")
+    def _team_matches_scope(self) -> CreateKnowledgeBaseRequest:
+        _not_blank(self.name, "name")
+        if self.scope is Scope.TEAM and self.team_id is None:
+            raise ValueError("scope 'team' requires team_id")
+        if self.scope is not Scope.TEAM and self.team_id is not None:
+            raise ValueError("team_id is only allowed with scope 'team'")
+        return self
+
+
+class UpdateKnowledgeBaseRequest(_Request):
+    """``PATCH /v1/knowledge-bases/{kb}``: a new ``status`` and/or ``name``."""
+
+    status: BaseStatus | None = None
+    name: Annotated[StrictStr, Field(min_length=1, max_length=NAME_MAX_CHARS)] | None = None
+    expected_version: Version
+
+    @model_validator(mode="after")
+    def _name_not_blank(self) -> UpdateKnowledgeBaseRequest:
+        _not_blank(self.name, "name")
+        return self
+
+
+class CreateItemRequest(_Request):
+    """``POST /v1/knowledge-bases/{kb}/items``: a new item, or a new revision of the base's item
+    holding ``external_id``. ``publish`` (default false) makes the revision current at once."""
+
+    title: Title
+    content: Content
+    source: Source | None = None
+    external_id: Annotated[StrictStr, Field(min_length=1, max_length=EXTERNAL_ID_MAX_CHARS)] | None = None
+    publish: StrictBool = False
+
+    @model_validator(mode="after")
+    def _title_not_blank(self) -> CreateItemRequest:
+        _not_blank(self.title, "title")
+        return self
+
+
+class CreateRevisionRequest(_Request):
+    """``POST /v1/knowledge-items/{item}/revisions``. ``title`` defaults to the item's, ``source`` to
+    the latest revision's; without ``expected_version`` the version read just before is used."""
+
+    content: Content
+    title: Title | None = None
+    source: Source | None = None
+    publish: StrictBool = False
+    expected_version: Version | None = None
+
+    @model_validator(mode="after")
+    def _title_not_blank(self) -> CreateRevisionRequest:
+        _not_blank(self.title, "title")
+        return self
+
+
+class PublishRequest(_Request):
+    """``POST /v1/knowledge-items/{item}/publish``: make ``revision_id`` (any revision of the item,
+    an older one rolls back) current."""
+
+    revision_id: Annotated[StrictStr, Field(min_length=1, max_length=LABEL_MAX_CHARS)]
+    expected_version: Version
+
+
+class ArchiveRequest(_Request):
+    """``POST /v1/knowledge-items/{item}/archive``."""
+
+    expected_version: Version
+
+
+class CreateTokenRequest(_Request):
+    """``POST /v1/tokens``. ``tenant_id`` defaults to the caller's (another tenant needs
+    ``platform:admin``); ``scopes`` must all be held by the caller; ``knowledge_base_ids`` is an
+    optional allow-list (a caller holding one can only narrow it); ``expires_in`` is in seconds."""
+
+    tenant_id: Annotated[StrictStr, Field(pattern=TENANT_ID_PATTERN)] | None = None
+    subject_id: Label
+    team_ids: list[Label] = Field(default_factory=list, max_length=100)
+    scopes: list[Permission] = Field(min_length=1, max_length=len(Permission))
+    knowledge_base_ids: list[Label] | None = Field(default=None, max_length=1_000)
+    expires_in: Annotated[StrictInt, Field(ge=1, le=TOKEN_TTL_MAX_SECONDS)] | None = None
+
+    @field_validator("knowledge_base_ids")
+    @classmethod
+    def _base_ids_are_well_formed(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and not all(ids.is_well_formed(entry, ids.KB_PREFIX) for entry in value):
+            raise ValueError("knowledge_base_ids must be knowledge base ids (kb_ followed by a ULID)")
+        return value
+
+
+# -- answers --------------------------------------------------------------------------------------
+
+
+class KnowledgeBaseResponse(BaseModel):
+    knowledge_base_id: str
+    name: str
+    scope: Scope
+    team_id: str | None
+    owner_id: str
+    status: BaseStatus
+    version: int
+
+    @classmethod
+    def of(cls, base: KnowledgeBase) -> KnowledgeBaseResponse:
+        return cls(
+            knowledge_base_id=base.knowledge_base_id,
+            name=base.name,
+            scope=base.scope,
+            team_id=base.team_id,
+            owner_id=base.owner_id,
+            status=base.status,
+            version=base.version,
+        )
+
+
+class KnowledgeBaseList(BaseModel):
+    knowledge_bases: list[KnowledgeBaseResponse]
+    next_token: str | None
+
+
+class KnowledgeItemResponse(BaseModel):
+    """An item: ``current_revision_id`` is the published (searchable) revision, ``latest_revision_id``
+    the newest one."""
+
+    knowledge_base_id: str
+    knowledge_item_id: str
+    title: str
+    status: ItemStatus
+    current_revision_id: str | None
+    latest_revision_id: str
+    version: int
+    external_id: str | None
+
+    @classmethod
+    def of(cls, item: KnowledgeItem) -> KnowledgeItemResponse:
+        return cls(**_item_fields(item))
+
+
+class CreatedRevisionResponse(KnowledgeItemResponse):
+    """An item after a write that created ``knowledge_revision_id``."""
+
+    knowledge_revision_id: str
+
+    @classmethod
+    def of_revision(cls, item: KnowledgeItem, revision: Revision) -> CreatedRevisionResponse:
+        return cls(**_item_fields(item), knowledge_revision_id=revision.knowledge_revision_id)
+
+
+class KnowledgeItemDetail(KnowledgeItemResponse):
+    """``GET /v1/knowledge-items/{item}``: ``indexed_revision_id`` is the revision the search index
+    holds; it equals ``current_revision_id`` once a publish is searchable."""
+
+    indexed_revision_id: str | None
+
+    @classmethod
+    def of_item(cls, item: KnowledgeItem) -> KnowledgeItemDetail:
+        return cls(**_item_fields(item), indexed_revision_id=item.indexed_revision_id)
+
+
+class KnowledgeItemList(BaseModel):
+    items: list[KnowledgeItemResponse]
+    next_token: str | None
+
+
+class RevisionResponse(BaseModel):
+    """An immutable revision; ``total_chars`` counts code points, ``sha256`` is of its UTF-8 content."""
+
+    knowledge_base_id: str
+    knowledge_item_id: str
+    knowledge_revision_id: str
+    title: str
+    source: Source
+    sha256: str
+    total_chars: int
+    created_at: datetime
+    published_at: datetime | None
+    is_current: bool
+
+    @classmethod
+    def of(cls, revision: Revision, *, current_revision_id: str | None) -> RevisionResponse:
+        return cls(
+            knowledge_base_id=revision.knowledge_base_id,
+            knowledge_item_id=revision.knowledge_item_id,
+            knowledge_revision_id=revision.knowledge_revision_id,
+            title=revision.title,
+            source=revision.source,
+            sha256=revision.sha256,
+            total_chars=revision.total_chars,
+            created_at=revision.created_at,
+            published_at=revision.published_at,
+            is_current=revision.knowledge_revision_id == current_revision_id,
+        )
+
+
+class RevisionList(BaseModel):
+    revisions: list[RevisionResponse]
+    next_token: str | None
+
+
+class TokenResponse(BaseModel):
+    """The bearer token, shown this once; only its SHA-256 is stored."""
+
+    token: str
+
+
+class ReindexResponse(BaseModel):
+    """``POST /v1/knowledge-bases/{kb}/reindex``: of ``scanned`` live items, ``indexed`` were written,
+    ``removed`` (drafts) taken out, ``superseded`` already newer in the index, ``skipped`` gone
+    meanwhile. An inactive base is removed from the index and scans nothing."""
+
+    knowledge_base_id: str
+    status: BaseStatus
+    scanned: int
+    indexed: int
+    removed: int
+    superseded: int
+    skipped: int
+
+
+class HealthResponse(BaseModel):
+    """``GET /v1/health``: the function answers, and whether the runtime switch lets tools answer."""
+
+    status: Literal["ok"] = "ok"
+    runtime_enabled: bool
+
+
+def _item_fields(item: KnowledgeItem) -> dict[str, Any]:
+    return {
+        "knowledge_base_id": item.knowledge_base_id,
+        "knowledge_item_id": item.knowledge_item_id,
+        "title": item.title,
+        "status": item.status,
+        "current_revision_id": item.current_revision_id,
+        "latest_revision_id": item.latest_revision_id,
+        "version": item.version,
+        "external_id": item.external_id,
+    }

@@ -1,0 +1,68 @@
+"""Messages of the ingest queue (DESIGN §6): one JSON object per SQS message body, told apart by ``op``.
+
+- ``{"op": "upsert", "tenant_id", "knowledge_base_id", "external_id", "title", "content",
+  "source": {"uri", "title"}, "publish": true}``: the item with ``external_id`` in the base gets this
+  content (a new item, or a new revision when the content, title or source differ);
+- ``{"op": "archive", "tenant_id", "knowledge_base_id", "external_id"}``: that item is archived.
+
+Unknown fields and wrong types are refused (strict JSON types), so a producer's mistake is a
+poison message in the dead-letter queue rather than silently dropped data.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+
+from knowledge.domain import ids
+from knowledge.domain.models import Source
+
+TENANT_ID_PATTERN = r"^[^#\s]{1,128}$"
+"""Tenant ids are part of every key: non-empty, no ``#`` and no whitespace."""
+EXTERNAL_ID_MAX_CHARS = 1_024
+TITLE_MAX_CHARS = 1_000
+_TENANT_ID = re.compile(TENANT_ID_PATTERN)
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    tenant_id: str = Field(pattern=TENANT_ID_PATTERN)
+    knowledge_base_id: str
+    external_id: str = Field(min_length=1, max_length=EXTERNAL_ID_MAX_CHARS)
+
+    @field_validator("knowledge_base_id")
+    @classmethod
+    def _base_id_is_well_formed(cls, value: str) -> str:
+        if not ids.is_well_formed(value, ids.KB_PREFIX):
+            raise ValueError("must be a knowledge base id (kb_ followed by a ULID)")
+        return value
+
+
+class UpsertMessage(_Message):
+    """Content for the item with ``external_id``; ``publish`` (default true) makes it current."""
+
+    op: Literal["upsert"]
+    title: str = Field(min_length=1, max_length=TITLE_MAX_CHARS)
+    content: str
+    source: Source = Source()
+    publish: bool = True
+
+
+class ArchiveMessage(_Message):
+    """Archive the item with ``external_id``; an unknown or already archived one is a no-op."""
+
+    op: Literal["archive"]
+
+
+IngestMessage = Annotated[UpsertMessage | ArchiveMessage, Field(discriminator="op")]
+
+INGEST_MESSAGE: TypeAdapter[UpsertMessage | ArchiveMessage] = TypeAdapter(IngestMessage)
+"""Validates a message body: ``INGEST_MESSAGE.validate_json(body)`` (pydantic ``ValidationError``)."""
+
+
+def is_tenant_id(value: str) -> bool:
+    """True when ``value`` can be a tenant id (see ``TENANT_ID_PATTERN``)."""
+    return _TENANT_ID.match(value) is not None

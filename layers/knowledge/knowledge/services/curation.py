@@ -1,0 +1,426 @@
+"""The write API's use cases (DESIGN §6): bases, items, revisions, publishing, archiving, tokens.
+
+Access (``Principal.has_scope``; ``platform:admin`` implies every scope):
+
+- ``knowledge:read`` lists bases and reads item metadata and revision lists in bases the caller can
+  see (``domain.visibility.can_see``). Without ``knowledge:write`` only published items and
+  published revisions exist for the caller, as for the tool.
+- ``knowledge:write`` creates items and revisions, publishes and archives, in bases the caller can
+  see; a base it cannot see (absent, inactive, private to someone else, outside the token's
+  allow-list) is ``knowledge_resource_unavailable``, the answer for absent ones, so existence never
+  leaks. Writers also see drafts and archived items of those bases.
+- ``knowledge:admin`` creates bases in the caller's tenant (owned by the caller's subject), and
+  updates, lists and re-indexes every base of the tenant its token's allow-list admits, inactive
+  or private ones included. It mints tokens of the caller's tenant holding at most the caller's
+  own scopes (and base allow-list); ``platform:admin`` mints them for any tenant.
+
+Errors: ``InsufficientScopeError`` (403), ``ResourceUnavailableError`` (404), ``ConflictError`` (409,
+``details.current_version``), ``RequestValidationError`` (content over the limit),
+``DependencyUnavailableError`` (503). Malformed ids are unavailable resources, never key errors.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from knowledge.domain import ids
+from knowledge.domain.curation import (
+    ArchiveRequest,
+    CreatedRevisionResponse,
+    CreateItemRequest,
+    CreateKnowledgeBaseRequest,
+    CreateRevisionRequest,
+    CreateTokenRequest,
+    HealthResponse,
+    KnowledgeBaseList,
+    KnowledgeBaseResponse,
+    KnowledgeItemDetail,
+    KnowledgeItemList,
+    KnowledgeItemResponse,
+    PublishRequest,
+    ReindexResponse,
+    RevisionList,
+    RevisionResponse,
+    TokenResponse,
+    UpdateKnowledgeBaseRequest,
+)
+from knowledge.domain.models import (
+    BaseStatus,
+    ItemStatus,
+    KnowledgeBase,
+    KnowledgeItem,
+    Permission,
+    Principal,
+    Revision,
+    Source,
+)
+from knowledge.domain.visibility import can_see
+from knowledge.errors import (
+    ConflictError,
+    InsufficientScopeError,
+    RequestValidationError,
+    ResourceUnavailableError,
+)
+from knowledge.observability import logger
+from knowledge.ports import KnowledgeStore, RuntimeSwitch
+from knowledge.services.indexing import IndexingService
+from knowledge.services.tokens import TokenService
+
+MAX_ATTEMPTS = 5
+"""Re-reads when a concurrent writer takes or changes the item holding an ``external_id``."""
+
+
+class CurationService:
+    """Runs the write API for an authenticated principal. Thread-safe if its ports are."""
+
+    def __init__(
+        self,
+        store: KnowledgeStore,
+        tokens: TokenService,
+        indexing: IndexingService,
+        runtime_switch: RuntimeSwitch,
+        *,
+        max_content_chars: int,
+    ) -> None:
+        self._store = store
+        self._tokens = tokens
+        self._indexing = indexing
+        self._switch = runtime_switch
+        self._max_content_chars = max_content_chars
+
+    # -- bases ------------------------------------------------------------------------------------
+
+    def create_base(self, principal: Principal, request: CreateKnowledgeBaseRequest) -> KnowledgeBaseResponse:
+        """A new active base in the caller's tenant, owned by the caller (version 1)."""
+        _require(principal, Permission.ADMIN)
+        base = self._store.create_base(
+            principal.tenant_id,
+            name=request.name,
+            owner_id=principal.subject_id,
+            scope=request.scope,
+            team_id=request.team_id,
+        )
+        return KnowledgeBaseResponse.of(base)
+
+    def update_base(
+        self, principal: Principal, knowledge_base_id: str, request: UpdateKnowledgeBaseRequest
+    ) -> KnowledgeBaseResponse:
+        """Rename and/or (de)activate a base; its version moves by one."""
+        _require(principal, Permission.ADMIN)
+        self._managed_base(principal, knowledge_base_id)
+        base = self._store.update_base(
+            principal.tenant_id,
+            knowledge_base_id,
+            expected_version=request.expected_version,
+            status=request.status,
+            name=request.name,
+        )
+        return KnowledgeBaseResponse.of(base)
+
+    def list_bases(self, principal: Principal, *, limit: int, next_token: str | None) -> KnowledgeBaseList:
+        """Bases the caller can see (admins: every base of the tenant their allow-list admits), in id
+        order; a page may hold fewer than ``limit`` when some are hidden from the caller."""
+        _require(principal, Permission.READ)
+        page = self._store.list_bases(principal.tenant_id, limit=limit, next_token=next_token)
+        return KnowledgeBaseList(
+            knowledge_bases=[
+                KnowledgeBaseResponse.of(base)
+                for base in page.entries
+                if can_see(principal, base) or _manages(principal, base)
+            ],
+            next_token=page.next_token,
+        )
+
+    def reindex_base(self, principal: Principal, knowledge_base_id: str) -> ReindexResponse:
+        """Rebuild the base's part of the search index from the store (an inactive base is removed)."""
+        _require(principal, Permission.ADMIN)
+        self._managed_base(principal, knowledge_base_id)
+        counts = self._indexing.sync_base(principal.tenant_id, knowledge_base_id)
+        return ReindexResponse(
+            knowledge_base_id=knowledge_base_id,
+            status=BaseStatus.ACTIVE if counts.active else BaseStatus.INACTIVE,
+            scanned=counts.scanned,
+            indexed=counts.indexed,
+            removed=counts.removed,
+            superseded=counts.superseded,
+            skipped=counts.skipped,
+        )
+
+    # -- items and revisions ----------------------------------------------------------------------
+
+    def create_item(
+        self, principal: Principal, knowledge_base_id: str, request: CreateItemRequest
+    ) -> CreatedRevisionResponse:
+        """A new item with its first revision; with an ``external_id`` the base's item holding it
+        gets a new revision instead (created if there is none)."""
+        _require(principal, Permission.WRITE)
+        base = self._visible_base(principal, knowledge_base_id)
+        self._check_content(request.content)
+        if request.external_id is None:
+            return CreatedRevisionResponse.of_revision(*self._new_item(base, request))
+        existing: KnowledgeItem | None = None
+        for _ in range(MAX_ATTEMPTS):
+            existing = self._store.find_item_by_external_id(
+                base.tenant_id, base.knowledge_base_id, request.external_id
+            )
+            try:
+                if existing is None:
+                    return CreatedRevisionResponse.of_revision(*self._new_item(base, request))
+                item, revision = self._store.add_revision(
+                    base.tenant_id,
+                    existing.knowledge_item_id,
+                    content=request.content,
+                    title=request.title,
+                    source=request.source,
+                    publish=request.publish,
+                    expected_version=existing.version,
+                )
+                return CreatedRevisionResponse.of_revision(item, revision)
+            except ConflictError:
+                continue  # created or changed concurrently: read it again
+            except ResourceUnavailableError:
+                if existing is None:
+                    raise
+                continue  # archived meanwhile: its external id is free again
+        raise ConflictError(
+            "The item with this external_id kept changing; retry.",
+            current_version=existing.version if existing is not None else None,
+        )
+
+    def add_revision(
+        self, principal: Principal, knowledge_item_id: str, request: CreateRevisionRequest
+    ) -> CreatedRevisionResponse:
+        """A new latest revision (current at once when ``publish``)."""
+        _require(principal, Permission.WRITE)
+        item = self._writable_item(principal, knowledge_item_id)
+        self._check_content(request.content)
+        updated, revision = self._store.add_revision(
+            principal.tenant_id,
+            item.knowledge_item_id,
+            content=request.content,
+            title=request.title,
+            source=request.source,
+            publish=request.publish,
+            expected_version=request.expected_version,
+        )
+        return CreatedRevisionResponse.of_revision(updated, revision)
+
+    def publish(
+        self, principal: Principal, knowledge_item_id: str, request: PublishRequest
+    ) -> KnowledgeItemResponse:
+        """Make one of the item's revisions current (an older one rolls back)."""
+        _require(principal, Permission.WRITE)
+        item = self._writable_item(principal, knowledge_item_id)
+        if not ids.is_well_formed(request.revision_id, ids.REVISION_PREFIX):
+            raise ResourceUnavailableError()
+        updated = self._store.publish_revision(
+            principal.tenant_id,
+            item.knowledge_item_id,
+            request.revision_id,
+            expected_version=request.expected_version,
+        )
+        return KnowledgeItemResponse.of(updated)
+
+    def archive(
+        self, principal: Principal, knowledge_item_id: str, request: ArchiveRequest
+    ) -> KnowledgeItemResponse:
+        """Archive the item: out of search and reads, its ``external_id`` released."""
+        _require(principal, Permission.WRITE)
+        item = self._writable_item(principal, knowledge_item_id)
+        archived = self._store.archive_item(
+            principal.tenant_id, item.knowledge_item_id, expected_version=request.expected_version
+        )
+        return KnowledgeItemResponse.of(archived)
+
+    def get_item(self, principal: Principal, knowledge_item_id: str) -> KnowledgeItemDetail:
+        """The item with ``indexed_revision_id``."""
+        _require(principal, Permission.READ)
+        return KnowledgeItemDetail.of_item(self._readable_item(principal, knowledge_item_id))
+
+    def list_items(
+        self,
+        principal: Principal,
+        knowledge_base_id: str,
+        *,
+        external_id: str | None,
+        limit: int,
+        next_token: str | None,
+    ) -> KnowledgeItemList:
+        """Live (not archived) items of a base in id order, or the one holding ``external_id``."""
+        _require(principal, Permission.READ)
+        base = self._visible_base(principal, knowledge_base_id)
+        if external_id is not None:
+            found = self._store.find_item_by_external_id(base.tenant_id, base.knowledge_base_id, external_id)
+            entries = [found] if found is not None else []
+            next_token = None
+        else:
+            page = self._store.list_items(
+                base.tenant_id, base.knowledge_base_id, limit=limit, next_token=next_token
+            )
+            entries, next_token = page.entries, page.next_token
+        return KnowledgeItemList(
+            items=[KnowledgeItemResponse.of(item) for item in entries if _may_read(principal, item)],
+            next_token=next_token,
+        )
+
+    def list_revisions(
+        self, principal: Principal, knowledge_item_id: str, *, limit: int, next_token: str | None
+    ) -> RevisionList:
+        """The item's revisions, newest first (readers without ``knowledge:write``: published ones)."""
+        _require(principal, Permission.READ)
+        item = self._readable_item(principal, knowledge_item_id)
+        page = self._store.list_revisions(
+            principal.tenant_id, item.knowledge_item_id, limit=limit, next_token=next_token
+        )
+        curator = principal.has_scope(Permission.WRITE)
+        return RevisionList(
+            revisions=[
+                RevisionResponse.of(revision, current_revision_id=item.current_revision_id)
+                for revision in page.entries
+                if curator or revision.is_published
+            ],
+            next_token=page.next_token,
+        )
+
+    # -- tokens and health ------------------------------------------------------------------------
+
+    def issue_token(self, principal: Principal, request: CreateTokenRequest) -> TokenResponse:
+        """A new bearer token, returned once (only its hash is stored)."""
+        _require(principal, Permission.ADMIN)
+        tenant_id = request.tenant_id or principal.tenant_id
+        if tenant_id != principal.tenant_id:
+            _require(principal, Permission.PLATFORM_ADMIN)
+        missing = sorted(scope.value for scope in set(request.scopes) if not principal.has_scope(scope))
+        if missing:
+            raise InsufficientScopeError(
+                "A token cannot hold scopes its issuer lacks.", {"missing_scopes": missing}
+            )
+        allowed = self._allow_list(principal, request, tenant_id)
+        token, record = self._tokens.issue(
+            tenant_id=tenant_id,
+            subject_id=request.subject_id,
+            scopes=[scope.value for scope in request.scopes],
+            team_ids=request.team_ids,
+            knowledge_base_ids=allowed,
+            expires_in=timedelta(seconds=request.expires_in) if request.expires_in is not None else None,
+        )
+        logger.info(
+            "token issued",
+            extra={
+                "tenant_id": record.tenant_id,
+                "subject_id": record.subject_id,
+                "scopes": sorted(record.scopes),
+                "issuer_subject_id": principal.subject_id,
+                "expires_at": record.expires_at.isoformat() if record.expires_at else None,
+            },
+        )
+        return TokenResponse(token=token)
+
+    def health(self) -> HealthResponse:
+        """Liveness and the runtime switch's state (the write API itself does not depend on it)."""
+        return HealthResponse(runtime_enabled=self._switch.is_enabled())
+
+    # -- access -----------------------------------------------------------------------------------
+
+    def _visible_base(self, principal: Principal, knowledge_base_id: str) -> KnowledgeBase:
+        if not ids.is_well_formed(knowledge_base_id, ids.KB_PREFIX):
+            raise ResourceUnavailableError()
+        base = self._store.get_base(principal.tenant_id, knowledge_base_id)
+        if base is None or not can_see(principal, base):
+            raise ResourceUnavailableError()
+        return base
+
+    def _managed_base(self, principal: Principal, knowledge_base_id: str) -> KnowledgeBase:
+        if not ids.is_well_formed(knowledge_base_id, ids.KB_PREFIX):
+            raise ResourceUnavailableError()
+        base = self._store.get_base(principal.tenant_id, knowledge_base_id)
+        if base is None or not _manages(principal, base):
+            raise ResourceUnavailableError()
+        return base
+
+    def _item_and_base(self, principal: Principal, knowledge_item_id: str) -> KnowledgeItem:
+        if not ids.is_well_formed(knowledge_item_id, ids.ITEM_PREFIX):
+            raise ResourceUnavailableError()
+        item = self._store.get_item(principal.tenant_id, knowledge_item_id)
+        if item is None:
+            raise ResourceUnavailableError()
+        self._visible_base(principal, item.knowledge_base_id)
+        return item
+
+    def _writable_item(self, principal: Principal, knowledge_item_id: str) -> KnowledgeItem:
+        item = self._item_and_base(principal, knowledge_item_id)
+        if item.status is ItemStatus.ARCHIVED:
+            raise ResourceUnavailableError()
+        return item
+
+    def _readable_item(self, principal: Principal, knowledge_item_id: str) -> KnowledgeItem:
+        item = self._item_and_base(principal, knowledge_item_id)
+        if not _may_read(principal, item):
+            raise ResourceUnavailableError()
+        return item
+
+    def _allow_list(
+        self, principal: Principal, request: CreateTokenRequest, tenant_id: str
+    ) -> list[str] | None:
+        """The new token's base allow-list: the caller's own when none is asked for, and never wider."""
+        own = principal.knowledge_base_ids
+        if own is None or tenant_id != principal.tenant_id:
+            return request.knowledge_base_ids
+        if request.knowledge_base_ids is None:
+            return sorted(own)
+        outside = sorted(set(request.knowledge_base_ids) - own)
+        if outside:
+            raise InsufficientScopeError(
+                "A token cannot admit knowledge bases outside its issuer's allow-list.",
+                {"knowledge_base_ids": outside},
+            )
+        return request.knowledge_base_ids
+
+    # -- writes -----------------------------------------------------------------------------------
+
+    def _new_item(self, base: KnowledgeBase, request: CreateItemRequest) -> tuple[KnowledgeItem, Revision]:
+        return self._store.create_item(
+            base.tenant_id,
+            base.knowledge_base_id,
+            title=request.title,
+            content=request.content,
+            source=request.source or Source(),
+            external_id=request.external_id,
+            publish=request.publish,
+        )
+
+    def _check_content(self, content: str) -> None:
+        if len(content) > self._max_content_chars:
+            raise RequestValidationError(
+                f"content has {len(content):,} characters; "
+                f"the limit is {self._max_content_chars:,} characters.",
+                {
+                    "fields": [
+                        {"field": "content", "problem": f"longer than {self._max_content_chars:,} characters"}
+                    ],
+                    "max_chars": self._max_content_chars,
+                    "chars": len(content),
+                },
+            )
+
+
+def _require(principal: Principal, scope: Permission) -> None:
+    if not principal.has_scope(scope):
+        raise InsufficientScopeError(
+            f"The token lacks the {scope.value} scope.", {"required_scope": scope.value}
+        )
+
+
+def _manages(principal: Principal, base: KnowledgeBase) -> bool:
+    """Admins manage every base of their tenant that their token's allow-list admits."""
+    allow = principal.knowledge_base_ids
+    return (
+        principal.has_scope(Permission.ADMIN)
+        and base.tenant_id == principal.tenant_id
+        and (allow is None or base.knowledge_base_id in allow)
+    )
+
+
+def _may_read(principal: Principal, item: KnowledgeItem) -> bool:
+    """Curators see drafts and archived items; other readers only what the tool could return."""
+    return principal.has_scope(Permission.WRITE) or item.status is ItemStatus.PUBLISHED

@@ -1,0 +1,337 @@
+"""Keeping the search index in step with the store (DESIGN §6: the table's stream is the outbox).
+
+The stream is only a trigger: for every relevant change the indexer reads the *current* state from
+the store and makes the index match it, writing with the item's version as the index's external
+version. Duplicated, replayed or out-of-order records therefore cannot regress anything; at worst
+they repeat work that the index refuses (``upsert`` → ``False``: it already holds a newer version).
+
+What the index holds for an item (``sync_item``):
+
+- published item with a current revision in an active base → that revision, chunked and embedded
+  (``build_indexed_item``), at ``version = item.version``; the item's ``indexed_revision_id`` is
+  then set, conditioned on the version that was indexed, so a slow indexer never overwrites a newer
+  mark;
+- draft or archived item → nothing: ``remove_item(version=item.version)`` tombstones it, and the
+  ``indexed_revision_id`` mark is cleared;
+- item of an inactive or missing base → left alone: the base's own change removed its chunks
+  (``remove_base``) and its reactivation re-indexes every item. A per-item tombstone here would
+  refuse that re-index, which writes the same item versions again. Search re-checks every hit
+  against the store (read-time truth), so a chunk that slips in meanwhile is never answered.
+
+A base whose ``status`` changed (``sync_base``): inactive or gone → ``remove_base``; active → every
+listed item is re-synced, a page at a time. Other records (revisions, pages, guards, tokens,
+embedding-cache and idempotency records) and item writes that left ``version`` unchanged (the
+indexer's own ``set_indexed_revision``) are ignored, so the indexer never feeds itself.
+
+Errors propagate (``DependencyUnavailableError`` and the like): a change is never reported applied
+unless it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from knowledge.domain.changes import ChangeKind, StoreChange
+from knowledge.domain.chunking import Chunker
+from knowledge.domain.models import BaseStatus, ItemStatus, KnowledgeBase, KnowledgeItem
+from knowledge.domain.retrieval import IndexedItem
+from knowledge.errors import ConflictError, DependencyUnavailableError, ResourceUnavailableError
+from knowledge.observability import logger
+from knowledge.ports import Embedder, KnowledgeStore, SearchIndex
+from knowledge.services.documents import build_indexed_item
+
+REINDEX_PAGE_SIZE = 50
+"""Items read, embedded and written to the index per step of a base re-index."""
+
+
+class IndexAction(StrEnum):
+    """What applying one change did."""
+
+    INDEXED = "indexed"
+    """The index now holds the item's current revision."""
+    REMOVED = "removed"
+    """The item (or base) is out of the index."""
+    SUPERSEDED = "superseded"
+    """The index already held a newer version; nothing to do."""
+    SKIPPED = "skipped"
+    """The item's base is inactive or missing; the base's own change governs its chunks."""
+    IGNORED = "ignored"
+    """Not a change the index depends on."""
+    REINDEXED = "reindexed"
+    """A base was (re)activated and every item of it re-synced."""
+
+
+@dataclass
+class ReindexCounts:
+    """Outcome of re-syncing a base: ``scanned`` items, of which ``indexed``, ``removed`` (draft),
+    ``superseded`` (index already newer) and ``skipped``; ``active`` is the base's status."""
+
+    knowledge_base_id: str
+    active: bool
+    scanned: int = 0
+    indexed: int = 0
+    removed: int = 0
+    superseded: int = 0
+    skipped: int = 0
+
+    def count(self, action: IndexAction) -> None:
+        self.scanned += 1
+        if action is IndexAction.INDEXED:
+            self.indexed += 1
+        elif action is IndexAction.REMOVED:
+            self.removed += 1
+        elif action is IndexAction.SUPERSEDED:
+            self.superseded += 1
+        else:
+            self.skipped += 1
+
+
+@dataclass
+class IndexingBatch:
+    """Applies the changes of one stream batch, syncing each item and base at most once.
+
+    Every record of a batch was written before the batch was read, so the first sync of an item
+    (which reads the store afterwards) already reflects every later record of it in the batch.
+    """
+
+    service: IndexingService
+    _synced: set[tuple[str, str]] = field(default_factory=set)
+
+    def apply(self, change: StoreChange) -> IndexAction:
+        """Apply one change; see ``IndexingService.apply``."""
+        return self.service.apply(change, synced=self._synced)
+
+
+class IndexingService:
+    """Builds index entries from the store. Thread-safe if its ports are."""
+
+    def __init__(
+        self, store: KnowledgeStore, index: SearchIndex, embedder: Embedder, chunker: Chunker
+    ) -> None:
+        self._store = store
+        self._index = index
+        self._embedder = embedder
+        self._chunker = chunker
+
+    def batch(self) -> IndexingBatch:
+        """A fresh batch scope for the records of one stream invocation."""
+        return IndexingBatch(self)
+
+    def apply(self, change: StoreChange, *, synced: set[tuple[str, str]] | None = None) -> IndexAction:
+        """Bring the index in line with the store for the record ``change`` touched.
+
+        ``synced`` collects ``(tenant_id, id)`` of items and bases already synced in this batch; a
+        later change of one of them is answered ``SUPERSEDED`` without reading the store again.
+        """
+        seen = synced if synced is not None else set()
+        items = change.item
+        if items is not None:
+            return self._apply_item_change(change.kind, *items, seen)
+        bases = change.base
+        if bases is not None:
+            return self._apply_base_change(change.kind, *bases, seen)
+        return IndexAction.IGNORED
+
+    def sync_item(self, tenant_id: str, knowledge_item_id: str, *, last_known_version: int) -> IndexAction:
+        """Make the index hold what the store says of one item now (see the module docs).
+
+        ``last_known_version`` tombstones an item that no longer exists in the store.
+        """
+        item = self._store.get_item(tenant_id, knowledge_item_id)
+        if item is None:
+            self._index.remove_item(tenant_id, knowledge_item_id, version=last_known_version)
+            return IndexAction.REMOVED
+        if not _is_publishable(item):
+            return self._remove(item)
+        base = self._store.get_base(tenant_id, item.knowledge_base_id)
+        if base is None or base.status is not BaseStatus.ACTIVE:
+            return IndexAction.SKIPPED
+        return self._upsert([(item, base)])[0]
+
+    def sync_base(self, tenant_id: str, knowledge_base_id: str) -> ReindexCounts:
+        """Make the index hold what the store says of a whole base now.
+
+        Inactive or missing → every chunk of the base is removed; active → each listed (not archived)
+        item is re-read and re-synced, ``REINDEX_PAGE_SIZE`` at a time, with one index write per page.
+        """
+        base = self._store.get_base(tenant_id, knowledge_base_id)
+        counts = ReindexCounts(
+            knowledge_base_id=knowledge_base_id, active=base is not None and base.status is BaseStatus.ACTIVE
+        )
+        if base is None or base.status is not BaseStatus.ACTIVE:
+            self._index.remove_base(tenant_id, knowledge_base_id)
+            logger.info(
+                "knowledge base removed from the index",
+                extra={"tenant_id": tenant_id, "knowledge_base_id": knowledge_base_id},
+            )
+            return counts
+        next_token: str | None = None
+        while True:
+            page = self._store.list_items(
+                tenant_id, knowledge_base_id, limit=REINDEX_PAGE_SIZE, next_token=next_token
+            )
+            for action in self._sync_listed(base, [entry.knowledge_item_id for entry in page.entries]):
+                counts.count(action)
+            next_token = page.next_token
+            if next_token is None:
+                break
+        logger.info(
+            "knowledge base re-indexed",
+            extra={
+                "tenant_id": tenant_id,
+                "knowledge_base_id": knowledge_base_id,
+                "scanned": counts.scanned,
+                "indexed": counts.indexed,
+                "removed": counts.removed,
+                "superseded": counts.superseded,
+            },
+        )
+        return counts
+
+    # -- changes ----------------------------------------------------------------------------------
+
+    def _apply_item_change(
+        self,
+        kind: ChangeKind,
+        old: KnowledgeItem | None,
+        new: KnowledgeItem | None,
+        synced: set[tuple[str, str]],
+    ) -> IndexAction:
+        if kind is ChangeKind.MODIFY and old is not None and new is not None and old.version == new.version:
+            return IndexAction.IGNORED  # e.g. the indexer's own indexed_revision_id mark
+        known = new or old
+        assert known is not None  # the change is an item change, so one side is an item
+        key = (known.tenant_id, known.knowledge_item_id)
+        if key in synced:
+            return IndexAction.SUPERSEDED
+        action = self.sync_item(
+            known.tenant_id,
+            known.knowledge_item_id,
+            last_known_version=max(record.version for record in (old, new) if record is not None),
+        )
+        synced.add(key)
+        return action
+
+    def _apply_base_change(
+        self,
+        kind: ChangeKind,
+        old: KnowledgeBase | None,
+        new: KnowledgeBase | None,
+        synced: set[tuple[str, str]],
+    ) -> IndexAction:
+        if kind is ChangeKind.INSERT:
+            return IndexAction.IGNORED  # a new base has no items yet
+        if kind is ChangeKind.MODIFY and old is not None and new is not None and old.status == new.status:
+            return IndexAction.IGNORED  # a rename: nothing indexed depends on the name
+        known = new or old
+        assert known is not None
+        key = (known.tenant_id, known.knowledge_base_id)
+        if key in synced:
+            return IndexAction.SUPERSEDED
+        counts = self.sync_base(known.tenant_id, known.knowledge_base_id)
+        synced.add(key)
+        return IndexAction.REINDEXED if counts.active else IndexAction.REMOVED
+
+    # -- index writes -----------------------------------------------------------------------------
+
+    def _sync_listed(self, base: KnowledgeBase, item_ids: list[str]) -> list[IndexAction]:
+        """Re-sync listed items from a consistent read (listings come from an eventually consistent
+        index), one ``upsert_many`` for the publishable ones."""
+        current = self._store.get_items(base.tenant_id, item_ids)
+        actions: dict[str, IndexAction] = {}
+        publishable: list[tuple[KnowledgeItem, KnowledgeBase]] = []
+        for item_id in item_ids:
+            item = current.get(item_id)
+            if item is None or item.knowledge_base_id != base.knowledge_base_id:
+                actions[item_id] = IndexAction.SKIPPED
+            elif _is_publishable(item):
+                publishable.append((item, base))
+            else:
+                actions[item_id] = self._remove(item)
+        for (item, _), action in zip(publishable, self._upsert(publishable), strict=True):
+            actions[item.knowledge_item_id] = action
+        return [actions[item_id] for item_id in item_ids]
+
+    def _upsert(self, entries: Iterable[tuple[KnowledgeItem, KnowledgeBase]]) -> list[IndexAction]:
+        pairs = list(entries)
+        if not pairs:
+            return []
+        indexed = [self._indexed_item(item, base) for item, base in pairs]
+        applied = self._index.upsert_many(indexed) if len(indexed) > 1 else [self._index.upsert(indexed[0])]
+        actions = []
+        for (item, _), entry, written in zip(pairs, indexed, applied, strict=True):
+            if written:
+                self._mark(item, entry.knowledge_revision_id)
+            logger.info(
+                "item indexed" if written else "index already newer",
+                extra={
+                    "tenant_id": item.tenant_id,
+                    "knowledge_item_id": item.knowledge_item_id,
+                    "knowledge_revision_id": entry.knowledge_revision_id,
+                    "version": item.version,
+                    "chunks": len(entry.chunks),
+                },
+            )
+            actions.append(IndexAction.INDEXED if written else IndexAction.SUPERSEDED)
+        return actions
+
+    def _indexed_item(self, item: KnowledgeItem, base: KnowledgeBase) -> IndexedItem:
+        assert item.current_revision_id is not None  # _is_publishable
+        revision = self._store.get_revision(item.tenant_id, item.knowledge_item_id, item.current_revision_id)
+        if revision is None:
+            # The store seals a revision before any item points at it: this is a broken store.
+            logger.error(
+                "current revision missing",
+                extra={"tenant_id": item.tenant_id, "knowledge_item_id": item.knowledge_item_id},
+            )
+            raise DependencyUnavailableError("The knowledge store returned an inconsistent item.")
+        return build_indexed_item(
+            chunker=self._chunker,
+            embedder=self._embedder,
+            tenant_id=item.tenant_id,
+            knowledge_base_id=base.knowledge_base_id,
+            knowledge_item_id=item.knowledge_item_id,
+            knowledge_revision_id=revision.knowledge_revision_id,
+            version=item.version,
+            owner_id=base.owner_id,
+            team_id=base.team_id,
+            scope=base.scope.value,
+            title=revision.title,
+            content=self._store.read_all_content(revision),
+        )
+
+    def _remove(self, item: KnowledgeItem) -> IndexAction:
+        self._index.remove_item(item.tenant_id, item.knowledge_item_id, version=item.version)
+        if item.indexed_revision_id is not None:
+            self._mark(item, None)
+        logger.info(
+            "item removed from the index",
+            extra={
+                "tenant_id": item.tenant_id,
+                "knowledge_item_id": item.knowledge_item_id,
+                "status": item.status.value,
+                "version": item.version,
+            },
+        )
+        return IndexAction.REMOVED
+
+    def _mark(self, item: KnowledgeItem, knowledge_revision_id: str | None) -> None:
+        """Set ``indexed_revision_id`` while the item is still at the version just indexed; if it
+        moved on, the newer version's own change sets the mark."""
+        if item.indexed_revision_id == knowledge_revision_id:
+            return
+        try:
+            self._store.set_indexed_revision(
+                item.tenant_id, item.knowledge_item_id, knowledge_revision_id, expected_version=item.version
+            )
+        except (ConflictError, ResourceUnavailableError):
+            logger.info(
+                "indexed mark superseded",
+                extra={"knowledge_item_id": item.knowledge_item_id, "version": item.version},
+            )
+
+
+def _is_publishable(item: KnowledgeItem) -> bool:
+    return item.status is ItemStatus.PUBLISHED and item.current_revision_id is not None

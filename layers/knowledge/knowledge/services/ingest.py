@@ -1,0 +1,201 @@
+"""Queue ingestion (DESIGN §6): apply one message of the ingest queue to the store, idempotently.
+
+SQS delivers at least once, so every message may arrive again (and in any order with its
+neighbours). An upsert is idempotent by (base, ``external_id``, content): when the item's latest
+revision already has the message's content hash, title and source, a redelivery creates nothing;
+it only publishes that revision when ``publish`` asks for it and it is not current yet. An archive
+of an unknown or already archived ``external_id`` succeeds without doing anything.
+
+Failures raise, so the consumer reports the message as a batch item failure and SQS redelivers it
+until ``maxReceiveCount`` moves it to the dead-letter queue:
+
+- ``MessageRejectedError`` (``validation_error``): the body is not a valid message, or its content
+  is too long. The reason (error types and field names, never values) is logged.
+- ``ResourceUnavailableError``: the base does not exist in the message's tenant.
+- ``ConflictError``: concurrent writers kept changing the item (after ``MAX_ATTEMPTS`` re-reads).
+- ``DependencyUnavailableError``: the store is down or throttled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from enum import StrEnum
+from typing import Any
+
+from pydantic import ValidationError
+
+from knowledge.domain.ingestion import INGEST_MESSAGE, ArchiveMessage, UpsertMessage
+from knowledge.domain.models import KnowledgeItem
+from knowledge.errors import (
+    ConflictError,
+    KnowledgeError,
+    RequestValidationError,
+    ResourceUnavailableError,
+)
+from knowledge.observability import logger
+from knowledge.ports import KnowledgeStore
+
+MAX_ATTEMPTS = 5
+"""Re-reads of an item whose version moved between our read and our write."""
+
+
+class IngestAction(StrEnum):
+    """What one message did."""
+
+    CREATED = "created"
+    REVISED = "revised"
+    PUBLISHED = "published"
+    UNCHANGED = "unchanged"
+    ARCHIVED = "archived"
+    ABSENT = "absent"
+    """An archive of an external id that no live item holds."""
+
+
+class MessageRejectedError(RequestValidationError):
+    """The message can never be applied as it is (malformed, or its content is too long)."""
+
+
+def content_sha256(content: str) -> str:
+    """SHA-256 hex digest of the UTF-8 content: the ``sha256`` a stored revision records."""
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()
+
+
+class IngestService:
+    """Applies ingest-queue messages to the store. Thread-safe if the store is."""
+
+    def __init__(self, store: KnowledgeStore, *, max_content_chars: int) -> None:
+        self._store = store
+        self._max_content_chars = max_content_chars
+
+    def ingest(self, body: str, *, message_id: str) -> IngestAction:
+        """Validate one message body and apply it; raises as listed in the module docs."""
+        message = self._parse(body, message_id)
+        log = {
+            "message_id": message_id,
+            "op": message.op,
+            "tenant_id": message.tenant_id,
+            "knowledge_base_id": message.knowledge_base_id,
+        }
+        item: KnowledgeItem | None
+        try:
+            if self._store.get_base(message.tenant_id, message.knowledge_base_id) is None:
+                raise ResourceUnavailableError("The knowledge base does not exist in this tenant.")
+            if isinstance(message, UpsertMessage):
+                item, action = self._upsert(message)
+            else:
+                item, action = self._archive(message)
+        except KnowledgeError as error:
+            logger.warning("ingest message failed", extra={**log, "error_code": error.code})
+            raise
+        logger.info(
+            "ingest message applied",
+            extra={
+                **log,
+                "action": action.value,
+                "knowledge_item_id": item.knowledge_item_id if item else None,
+                "version": item.version if item else None,
+            },
+        )
+        return action
+
+    def _parse(self, body: str, message_id: str) -> UpsertMessage | ArchiveMessage:
+        try:
+            message = INGEST_MESSAGE.validate_json(body)
+        except ValidationError as error:
+            problems = _problems(error)
+            logger.warning("ingest message rejected", extra={"message_id": message_id, "problems": problems})
+            # ``from None``: pydantic's own message quotes the input, which may be content.
+            raise MessageRejectedError(
+                "The message is not a valid ingest message.", {"fields": problems}
+            ) from None
+        if isinstance(message, UpsertMessage) and len(message.content) > self._max_content_chars:
+            problem = {"field": "content", "problem": f"longer than {self._max_content_chars:,} characters"}
+            logger.warning("ingest message rejected", extra={"message_id": message_id, "problems": [problem]})
+            raise MessageRejectedError(
+                f"content has {len(message.content):,} characters; the limit is "
+                f"{self._max_content_chars:,} characters.",
+                {"fields": [problem], "max_chars": self._max_content_chars},
+            )
+        return message
+
+    def _upsert(self, message: UpsertMessage) -> tuple[KnowledgeItem, IngestAction]:
+        for _ in range(MAX_ATTEMPTS):
+            item = self._store.find_item_by_external_id(
+                message.tenant_id, message.knowledge_base_id, message.external_id
+            )
+            try:
+                if item is None:
+                    created, _ = self._store.create_item(
+                        message.tenant_id,
+                        message.knowledge_base_id,
+                        title=message.title,
+                        content=message.content,
+                        source=message.source,
+                        external_id=message.external_id,
+                        publish=message.publish,
+                    )
+                    return created, IngestAction.CREATED
+                return self._update(item, message)
+            except ConflictError:
+                continue  # another writer created or changed the item: read it again
+            except ResourceUnavailableError:
+                if item is None:
+                    raise  # the base itself is gone
+                continue  # the item was archived meanwhile: its external id is free again
+        raise ConflictError(
+            "The item kept changing while the message was applied; it will be retried.", current_version=None
+        )
+
+    def _update(self, item: KnowledgeItem, message: UpsertMessage) -> tuple[KnowledgeItem, IngestAction]:
+        latest = self._store.get_revision(item.tenant_id, item.knowledge_item_id, item.latest_revision_id)
+        same = (
+            latest is not None
+            and item.latest_sha256 == content_sha256(message.content)
+            and latest.title == message.title
+            and latest.source == message.source
+        )
+        if not same:
+            updated, _ = self._store.add_revision(
+                item.tenant_id,
+                item.knowledge_item_id,
+                content=message.content,
+                title=message.title,
+                source=message.source,
+                publish=message.publish,
+                expected_version=item.version,
+            )
+            return updated, IngestAction.REVISED
+        if message.publish and item.current_revision_id != item.latest_revision_id:
+            published = self._store.publish_revision(
+                item.tenant_id, item.knowledge_item_id, item.latest_revision_id, expected_version=item.version
+            )
+            return published, IngestAction.PUBLISHED
+        return item, IngestAction.UNCHANGED
+
+    def _archive(self, message: ArchiveMessage) -> tuple[KnowledgeItem | None, IngestAction]:
+        for _ in range(MAX_ATTEMPTS):
+            item = self._store.find_item_by_external_id(
+                message.tenant_id, message.knowledge_base_id, message.external_id
+            )
+            if item is None:
+                return None, IngestAction.ABSENT
+            try:
+                archived = self._store.archive_item(
+                    item.tenant_id, item.knowledge_item_id, expected_version=item.version
+                )
+            except ConflictError:
+                continue
+            except ResourceUnavailableError:
+                return None, IngestAction.ABSENT  # archived by someone else meanwhile
+            return archived, IngestAction.ARCHIVED
+        raise ConflictError(
+            "The item kept changing while the message was applied; it will be retried.", current_version=None
+        )
+
+
+def _problems(error: ValidationError) -> list[dict[str, Any]]:
+    """Where and what, never the offending value (it may be content)."""
+    return [
+        {"field": ".".join(str(part) for part in problem["loc"]) or "body", "problem": problem["type"]}
+        for problem in error.errors(include_input=False, include_url=False)
+    ]
