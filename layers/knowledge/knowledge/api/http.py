@@ -39,12 +39,14 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 )
 from aws_lambda_powertools.event_handler.openapi.exceptions import ResponseValidationError
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from knowledge.api.errors import error_envelope, from_validation_errors, unexpected_error_envelope
 from knowledge.api.principal import principal_from_event
 from knowledge.domain.contract import ErrorResponse
 from knowledge.errors import AuthenticationRequiredError, KnowledgeError, RequestValidationError
+from knowledge.observability import metrics
 
 MAX_BODY_BYTES = 1_048_576
 """Default request body limit (1 MiB of UTF-8), checked before the body is parsed."""
@@ -88,7 +90,12 @@ def openapi_error_responses(*statuses: int) -> dict[int, OpenAPIResponse]:
 
 
 def error_response(status: int, body: ErrorResponse, headers: dict[str, str] | None = None) -> Response[str]:
-    """A Powertools ``Response`` carrying ``body`` as ``application/json``."""
+    """A Powertools ``Response`` carrying ``body`` as ``application/json``; counted in the
+    ``ClientErrors`` (4xx) or ``ServerErrors`` (5xx) metric with the error code as metadata."""
+    metrics.add_metric(
+        name="ServerErrors" if status >= 500 else "ClientErrors", unit=MetricUnit.Count, value=1
+    )
+    metrics.add_metadata(key="error_code", value=body.error.code)
     return Response(
         status_code=status,
         content_type=content_types.APPLICATION_JSON,
