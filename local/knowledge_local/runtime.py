@@ -1,13 +1,186 @@
-"""``make run``: the local runtime (not built yet)."""
+"""``make run``: the whole service on one machine, from ``template.yaml``, on embedded defaults.
+
+``python -m knowledge_local.runtime`` starts the local stack (``stack``: moto with the template's
+table and queues, the stream and queue pollers, the HTTP API), issues a dev token (tenant ``dev``,
+every scope), writes the endpoints and the token to the state directory (``state``), ingests the
+project's ``README.md`` and ``docs/`` (or ``KNOWLEDGE_SEED_DIR``) through the API with a progress
+bar, waits until the index holds them, prints how to try it, and serves until SIGINT or SIGTERM.
+Settings: ``config``. Exit status: 0 after a clean stop; 1 when it cannot start (a port in use, a
+bad setting, an unreadable seed folder), with a one-line reason.
+"""
 
 from __future__ import annotations
 
+import argparse
+import logging
+import os
+import signal
 import sys
+import time
+import warnings
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING
+
+from knowledge_local.config import ConfigurationError, RuntimeSettings, function_environment, load_settings
+from knowledge_local.state import ENDPOINTS_FILE, PROJECT_ROOT, TOKEN_FILE, Endpoints
+
+if TYPE_CHECKING:
+    from knowledge_local.stack import LocalStack, SeedPlan
+
+EXAMPLE_QUERY = "How do I deploy to AWS?"
+TEMPLATE = PROJECT_ROOT / "template.yaml"
 
 
-def main() -> int:
-    print("The local runtime is not built yet: `make test` runs the suite.", file=sys.stderr)
-    return 1
+def main(argv: list[str] | None = None) -> int:
+    """Run until SIGINT/SIGTERM; see the module docs for the exit status."""
+    arguments = _parse_arguments(argv)
+    try:
+        settings = load_settings()
+    except ConfigurationError as error:
+        print(f"Invalid setting: {error}", file=sys.stderr)
+        return 1
+    _configure_process(settings)
+    # Imported only now: the handlers' Powertools objects read the environment set just above.
+    from knowledge_local.documents import DocumentError
+    from knowledge_local.routes import TemplateError
+    from knowledge_local.stack import LocalStack, PortInUseError
+
+    try:
+        stack = LocalStack(settings, template=arguments.template)
+        plan = stack.seed_plan()
+    except (DocumentError, TemplateError, OSError) as error:
+        print(f"Cannot start: {error}", file=sys.stderr)
+        return 1
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _interrupt)
+    code = 0
+    try:
+        _serve(stack, plan)
+    except KeyboardInterrupt:
+        print("\nStopping...", flush=True)
+    except PortInUseError as error:
+        print(error, file=sys.stderr)
+        code = 1
+    finally:
+        _ignore_signals()
+        stack.stop()
+    if code == 0:
+        print("Stopped. Bye.")
+    return code
+
+
+def _serve(stack: LocalStack, plan: SeedPlan | None) -> None:
+    from knowledge_local.client import ApiError
+    from knowledge_local.ingestion import IndexWaitTimeoutError
+    from knowledge_local.stack import DEV_SCOPES, TENANT_ID
+
+    started = time.monotonic()
+    print("Starting the knowledge service on embedded defaults...", flush=True)
+    endpoints = stack.start()
+    state_dir = stack.settings.knowledge_state_dir
+    _print_endpoints(endpoints, state_dir)
+    token = stack.issue_dev_token()
+    print(f"  {'dev token':<13} {token}")
+    print(f"  {'':<13} tenant {TENANT_ID}, scopes {', '.join(DEV_SCOPES)}")
+    print(f"  {'':<13} saved in {_display(state_dir / TOKEN_FILE)}", flush=True)
+    if plan is not None:
+        print(f"Ingesting {plan.origin} into the knowledge base {plan.base_name!r}...", flush=True)
+        try:
+            summary = stack.seed(plan, token)
+            print(f"{plan.base_name} ({summary.knowledge_base_id}): {summary.describe()}; all indexed.")
+        except (ApiError, IndexWaitTimeoutError) as error:
+            print(f"Seeding {plan.base_name} failed ({error}); serving without it.", file=sys.stderr)
+    print(f"Ready in {time.monotonic() - started:.1f} s: {endpoints.api_url}")
+    print(_ready_message(endpoints.api_url, state_dir / TOKEN_FILE), flush=True)
+    while True:
+        time.sleep(3600)
+
+
+def _configure_process(settings: RuntimeSettings) -> None:
+    forced, defaults = function_environment(settings)
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "RUNTIME_SWITCH_PARAMETER"):
+        os.environ.pop(name, None)
+    os.environ.update(forced)
+    for name, value in defaults.items():
+        os.environ.setdefault(name, value)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_KeyValueFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    own = logging.getLogger("knowledge_local")
+    own.addHandler(handler)
+    own.setLevel(settings.log_level)
+    own.propagate = False
+    # Handlers publish no metrics locally; Powertools would warn about it once per process.
+    warnings.filterwarnings("ignore", message="No application metrics to publish")
+
+
+class _KeyValueFormatter(logging.Formatter):
+    """The message followed by the record's ``extra`` fields as ``key=value``."""
+
+    _standard = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
+        line = super().formatMessage(record)
+        extra = [f"{key}={value}" for key, value in vars(record).items() if key not in self._standard]
+        return " ".join([line, *extra])
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    """SIGINT or SIGTERM: stop once; further signals are ignored while stopping."""
+    _ignore_signals()
+    raise KeyboardInterrupt
+
+
+def _ignore_signals() -> None:
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
+
+
+def _display(path: Path) -> str:
+    """``path`` relative to the working directory when it is under it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _print_endpoints(endpoints: Endpoints, state_dir: Path) -> None:
+    rows = [
+        ("API", f"{endpoints.api_url}  (REST /v1/..., MCP /mcp)"),
+        ("AWS endpoint", f"{endpoints.aws_endpoint_url}  (moto: DynamoDB, DynamoDB Streams, SQS)"),
+        ("table", endpoints.table_name),
+        ("ingest queue", endpoints.ingest_queue_url or "-"),
+        ("dead letters", endpoints.ingest_dlq_url or "-"),
+        ("saved in", _display(state_dir / ENDPOINTS_FILE)),
+    ]
+    for label, value in rows:
+        print(f"  {label:<13} {value}")
+
+
+def _ready_message(api_url: str, token_path: Path) -> str:
+    cli = Path(sys.executable).parent / "knowledge"
+    return (
+        "Try it:\n"
+        f"  curl -s {api_url}/v1/tools/search_knowledge \\\n"
+        f'    -H "Authorization: Bearer $(cat {_display(token_path)})" \\\n'
+        f'    -d \'{{"query": "{EXAMPLE_QUERY}", "max_results": 3}}\'\n'
+        f'  {_display(cli)} search "{EXAMPLE_QUERY}"\n'
+        "Press Ctrl-C to stop."
+    )
+
+
+def _parse_arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m knowledge_local.runtime",
+        description="Serve the knowledge API locally on embedded defaults (what `make run` runs).",
+        epilog="Environment: PORT (3000), AWS_PORT (5000), KNOWLEDGE_SEED_DIR (README.md and docs/; "
+        "empty: no seed), KNOWLEDGE_SEED_BASE (project-docs), KNOWLEDGE_STATE_DIR (.knowledge), "
+        "LOG_LEVEL (WARNING).",
+    )
+    parser.add_argument(
+        "--template", type=Path, default=TEMPLATE, help="the SAM template to serve (default: the project's)"
+    )
+    return parser.parse_args(argv)
 
 
 if __name__ == "__main__":

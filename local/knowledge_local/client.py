@@ -1,0 +1,164 @@
+"""A small HTTP client of the knowledge API (DESIGN §5 and §6) for the ``knowledge`` command and the
+runtime's seeding. JSON in and out, bearer token on every call.
+
+Every method returns the decoded JSON answer or raises ``ApiError``: for an error answer it carries
+the HTTP status and the envelope's ``code`` and ``message`` (API Gateway's own ``{"message"}``
+answers get the code ``gateway_error``); for an unreachable server the code ``unreachable``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from types import TracebackType
+from typing import Any
+
+import httpx2
+
+DEFAULT_TIMEOUT_SECONDS = 60.0
+LIST_PAGE_SIZE = 100
+
+
+class ApiError(Exception):
+    """An error answer of the API, or no answer at all."""
+
+    def __init__(self, status: int | None, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.status, self.code, self.message = status, code, message
+
+
+class KnowledgeClient:
+    """The API at ``api_url`` (e.g. ``http://127.0.0.1:3000``) as ``token``'s holder."""
+
+    def __init__(self, api_url: str, token: str, *, timeout: float = DEFAULT_TIMEOUT_SECONDS) -> None:
+        self.api_url = api_url.rstrip("/")
+        self._http = httpx2.Client(
+            base_url=self.api_url, headers={"Authorization": f"Bearer {token}"}, timeout=timeout
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> KnowledgeClient:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- the tool ---------------------------------------------------------------------------------
+
+    def search_knowledge(self, **arguments: Any) -> dict[str, Any]:
+        """``POST /v1/tools/search_knowledge`` with the tool's arguments (``None`` values left out)."""
+        body = {name: value for name, value in arguments.items() if value is not None}
+        return self.request("POST", "/v1/tools/search_knowledge", json=body)
+
+    # -- bases and items --------------------------------------------------------------------------
+
+    def bases(self) -> Iterator[dict[str, Any]]:
+        """Every base the caller can list, following ``next_token``."""
+        yield from self._paged("/v1/knowledge-bases", "knowledge_bases", {})
+
+    def create_base(self, name: str, *, scope: str = "tenant", team_id: str | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"name": name, "scope": scope}
+        if team_id is not None:
+            body["team_id"] = team_id
+        return self.request("POST", "/v1/knowledge-bases", json=body)
+
+    def base_named(self, name: str) -> dict[str, Any] | None:
+        """The first active base called ``name``, if any."""
+        return next(
+            (base for base in self.bases() if base.get("name") == name and base.get("status") == "active"),
+            None,
+        )
+
+    def put_item(
+        self,
+        knowledge_base_id: str,
+        *,
+        title: str,
+        content: str,
+        external_id: str | None = None,
+        source: Mapping[str, str | None] | None = None,
+        publish: bool = True,
+    ) -> tuple[int, dict[str, Any]]:
+        """``POST /v1/knowledge-bases/{kb}/items``: a new item, or a new revision of the item with
+        ``external_id``. Returns the HTTP status (201 created, 200 otherwise) and the item."""
+        body: dict[str, Any] = {"title": title, "content": content, "publish": publish}
+        if external_id is not None:
+            body["external_id"] = external_id
+        if source is not None:
+            body["source"] = dict(source)
+        return self._send("POST", f"/v1/knowledge-bases/{knowledge_base_id}/items", json=body)
+
+    def items(self, knowledge_base_id: str) -> Iterator[dict[str, Any]]:
+        """Every live (not archived) item of the base, following ``next_token``."""
+        yield from self._paged(f"/v1/knowledge-bases/{knowledge_base_id}/items", "items", {})
+
+    def item(self, knowledge_item_id: str) -> dict[str, Any]:
+        """``GET /v1/knowledge-items/{item}`` (with ``indexed_revision_id``)."""
+        return self.request("GET", f"/v1/knowledge-items/{knowledge_item_id}")
+
+    def latest_revision(self, knowledge_item_id: str) -> dict[str, Any] | None:
+        """The item's newest revision (``sha256``, ``title``, ``source``, ``is_current``...)."""
+        page = self.request("GET", f"/v1/knowledge-items/{knowledge_item_id}/revisions", params={"limit": 1})
+        revisions = page.get("revisions") or []
+        return revisions[0] if revisions else None
+
+    def publish(
+        self, knowledge_item_id: str, knowledge_revision_id: str, *, expected_version: int
+    ) -> dict[str, Any]:
+        return self.request(
+            "POST",
+            f"/v1/knowledge-items/{knowledge_item_id}/publish",
+            json={"revision_id": knowledge_revision_id, "expected_version": expected_version},
+        )
+
+    def create_token(self, **fields: Any) -> dict[str, Any]:
+        """``POST /v1/tokens``; ``None`` values are left out."""
+        body = {name: value for name, value in fields.items() if value is not None}
+        return self.request("POST", "/v1/tokens", json=body)
+
+    # -- transport --------------------------------------------------------------------------------
+
+    def request(
+        self, method: str, path: str, *, json: Any = None, params: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        return self._send(method, path, json=json, params=params)[1]
+
+    def _send(
+        self, method: str, path: str, *, json: Any = None, params: Mapping[str, Any] | None = None
+    ) -> tuple[int, dict[str, Any]]:
+        try:
+            response = self._http.request(method, path, json=json, params=params)
+        except httpx2.TransportError as error:
+            raise ApiError(
+                None,
+                "unreachable",
+                f"cannot reach the knowledge API at {self.api_url} ({error}); is `make run` running?",
+            ) from None
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        if response.is_success and isinstance(body, dict):
+            return response.status_code, body
+        raise _api_error(response.status_code, body, response.text)
+
+    def _paged(self, path: str, key: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        query = {"limit": LIST_PAGE_SIZE, **params}
+        while True:
+            page = self.request("GET", path, params=query)
+            yield from page.get(key) or []
+            if not page.get("next_token"):
+                return
+            query["next_token"] = page["next_token"]
+
+
+def _api_error(status: int, body: Any, text: str) -> ApiError:
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        error = body["error"]
+        return ApiError(status, str(error.get("code", "error")), str(error.get("message", "")))
+    if isinstance(body, dict) and "message" in body:
+        return ApiError(status, "gateway_error", str(body["message"]))
+    return ApiError(status, "http_error", f"HTTP {status}: {text[:200]}")

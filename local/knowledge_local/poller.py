@@ -1,0 +1,76 @@
+"""The loop shared by the local event source mappings: a daemon thread that polls until stopped and
+survives every error (logged, then retried with a capped exponential backoff)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+MAX_ERROR_BACKOFF_SECONDS = 5.0
+
+
+class Poller:
+    """Calls ``poll_once()`` in a daemon thread named ``name``; each call returns how many seconds to
+    wait before the next one. ``stop()`` ends the loop after the current call."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def poll_once(self) -> float:
+        raise NotImplementedError
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._stopping.clear()
+            self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+            self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join(timeout=timeout)
+            self._thread = None
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    def _run(self) -> None:
+        delay, failures = 0.0, 0
+        while not self._stopping.wait(delay):
+            try:
+                delay, failures = self.poll_once(), 0
+            except Exception:
+                failures += 1
+                delay = min(MAX_ERROR_BACKOFF_SECONDS, 0.25 * 2**failures)
+                log.exception("poll failed; retrying", extra={"poller": self.name, "delay_s": delay})
+
+
+def failed_item_identifiers(answer: Any, identifiers: Sequence[str]) -> list[str] | None:
+    """The ``batchItemFailures[].itemIdentifier`` of a function's answer, in batch order.
+
+    ``[]``: every record succeeded (no answer or no failures). ``None``: the whole batch failed, as
+    Lambda decides when an identifier is missing, empty or not one of the batch's ``identifiers``.
+    """
+    if answer is None:
+        return []
+    if not isinstance(answer, Mapping):
+        return None
+    failures = answer.get("batchItemFailures")
+    if failures is None:
+        return []
+    if not isinstance(failures, list):
+        return None
+    failed: set[str] = set()
+    for failure in failures:
+        identifier = failure.get("itemIdentifier") if isinstance(failure, Mapping) else None
+        if not isinstance(identifier, str) or identifier not in identifiers:
+            return None
+        failed.add(identifier)
+    return [identifier for identifier in identifiers if identifier in failed]

@@ -1,0 +1,82 @@
+"""Creating a template's tables and queues on the local AWS endpoint.
+
+``aws_client(service, endpoint_url)`` builds boto3 clients for the endpoint with fixed local
+credentials (nothing the runtime does can reach a real account) and account-id endpoint routing
+off, which DynamoDB Streams on moto needs.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+from knowledge_local.config import LOCAL_ACCESS_KEY, LOCAL_SECRET_KEY
+from knowledge_local.http_api import REGION
+from knowledge_local.resources import StackSpec
+
+
+@dataclass(frozen=True)
+class ProvisionedTable:
+    name: str
+    arn: str
+    stream_arn: str | None
+
+
+@dataclass(frozen=True)
+class ProvisionedQueue:
+    name: str
+    url: str
+    arn: str
+
+
+@dataclass(frozen=True)
+class Provisioned:
+    """Physical names, URLs and ARNs by logical id."""
+
+    tables: dict[str, ProvisionedTable]
+    queues: dict[str, ProvisionedQueue]
+
+
+def aws_client(service: str, endpoint_url: str) -> Any:
+    """A boto3 client of ``service`` on ``endpoint_url`` (thread-safe once built; build it on one thread)."""
+    return boto3.session.Session().client(
+        service,  # type: ignore[call-overload]
+        endpoint_url=endpoint_url,
+        region_name=REGION,
+        aws_access_key_id=LOCAL_ACCESS_KEY,
+        aws_secret_access_key=LOCAL_SECRET_KEY,
+        config=Config(account_id_endpoint_mode="disabled", retries={"mode": "standard"}),
+    )
+
+
+def provision(stack: StackSpec, endpoint_url: str) -> Provisioned:
+    """Create every table and queue of ``stack`` (dead-letter queues first) and wait until the
+    tables are active. Raises botocore's ``ClientError`` if one already exists."""
+    dynamodb = aws_client("dynamodb", endpoint_url)
+    tables: dict[str, ProvisionedTable] = {}
+    for spec in stack.tables.values():
+        dynamodb.create_table(**spec.create_table_arguments)
+        dynamodb.get_waiter("table_exists").wait(TableName=spec.name, WaiterConfig={"Delay": 1})
+        described = dynamodb.describe_table(TableName=spec.name)["Table"]
+        tables[spec.logical_id] = ProvisionedTable(
+            name=spec.name, arn=described["TableArn"], stream_arn=described.get("LatestStreamArn")
+        )
+    sqs = aws_client("sqs", endpoint_url)
+    queues: dict[str, ProvisionedQueue] = {}
+    for queue in stack.queues_in_creation_order():
+        attributes = dict(queue.attributes)
+        if queue.dead_letter_queue is not None:
+            attributes["RedrivePolicy"] = json.dumps(
+                {
+                    "deadLetterTargetArn": queues[queue.dead_letter_queue].arn,
+                    "maxReceiveCount": queue.max_receive_count,
+                }
+            )
+        url = sqs.create_queue(QueueName=queue.name, Attributes=attributes)["QueueUrl"]
+        arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        queues[queue.logical_id] = ProvisionedQueue(name=queue.name, url=url, arn=arn)
+    return Provisioned(tables=tables, queues=queues)

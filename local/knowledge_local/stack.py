@@ -1,0 +1,239 @@
+"""The local stack of a SAM template: moto, the template's tables and queues, its stream and queue
+event sources polled into the real handlers, and its HTTP API, all in this process.
+
+``LocalStack(settings).start()`` starts, in order:
+
+1. moto's server on ``127.0.0.1:$AWS_PORT`` (DynamoDB, DynamoDB Streams, SQS; ``aws_server``) with
+   the template's tables and queues (``resources``, ``provisioning``);
+2. the template's event sources: the table's stream polled into the indexer and the ingest queue
+   into its consumer, as Lambda would invoke them (``stream_poller``, ``queue_poller``);
+3. the HTTP API on ``127.0.0.1:$PORT`` (``gateway``): every route of the template, behind its
+   authorizer, served by the real handlers.
+
+Every handler runs in this process on the embedded search index and the offline embedder, sharing
+one ``knowledge.bootstrap`` container, so what the indexer writes is what search reads. Functions'
+settings come from the process environment: ``config.function_environment`` before anything of
+``knowledge`` is imported, the endpoints, table and queue once they exist. ``issue_dev_token`` and ``seed``
+prepare a fresh stack for use; ``stop`` ends everything. State is in memory; only the embedding
+cache survives a restart.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from knowledge.bootstrap import get_container, use_container
+from knowledge.domain.models import Permission
+from knowledge.settings import get_settings
+from knowledge_local.aws_server import AwsServer
+from knowledge_local.client import KnowledgeClient
+from knowledge_local.config import RuntimeSettings
+from knowledge_local.documents import DocumentError, SourceDocument, collect_documents
+from knowledge_local.gateway import Gateway
+from knowledge_local.ingestion import IngestSummary, ingest, wait_until_indexed
+from knowledge_local.invoker import Invoker
+from knowledge_local.poller import Poller
+from knowledge_local.provisioning import Provisioned, aws_client, provision
+from knowledge_local.queue_poller import QueuePoller
+from knowledge_local.resources import StackSpec, load_stack
+from knowledge_local.state import PROJECT_ROOT, Endpoints, remove_if_unchanged, write_endpoints, write_token
+from knowledge_local.stream_poller import StreamPoller
+
+TENANT_ID = "dev"
+DEV_SUBJECT_ID = "dev"
+DEV_SCOPES = tuple(permission.value for permission in Permission)
+KNOWLEDGE_TABLE = "KnowledgeTable"
+
+log = logging.getLogger(__name__)
+
+
+class PortInUseError(OSError):
+    """A port the runtime needs is taken; the message names the variable that moves it."""
+
+
+@dataclass(frozen=True)
+class SeedPlan:
+    """What the runtime ingests on start: ``documents`` into the base ``base_name``."""
+
+    base_name: str
+    documents: list[SourceDocument]
+    origin: str
+
+
+class LocalStack:
+    """The local stack of the SAM template at ``template`` (``TemplateError`` when it cannot be
+    served locally). ``start()`` raises ``PortInUseError`` for a taken port;
+    ``stop()`` is safe to call at any point, also after a failed start."""
+
+    def __init__(self, settings: RuntimeSettings, *, template: Path) -> None:
+        self.settings = settings
+        settings.knowledge_state_dir.mkdir(parents=True, exist_ok=True)
+        self.template = template
+        self.spec: StackSpec = load_stack(template)
+        self.spec.table(KNOWLEDGE_TABLE)  # TemplateError when the functions' table is missing
+        self.endpoints: Endpoints | None = None
+        self._aws: AwsServer | None = None
+        self._gateway: Gateway | None = None
+        self._pollers: list[tuple[Poller, Invoker]] = []
+        self._written: dict[Path, str] = {}
+
+    # -- lifecycle --------------------------------------------------------------------------------
+
+    def start(self) -> Endpoints:
+        """Start moto, provision, start the pollers and the gateway; write ``endpoints.json``."""
+        self._aws = _bind(
+            AwsServer(self.settings.host, self.settings.aws_port), "AWS_PORT", self.settings.aws_port
+        )
+        provisioned = provision(self.spec, self._aws.url)
+        table = provisioned.tables[KNOWLEDGE_TABLE]
+        ingest_queue, dead_letters = self._ingest_queues(provisioned)
+        self._configure_endpoints(self._aws.url, table.name, ingest_queue)
+        get_container()  # build the shared container (index, embedder) before the first request
+        self._start_pollers(provisioned, self._aws.url)
+        self._gateway = _bind(
+            Gateway(self.template, self.settings.host, self.settings.port), "PORT", self.settings.port
+        )
+        self.endpoints = Endpoints(
+            api_url=self._gateway.url,
+            aws_endpoint_url=self._aws.url,
+            table_name=table.name,
+            ingest_queue_url=ingest_queue,
+            ingest_dlq_url=dead_letters,
+        )
+        path = write_endpoints(self.settings.knowledge_state_dir, self.endpoints)
+        self._written[path] = path.read_text(encoding="utf-8")
+        return self.endpoints
+
+    def stop(self) -> None:
+        """Stop serving, then the pollers, then moto; remove the files this stack wrote."""
+        gateway, self._gateway = self._gateway, None
+        if gateway is not None:
+            gateway.stop()
+        for poller, invoker in self._pollers:
+            poller.stop()
+            invoker.close(timeout=5)
+        self._pollers = []
+        aws, self._aws = self._aws, None
+        if aws is not None:
+            aws.stop()
+        for path, content in self._written.items():
+            remove_if_unchanged(path, content)
+        self._written = {}
+        use_container(None)
+
+    # -- dev token and seed -----------------------------------------------------------------------
+
+    def issue_dev_token(self) -> str:
+        """A token of tenant ``dev`` with every scope, written to ``dev-token``."""
+        token, _ = get_container().tokens.issue(
+            tenant_id=TENANT_ID, subject_id=DEV_SUBJECT_ID, scopes=DEV_SCOPES
+        )
+        path = write_token(self.settings.knowledge_state_dir, token)
+        self._written[path] = path.read_text(encoding="utf-8")
+        return token
+
+    def seed_plan(self) -> SeedPlan | None:
+        """The documents to ingest on start (``None``: seeding is off); ``DocumentError`` when the
+        seed folder cannot be read."""
+        configured = self.settings.knowledge_seed_dir
+        base = self.settings.knowledge_seed_base
+        if configured == "":
+            return None
+        if configured is not None:
+            folder = Path(configured).expanduser()
+            if not folder.is_dir():
+                raise DocumentError(f"KNOWLEDGE_SEED_DIR is not a folder: {folder}")
+            return SeedPlan(base, collect_documents(folder), str(folder))
+        documents = collect_documents(PROJECT_ROOT / "README.md", relative_to=PROJECT_ROOT)
+        if (PROJECT_ROOT / "docs").is_dir():
+            documents += collect_documents(PROJECT_ROOT / "docs", relative_to=PROJECT_ROOT)
+        return SeedPlan(base, documents, "README.md and docs/")
+
+    def seed(self, plan: SeedPlan, token: str, *, progress: bool | None = None) -> IngestSummary:
+        """Ingest ``plan`` through the API and wait until the index holds every document."""
+        if self.endpoints is None:
+            raise RuntimeError("The stack is not started.")
+        with KnowledgeClient(self.endpoints.api_url, token) as client:
+            summary = ingest(client, plan.documents, plan.base_name, progress=progress)
+            items = [str(item["knowledge_item_id"]) for item in summary.items.values()]
+            wait_until_indexed(client, items, progress=progress)
+        return summary
+
+    # -- parts ------------------------------------------------------------------------------------
+
+    def _ingest_queues(self, provisioned: Provisioned) -> tuple[str | None, str | None]:
+        """URLs of the queue an SQS event source reads, and of its dead-letter queue."""
+        for source in self.spec.event_sources:
+            if source.kind == "sqs":
+                dead_letters = self.spec.queues[source.source].dead_letter_queue
+                return (
+                    provisioned.queues[source.source].url,
+                    provisioned.queues[dead_letters].url if dead_letters else None,
+                )
+        return None, None
+
+    def _configure_endpoints(self, endpoint_url: str, table_name: str, ingest_queue_url: str | None) -> None:
+        """Point every function at the local endpoint, table and queue (``config.function_environment``
+        set the rest before ``knowledge`` was imported)."""
+        os.environ.update({"AWS_ENDPOINT_URL": endpoint_url, "TABLE_NAME": table_name})
+        if ingest_queue_url is not None:
+            os.environ["INGEST_QUEUE_URL"] = ingest_queue_url
+        get_settings.cache_clear()
+        use_container(None)
+
+    def _start_pollers(self, provisioned: Provisioned, endpoint_url: str) -> None:
+        streams, sqs = aws_client("dynamodbstreams", endpoint_url), aws_client("sqs", endpoint_url)
+        for source in self.spec.event_sources:
+            invoker = Invoker(1)
+            poller: Poller
+            if source.kind == "dynamodb":
+                stream_arn = provisioned.tables[source.source].stream_arn
+                if stream_arn is None:
+                    log.warning("table has no stream; event source skipped", extra={"table": source.source})
+                    invoker.close(timeout=1)
+                    continue
+                poller = StreamPoller(
+                    source,
+                    stream_arn,
+                    streams,
+                    invoker,
+                    on_failure=_sender(sqs, provisioned, source.on_failure),
+                )
+            else:
+                queue = provisioned.queues[source.source]
+                poller = QueuePoller(source, queue.url, queue.arn, sqs, invoker)
+            poller.start()
+            self._pollers.append((poller, invoker))
+
+
+def _sender(sqs: Any, provisioned: Provisioned, queue: str | None) -> Callable[[dict[str, Any]], None] | None:
+    """Sends an on-failure record to ``queue`` (a logical id), if any."""
+    if queue is None:
+        return None
+    url = provisioned.queues[queue].url
+
+    def send(record: dict[str, Any]) -> None:
+        sqs.send_message(QueueUrl=url, MessageBody=json.dumps(record))
+
+    return send
+
+
+_Server = TypeVar("_Server", AwsServer, Gateway)
+
+
+def _bind(server: _Server, variable: str, port: int) -> _Server:
+    try:
+        return server.start()
+    except OSError as error:
+        advice = "Stop what uses it, or choose" if error.errno == errno.EADDRINUSE else "Choose"
+        raise PortInUseError(
+            f"Cannot listen on {variable}={port}: {error.strerror or error}. "
+            f"{advice} another port: {variable}=<port> make run"
+        ) from None

@@ -1,0 +1,92 @@
+"""The files a running local runtime leaves for its clients, in its state directory
+(``.knowledge/`` at the project root unless ``KNOWLEDGE_STATE_DIR`` says otherwise):
+
+- ``endpoints.json``: ``{"api_url", "aws_endpoint_url", "table_name", "ingest_queue_url",
+  "ingest_dlq_url"}``;
+- ``dev-token``: the dev token (readable by its owner only);
+- ``embeddings.sqlite3``: the embedding cache, kept across runs so restarts embed nothing twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_STATE_DIR = PROJECT_ROOT / ".knowledge"
+ENDPOINTS_FILE = "endpoints.json"
+TOKEN_FILE = "dev-token"
+EMBEDDING_CACHE_FILE = "embeddings.sqlite3"
+
+
+class StateError(Exception):
+    """A state file is missing or unreadable; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    api_url: str
+    aws_endpoint_url: str
+    table_name: str
+    ingest_queue_url: str | None
+    ingest_dlq_url: str | None
+
+
+def state_dir() -> Path:
+    """``KNOWLEDGE_STATE_DIR``, or ``.knowledge`` at the project root."""
+    configured = os.environ.get("KNOWLEDGE_STATE_DIR")
+    return Path(configured).expanduser() if configured else DEFAULT_STATE_DIR
+
+
+def write_endpoints(directory: Path, endpoints: Endpoints) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / ENDPOINTS_FILE
+    path.write_text(json.dumps(asdict(endpoints), indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def read_endpoints(directory: Path) -> Endpoints:
+    """The endpoints of the runtime that wrote ``directory``; ``StateError`` when there are none."""
+    path = directory / ENDPOINTS_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return Endpoints(**{field: data.get(field) for field in Endpoints.__dataclass_fields__})
+    except FileNotFoundError:
+        raise StateError(f"{path} does not exist: start the local server with `make run`.") from None
+    except (OSError, ValueError, TypeError) as error:
+        raise StateError(
+            f"{path} is unreadable ({error}): restart the local server with `make run`."
+        ) from None
+
+
+def write_token(directory: Path, token: str) -> Path:
+    """Write ``token`` readable by its owner only."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / TOKEN_FILE
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(token + "\n")
+    path.chmod(0o600)
+    return path
+
+
+def read_token(directory: Path) -> str:
+    path = directory / TOKEN_FILE
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        raise StateError(f"{path} does not exist: start the local server with `make run`.") from None
+    if not token:
+        raise StateError(f"{path} is empty: restart the local server with `make run`.")
+    return token
+
+
+def remove_if_unchanged(path: Path, expected: str) -> None:
+    """Delete ``path`` if it still holds ``expected`` (another runtime may have replaced it)."""
+    try:
+        if path.read_text(encoding="utf-8") == expected:
+            path.unlink()
+    except OSError:
+        pass

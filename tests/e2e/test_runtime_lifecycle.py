@@ -1,0 +1,62 @@
+"""Starting and stopping the runtime: signals stop it cleanly, a taken port or a bad setting is a
+one-line error. Each test runs its own short-lived runtime without a seed."""
+
+from __future__ import annotations
+
+import signal
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from tests.e2e.runtime_process import free_port, start_runtime
+
+
+@pytest.fixture
+def taken_port() -> Iterator[int]:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        yield int(listener.getsockname()[1])
+
+
+def test_runtime_sigterm_stops_everything_and_removes_its_files(tmp_path: Path) -> None:
+    runtime = start_runtime(tmp_path, seed_dir=None)
+    runtime.wait_until_ready()
+    assert (runtime.state_dir / "endpoints.json").exists()
+
+    status = runtime.stop(signal.SIGTERM)
+
+    assert status == 0, runtime.log
+    assert runtime.log.rstrip().endswith("Stopped. Bye.")
+    assert not (runtime.state_dir / "endpoints.json").exists()
+    assert not (runtime.state_dir / "dev-token").exists()
+    with pytest.raises(httpx2.ConnectError):
+        httpx2.get(f"{runtime.api_url}/v1/health")
+
+
+@pytest.mark.parametrize("variable", ["PORT", "AWS_PORT"])
+def test_runtime_port_in_use_exits_with_a_one_line_error(
+    tmp_path: Path, taken_port: int, variable: str
+) -> None:
+    ports = {"port": taken_port, "aws_port": free_port()}
+    if variable == "AWS_PORT":
+        ports = {"port": free_port(), "aws_port": taken_port}
+
+    runtime = start_runtime(tmp_path, seed_dir=None, **ports)
+    status = runtime.process.wait(timeout=60)
+
+    assert status == 1
+    assert f"Cannot listen on {variable}={taken_port}" in runtime.log
+    assert "Traceback" not in runtime.log
+
+
+def test_runtime_invalid_port_setting_names_the_variable(tmp_path: Path) -> None:
+    runtime = start_runtime(tmp_path, seed_dir=None, environment={"PORT": "http"})
+    status = runtime.process.wait(timeout=60)
+
+    assert status == 1
+    assert runtime.log.startswith("Invalid setting: PORT")
+    assert "Traceback" not in runtime.log

@@ -1,0 +1,48 @@
+"""The first token of a deployment, written to the table with AWS credentials (moto here)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from knowledge.services.tokens import TokenService
+from knowledge_local.admin_token import main
+from tests.conftest import TABLE_NAME
+from tests.support.store import make_store
+
+
+def test_admin_token_prints_a_tenant_admin_token_the_store_resolves(
+    table: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["--table", TABLE_NAME, "--tenant", "acme", "--subject", "ops", "--region", "us-east-1"])
+
+    token = capsys.readouterr().out.strip()
+    record = TokenService(make_store()).resolve(f"Bearer {token}")
+    assert code == 0
+    assert record is not None
+    assert (record.tenant_id, record.subject_id) == ("acme", "ops")
+    assert record.scopes == {"knowledge:read", "knowledge:write", "knowledge:admin"}
+    assert record.expires_at is None
+
+
+def test_admin_token_platform_admin_with_expiry(table: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    main(["--table", TABLE_NAME, "--tenant", "ops", "--platform-admin", "--expires-in", "12h"])
+
+    record = TokenService(make_store()).resolve(capsys.readouterr().out.strip())
+    assert record is not None
+    assert "platform:admin" in record.scopes
+    assert record.expires_at is not None
+    assert (record.expires_at - record.created_at).total_seconds() == 12 * 3600
+
+
+def test_admin_token_missing_table_fails_with_one_line(
+    table: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["--table", "absent", "--tenant", "acme", "--region", "us-east-1"])
+
+    captured = capsys.readouterr()
+    assert code == 1
+    assert captured.out == ""
+    assert captured.err.startswith("error: cannot write a token to table 'absent'")
+    assert captured.err.count("\n") == 1
