@@ -284,6 +284,41 @@ def test_create_item_with_taken_external_id_adds_a_revision(
     assert second["latest_revision_id"] == second["knowledge_revision_id"]
 
 
+def test_create_item_unchanged_upsert_answers_200_and_writes_nothing(
+    writer: AdminClient, base: dict[str, Any]
+) -> None:
+    first = _new_item(writer, base, external_id="runbook", publish=True)
+
+    again = writer.ok(
+        "POST",
+        _items_path(base),
+        {"title": "Runbook", "content": DOC, "external_id": "runbook", "publish": True},
+    )
+
+    assert again["knowledge_revision_id"] == first["knowledge_revision_id"]
+    assert again["version"] == first["version"]
+    revisions = writer.ok("GET", _item_path(first, "/revisions"))["revisions"]
+    assert [revision["knowledge_revision_id"] for revision in revisions] == [first["knowledge_revision_id"]]
+
+
+def test_create_item_unchanged_draft_upsert_with_publish_publishes_it(
+    writer: AdminClient, base: dict[str, Any]
+) -> None:
+    draft = _new_item(writer, base, external_id="runbook")
+
+    published = writer.ok(
+        "POST",
+        _items_path(base),
+        {"title": "Runbook", "content": DOC, "external_id": "runbook", "publish": True},
+    )
+
+    assert published["knowledge_revision_id"] == draft["knowledge_revision_id"]
+    assert (published["status"], published["current_revision_id"]) == (
+        "published",
+        draft["knowledge_revision_id"],
+    )
+
+
 def test_create_item_content_over_limit_answers_validation_error_with_the_limit(
     writer: AdminClient, base: dict[str, Any]
 ) -> None:

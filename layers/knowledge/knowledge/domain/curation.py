@@ -209,13 +209,18 @@ class KnowledgeItemResponse(BaseModel):
 
 
 class CreatedRevisionResponse(KnowledgeItemResponse):
-    """An item after a write that created ``knowledge_revision_id``."""
+    """An item after a write that created ``knowledge_revision_id`` (or, for an unchanged upsert by
+    ``external_id``, found it as the item's latest revision)."""
 
     knowledge_revision_id: str
 
     @classmethod
     def of_revision(cls, item: KnowledgeItem, revision: Revision) -> CreatedRevisionResponse:
-        return cls(**_item_fields(item), knowledge_revision_id=revision.knowledge_revision_id)
+        return cls.of_item(item, revision.knowledge_revision_id)
+
+    @classmethod
+    def of_item(cls, item: KnowledgeItem, knowledge_revision_id: str) -> CreatedRevisionResponse:
+        return cls(**_item_fields(item), knowledge_revision_id=knowledge_revision_id)
 
 
 class KnowledgeItemDetail(KnowledgeItemResponse):

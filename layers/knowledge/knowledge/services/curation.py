@@ -56,7 +56,6 @@ from knowledge.domain.models import (
 )
 from knowledge.domain.visibility import can_see
 from knowledge.errors import (
-    ConflictError,
     InsufficientScopeError,
     RequestValidationError,
     ResourceUnavailableError,
@@ -65,9 +64,7 @@ from knowledge.observability import logger
 from knowledge.ports import KnowledgeStore, RuntimeSwitch
 from knowledge.services.indexing import IndexingService
 from knowledge.services.tokens import TokenService
-
-MAX_ATTEMPTS = 5
-"""Re-reads when a concurrent writer takes or changes the item holding an ``external_id``."""
+from knowledge.services.upsert import Document, UpsertOutcome, upsert_by_external_id
 
 
 class CurationService:
@@ -150,42 +147,25 @@ class CurationService:
 
     def create_item(
         self, principal: Principal, knowledge_base_id: str, request: CreateItemRequest
-    ) -> CreatedRevisionResponse:
-        """A new item with its first revision; with an ``external_id`` the base's item holding it
-        gets a new revision instead (created if there is none)."""
+    ) -> tuple[CreatedRevisionResponse, bool]:
+        """A new item with its first revision; with an ``external_id``, an upsert of the base's item
+        holding it (``services.upsert``): a new revision only when content, title or source changed.
+        Returns the item with its latest revision and whether anything was created."""
         _require(principal, Permission.WRITE)
         base = self._visible_base(principal, knowledge_base_id)
         self._check_content(request.content)
         if request.external_id is None:
-            return CreatedRevisionResponse.of_revision(*self._new_item(base, request))
-        existing: KnowledgeItem | None = None
-        for _ in range(MAX_ATTEMPTS):
-            existing = self._store.find_item_by_external_id(
-                base.tenant_id, base.knowledge_base_id, request.external_id
-            )
-            try:
-                if existing is None:
-                    return CreatedRevisionResponse.of_revision(*self._new_item(base, request))
-                item, revision = self._store.add_revision(
-                    base.tenant_id,
-                    existing.knowledge_item_id,
-                    content=request.content,
-                    title=request.title,
-                    source=request.source,
-                    publish=request.publish,
-                    expected_version=existing.version,
-                )
-                return CreatedRevisionResponse.of_revision(item, revision)
-            except ConflictError:
-                continue  # created or changed concurrently: read it again
-            except ResourceUnavailableError:
-                if existing is None:
-                    raise
-                continue  # archived meanwhile: its external id is free again
-        raise ConflictError(
-            "The item with this external_id kept changing; retry.",
-            current_version=existing.version if existing is not None else None,
+            return CreatedRevisionResponse.of_revision(*self._new_item(base, request)), True
+        document = Document(
+            external_id=request.external_id,
+            title=request.title,
+            content=request.content,
+            source=request.source,
+            publish=request.publish,
         )
+        upserted = upsert_by_external_id(self._store, base.tenant_id, base.knowledge_base_id, document)
+        created = upserted.outcome in (UpsertOutcome.CREATED, UpsertOutcome.REVISED)
+        return CreatedRevisionResponse.of_item(upserted.item, upserted.revision_id), created
 
     def add_revision(
         self, principal: Principal, knowledge_item_id: str, request: CreateRevisionRequest

@@ -18,7 +18,6 @@ until ``maxReceiveCount`` moves it to the dead-letter queue:
 
 from __future__ import annotations
 
-import hashlib
 from enum import StrEnum
 from typing import Any
 
@@ -34,9 +33,7 @@ from knowledge.errors import (
 )
 from knowledge.observability import logger
 from knowledge.ports import KnowledgeStore
-
-MAX_ATTEMPTS = 5
-"""Re-reads of an item whose version moved between our read and our write."""
+from knowledge.services.upsert import MAX_ATTEMPTS, Document, upsert_by_external_id
 
 
 class IngestAction(StrEnum):
@@ -53,11 +50,6 @@ class IngestAction(StrEnum):
 
 class MessageRejectedError(RequestValidationError):
     """The message can never be applied as it is (malformed, or its content is too long)."""
-
-
-def content_sha256(content: str) -> str:
-    """SHA-256 hex digest of the UTF-8 content: the ``sha256`` a stored revision records."""
-    return hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
 class IngestService:
@@ -119,58 +111,15 @@ class IngestService:
         return message
 
     def _upsert(self, message: UpsertMessage) -> tuple[KnowledgeItem, IngestAction]:
-        for _ in range(MAX_ATTEMPTS):
-            item = self._store.find_item_by_external_id(
-                message.tenant_id, message.knowledge_base_id, message.external_id
-            )
-            try:
-                if item is None:
-                    created, _ = self._store.create_item(
-                        message.tenant_id,
-                        message.knowledge_base_id,
-                        title=message.title,
-                        content=message.content,
-                        source=message.source,
-                        external_id=message.external_id,
-                        publish=message.publish,
-                    )
-                    return created, IngestAction.CREATED
-                return self._update(item, message)
-            except ConflictError:
-                continue  # another writer created or changed the item: read it again
-            except ResourceUnavailableError:
-                if item is None:
-                    raise  # the base itself is gone
-                continue  # the item was archived meanwhile: its external id is free again
-        raise ConflictError(
-            "The item kept changing while the message was applied; it will be retried.", current_version=None
+        document = Document(
+            external_id=message.external_id,
+            title=message.title,
+            content=message.content,
+            source=message.source,
+            publish=message.publish,
         )
-
-    def _update(self, item: KnowledgeItem, message: UpsertMessage) -> tuple[KnowledgeItem, IngestAction]:
-        latest = self._store.get_revision(item.tenant_id, item.knowledge_item_id, item.latest_revision_id)
-        same = (
-            latest is not None
-            and item.latest_sha256 == content_sha256(message.content)
-            and latest.title == message.title
-            and latest.source == message.source
-        )
-        if not same:
-            updated, _ = self._store.add_revision(
-                item.tenant_id,
-                item.knowledge_item_id,
-                content=message.content,
-                title=message.title,
-                source=message.source,
-                publish=message.publish,
-                expected_version=item.version,
-            )
-            return updated, IngestAction.REVISED
-        if message.publish and item.current_revision_id != item.latest_revision_id:
-            published = self._store.publish_revision(
-                item.tenant_id, item.knowledge_item_id, item.latest_revision_id, expected_version=item.version
-            )
-            return published, IngestAction.PUBLISHED
-        return item, IngestAction.UNCHANGED
+        upserted = upsert_by_external_id(self._store, message.tenant_id, message.knowledge_base_id, document)
+        return upserted.item, IngestAction(upserted.outcome.value)
 
     def _archive(self, message: ArchiveMessage) -> tuple[KnowledgeItem | None, IngestAction]:
         for _ in range(MAX_ATTEMPTS):

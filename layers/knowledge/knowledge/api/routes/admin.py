@@ -5,7 +5,7 @@
 | ``POST /v1/knowledge-bases`` | admin | 201 base |
 | ``GET /v1/knowledge-bases?limit=&next_token=`` | read | 200 ``{knowledge_bases, next_token}`` |
 | ``PATCH /v1/knowledge-bases/{kb}`` | admin | 200 base |
-| ``POST /v1/knowledge-bases/{kb}/items`` | write | 201 item + ``knowledge_revision_id`` |
+| ``POST /v1/knowledge-bases/{kb}/items`` | write | 201 item + ``knowledge_revision_id`` (200 unchanged) |
 | ``GET /v1/knowledge-bases/{kb}/items?external_id=&limit=&next_token=`` | read | 200 ``{items,next_token}`` |
 | ``POST /v1/knowledge-bases/{kb}/reindex`` | admin | 200 counts |
 | ``POST /v1/knowledge-items/{item}/revisions`` | write | 201 item + ``knowledge_revision_id`` |
@@ -119,6 +119,11 @@ def _curation() -> CurationService:
 
 def _answer(status: int, body: BaseModel, *, secret: bool = False) -> Answer:
     return Answer(status=status, body=body.model_dump(mode="json"), secret=secret)
+
+
+def _created_or_unchanged(body: BaseModel, created: bool) -> Answer:
+    """201 when the write created something; 200 for an upsert that found everything equal."""
+    return _answer(201 if created else 200, body)
 
 
 def _write(
@@ -244,7 +249,10 @@ def reindex_knowledge_base(
     ),
     tags=[TAG],
     status_code=201,
-    responses=_responses(201, "The item and the revision just created.", *WRITE_ERRORS),
+    responses={
+        **_responses(201, "The item and the revision just created.", *WRITE_ERRORS),
+        **_responses(200, "An upsert by `external_id` found content, title and source unchanged."),
+    },
 )
 def create_knowledge_item(
     knowledge_base_id: str,
@@ -256,7 +264,7 @@ def create_knowledge_item(
         principal,
         idempotency_key,
         request,
-        lambda: _answer(201, _curation().create_item(principal, knowledge_base_id, request)),
+        lambda: _created_or_unchanged(*_curation().create_item(principal, knowledge_base_id, request)),
     )
 
 
@@ -298,7 +306,10 @@ def get_knowledge_item(knowledge_item_id: str) -> KnowledgeItemDetail:
     description="Needs `knowledge:write`. `publish: true` makes it current at once.",
     tags=[TAG],
     status_code=201,
-    responses=_responses(201, "The item and the revision just created.", *WRITE_ERRORS),
+    responses={
+        **_responses(201, "The item and the revision just created.", *WRITE_ERRORS),
+        **_responses(200, "An upsert by `external_id` found content, title and source unchanged."),
+    },
 )
 def create_knowledge_revision(
     knowledge_item_id: str,
