@@ -62,6 +62,7 @@ from knowledge.errors import (
 )
 from knowledge.observability import logger
 from knowledge.ports import KnowledgeStore, RuntimeSwitch
+from knowledge.services.access import find_base
 from knowledge.services.indexing import IndexingService
 from knowledge.services.tokens import TokenService
 from knowledge.services.upsert import Document, UpsertOutcome, upsert_by_external_id
@@ -303,20 +304,10 @@ class CurationService:
     # -- access -----------------------------------------------------------------------------------
 
     def _visible_base(self, principal: Principal, knowledge_base_id: str) -> KnowledgeBase:
-        if not ids.is_well_formed(knowledge_base_id, ids.KB_PREFIX):
-            raise ResourceUnavailableError()
-        base = self._store.get_base(principal.tenant_id, knowledge_base_id)
-        if base is None or not can_see(principal, base):
-            raise ResourceUnavailableError()
-        return base
+        return find_base(self._store, principal, knowledge_base_id)
 
     def _managed_base(self, principal: Principal, knowledge_base_id: str) -> KnowledgeBase:
-        if not ids.is_well_formed(knowledge_base_id, ids.KB_PREFIX):
-            raise ResourceUnavailableError()
-        base = self._store.get_base(principal.tenant_id, knowledge_base_id)
-        if base is None or not _manages(principal, base):
-            raise ResourceUnavailableError()
-        return base
+        return find_base(self._store, principal, knowledge_base_id, allowed=_manages)
 
     def _item_and_base(self, principal: Principal, knowledge_item_id: str) -> KnowledgeItem:
         if not ids.is_well_formed(knowledge_item_id, ids.ITEM_PREFIX):

@@ -49,6 +49,7 @@ from knowledge.errors import (
 )
 from knowledge.observability import logger
 from knowledge.ports import Embedder, KnowledgeStore, RuntimeSwitch, SearchIndex
+from knowledge.services.access import find_base
 
 MIN_CANDIDATES = 50
 """Each leg returns at least this many chunk candidates, and at least 4 × max_results (DESIGN §4)."""
@@ -232,12 +233,7 @@ class SearchService:
         )
 
     def _visible_base(self, principal: Principal, knowledge_base_id: str) -> KnowledgeBase:
-        if not ids.is_well_formed(knowledge_base_id, ids.KB_PREFIX):
-            raise ResourceUnavailableError()
-        base = self._store.get_base(principal.tenant_id, knowledge_base_id)
-        if base is None or not can_see(principal, base):
-            raise ResourceUnavailableError()
-        return base
+        return find_base(self._store, principal, knowledge_base_id)
 
 
 def normalize_mode(mode: str) -> SearchMode:

@@ -1,0 +1,28 @@
+"""Looking a base up for a principal: one answer, ``ResourceUnavailableError``, for a malformed id,
+an absent base and a base the principal may not use, so existence never leaks (DESIGN §5)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from knowledge.domain import ids
+from knowledge.domain.models import KnowledgeBase, Principal
+from knowledge.domain.visibility import can_see
+from knowledge.errors import ResourceUnavailableError
+from knowledge.ports import KnowledgeStore
+
+
+def find_base(
+    store: KnowledgeStore,
+    principal: Principal,
+    knowledge_base_id: str,
+    allowed: Callable[[Principal, KnowledgeBase], bool] = can_see,
+) -> KnowledgeBase:
+    """The base of the principal's tenant named ``knowledge_base_id`` when ``allowed`` (by default
+    the visibility rule); ``ResourceUnavailableError`` otherwise."""
+    if not ids.is_well_formed(knowledge_base_id, ids.KB_PREFIX):
+        raise ResourceUnavailableError()
+    base = store.get_base(principal.tenant_id, knowledge_base_id)
+    if base is None or not allowed(principal, base):
+        raise ResourceUnavailableError()
+    return base
