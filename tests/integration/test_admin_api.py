@@ -7,7 +7,9 @@ pagination. Search checks run the indexer on the table's stream first.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -17,11 +19,13 @@ from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
 from knowledge.bootstrap import use_container
 from knowledge.domain.tokens import hash_token
 from knowledge.settings import Settings
+from knowledge_local.routes import load_routes
 from tests.conftest import TABLE_NAME
-from tests.support.admin import AdminClient
+from tests.support.admin import AdminClient, admin_event, invoke_admin
 from tests.support.rest import Reply, SearchWorld, error_body, new_world, result_items
 from tests.support.store import raw_items
 from tests.support.streams import StreamReader, drain, indexed_revisions
+from tests.support.template import TEMPLATE
 
 TENANT = "acme"
 READ, WRITE, ADMIN, PLATFORM = "knowledge:read", "knowledge:write", "knowledge:admin", "platform:admin"
@@ -279,8 +283,9 @@ def test_create_item_with_taken_external_id_adds_a_revision(
 
     assert second["knowledge_item_id"] == first["knowledge_item_id"]
     assert second["knowledge_revision_id"] != first["knowledge_revision_id"]
-    assert (second["version"], second["title"], second["external_id"]) == (2, "Runbook v2", "runbook")
-    assert second["current_revision_id"] == first["knowledge_revision_id"]  # not published
+    # The new revision is a draft: the item keeps its current revision and that revision's title.
+    assert (second["version"], second["title"], second["external_id"]) == (2, "Runbook", "runbook")
+    assert second["current_revision_id"] == first["knowledge_revision_id"]
     assert second["latest_revision_id"] == second["knowledge_revision_id"]
 
 
@@ -761,7 +766,8 @@ def test_create_token_then_use_it_through_the_authorizer(
     )
 
     assert reply.status == 201
-    assert set(reply.body) == {"token"}
+    assert set(reply.body) == {"token", "token_id", "expires_at"}
+    assert reply.body["token_id"] == hash_token(reply.body["token"])
     bearer = f"Bearer {reply.body['token']}"
     assert result_items(world.search(bearer, "blue green switch", mode="lexical")) == [
         item["knowledge_item_id"]
@@ -904,3 +910,355 @@ def test_reindex_of_inactive_base_empties_its_part_of_the_index(
 
     assert (counts["status"], counts["scanned"]) == ("inactive", 0)
     assert indexed_revisions(world.index, TENANT) == {}
+
+
+# -- tokens: reach of the issuer ------------------------------------------------------------------
+
+
+def test_create_token_for_another_tenant_with_allow_list_answers_insufficient_scope(
+    world: SearchWorld, base: dict[str, Any]
+) -> None:
+    narrow_operator = _client(world, "operator", PLATFORM, knowledge_base_ids=[base["knowledge_base_id"]])
+    body = {"tenant_id": "elsewhere", "subject_id": "elsewhere-admin", "scopes": [PLATFORM]}
+
+    reply = narrow_operator.call("POST", "/v1/tokens", body)
+
+    error = error_body(403, "insufficient_scope", reply)
+    assert error["details"] == {"tenant_id": "elsewhere"}
+    assert "own tenant" in error["message"]
+    assert [
+        item
+        for item in raw_items("META")
+        if item["PK"]["S"].startswith("TOKEN#") and item["tenant_id"]["S"] == "elsewhere"
+    ] == []
+
+
+def test_create_token_with_allow_list_in_own_tenant_stays_inside_it(
+    world: SearchWorld, base: dict[str, Any]
+) -> None:
+    narrow_operator = _client(world, "operator", PLATFORM, knowledge_base_ids=[base["knowledge_base_id"]])
+
+    issued = narrow_operator.ok("POST", "/v1/tokens", {"subject_id": "x", "scopes": [PLATFORM]}, status=201)
+
+    token = world.store.get_token(issued["token_id"])
+    assert token is not None
+    assert (token.tenant_id, token.knowledge_base_ids) == (TENANT, frozenset({base["knowledge_base_id"]}))
+
+
+def _expiry(reply_body: dict[str, Any]) -> datetime:
+    expires_at = reply_body["expires_at"]
+    assert expires_at is not None
+    return datetime.fromisoformat(expires_at)
+
+
+@pytest.mark.parametrize("expires_in", [None, 7_200, 315_360_000])
+def test_create_token_never_outlives_the_issuers_token(world: SearchWorld, expires_in: int | None) -> None:
+    issuer = _client(world, "curator-9", ADMIN, READ, expires_in=timedelta(hours=1))
+    issuer_record = world.store.get_token(hash_token(str(issuer.authorization).removeprefix("Bearer ")))
+    assert issuer_record is not None
+
+    body: dict[str, Any] = {"subject_id": "agent-1", "scopes": [READ]}
+    if expires_in is not None:
+        body["expires_in"] = expires_in
+    issued = issuer.ok("POST", "/v1/tokens", body, status=201)
+
+    stored = world.store.get_token(issued["token_id"])
+    assert stored is not None
+    assert stored.expires_at == issuer_record.expires_at == _expiry(issued)
+
+
+def test_create_token_shorter_than_the_issuers_keeps_its_own_expiry(world: SearchWorld) -> None:
+    issuer = _client(world, "curator-9", ADMIN, READ, expires_in=timedelta(hours=1))
+    before = datetime.now(UTC)
+
+    issued = issuer.ok(
+        "POST", "/v1/tokens", {"subject_id": "a", "scopes": [READ], "expires_in": 60}, status=201
+    )
+
+    assert before + timedelta(seconds=60) <= _expiry(issued) <= datetime.now(UTC) + timedelta(seconds=60)
+
+
+def test_create_token_by_a_token_without_expiry_has_the_asked_expiry_or_none(admin: AdminClient) -> None:
+    forever = admin.ok("POST", "/v1/tokens", {"subject_id": "a", "scopes": [READ]}, status=201)
+
+    assert forever["expires_at"] is None
+
+
+def test_request_with_expired_token_in_a_cached_authorizer_answer_answers_authentication_required(
+    world: SearchWorld, admin: AdminClient
+) -> None:
+    # API Gateway may replay an authorizer answer for 300 s; the expiry it carries still counts.
+    event = admin_event("GET", "/v1/knowledge-bases", authorization=admin.authorization)
+    expired = (datetime.now(UTC) - timedelta(seconds=1)).isoformat()
+    event["requestContext"]["authorizer"]["lambda"]["expires_at"] = expired
+
+    error_body(401, "authentication_required", invoke_admin(event))
+
+
+# -- tokens: revocation ---------------------------------------------------------------------------
+
+
+def _issue(client: AdminClient, **body: Any) -> dict[str, Any]:
+    issued: dict[str, Any] = client.ok(
+        "POST", "/v1/tokens", {"subject_id": "agent-1", "scopes": [READ], **body}, status=201
+    )
+    return issued
+
+
+def test_revoke_token_answers_204_and_the_token_stops_authenticating(admin: AdminClient) -> None:
+    issued = _issue(admin)
+    holder = AdminClient(f"Bearer {issued['token']}")
+    assert holder.call("GET", "/v1/knowledge-bases").status == 200
+
+    revoked = admin.call("DELETE", f"/v1/tokens/{issued['token_id']}")
+    again = admin.call("DELETE", f"/v1/tokens/{issued['token_id']}")
+
+    assert (revoked.status, revoked.text) == (204, "")
+    assert (again.status, again.text) == (204, "")
+    error_body(401, "authentication_required", holder.call("GET", "/v1/knowledge-bases"))
+
+
+def test_revoke_token_by_platform_admin_of_another_tenant_answers_204(
+    world: SearchWorld, admin: AdminClient
+) -> None:
+    issued = _issue(admin)
+    operator = _client(world, "operator", PLATFORM, tenant_id="platform")
+
+    assert operator.call("DELETE", f"/v1/tokens/{issued['token_id']}").status == 204
+    stored = world.store.get_token(issued["token_id"])
+    assert stored is not None
+    assert stored.revoked is True
+
+
+@pytest.mark.parametrize(
+    "token_id",
+    ["0" * 64, "not-a-token-id", "A" * 64, "kn_" + "a" * 61],
+    ids=["unknown", "short", "upper", "token"],
+)
+def test_revoke_unknown_or_malformed_token_answers_resource_unavailable(
+    admin: AdminClient, token_id: str
+) -> None:
+    error_body(404, "knowledge_resource_unavailable", admin.call("DELETE", f"/v1/tokens/{token_id}"))
+
+
+def test_revoke_token_of_another_tenant_answers_resource_unavailable(
+    world: SearchWorld, admin: AdminClient
+) -> None:
+    issued = _issue(admin)
+    foreign = _client(world, "curator-1", ADMIN, READ, tenant_id="globex")
+
+    reply = foreign.call("DELETE", f"/v1/tokens/{issued['token_id']}")
+
+    assert reply.text == admin.call("DELETE", f"/v1/tokens/{'0' * 64}").text
+    error_body(404, "knowledge_resource_unavailable", reply)
+    stored = world.store.get_token(issued["token_id"])
+    assert stored is not None
+    assert stored.revoked is False
+
+
+def test_revoke_token_beyond_the_callers_reach_answers_resource_unavailable(
+    world: SearchWorld, admin: AdminClient, base: dict[str, Any]
+) -> None:
+    operator = _client(world, "operator", PLATFORM)
+    wider = _issue(admin)
+    stronger = _issue(operator, scopes=[PLATFORM])
+    narrow = _client(world, "curator-5", ADMIN, READ, knowledge_base_ids=[base["knowledge_base_id"]])
+    inside = _issue(narrow)
+
+    assert narrow.call("DELETE", f"/v1/tokens/{wider['token_id']}").status == 404
+    assert admin.call("DELETE", f"/v1/tokens/{stronger['token_id']}").status == 404
+    assert narrow.call("DELETE", f"/v1/tokens/{inside['token_id']}").status == 204
+
+
+def test_revoke_token_without_admin_scope_answers_insufficient_scope(
+    admin: AdminClient, writer: AdminClient
+) -> None:
+    issued = _issue(admin)
+
+    reply = writer.call("DELETE", f"/v1/tokens/{issued['token_id']}")
+
+    assert error_body(403, "insufficient_scope", reply)["details"] == {"required_scope": ADMIN}
+
+
+def test_revoke_token_route_is_served_by_the_admin_function_in_the_template() -> None:
+    match = load_routes(TEMPLATE).match("DELETE", f"/v1/tokens/{'0' * 64}")
+
+    assert match is not None
+    assert match.route.function.logical_id == "KnowledgeAdminFunction"
+    assert match.route.authorizer is not None
+
+
+# -- drafts are invisible to readers --------------------------------------------------------------
+
+
+def test_draft_revision_title_and_id_are_hidden_from_readers(
+    writer: AdminClient, reader: AdminClient, base: dict[str, Any]
+) -> None:
+    item = _new_item(writer, base, publish=True)
+    draft = writer.ok(
+        "POST",
+        _item_path(item, "/revisions"),
+        {"content": "Unannounced plan.", "title": "Secret codename"},
+        status=201,
+    )
+
+    seen = reader.ok("GET", _item_path(item))
+    listed = reader.ok("GET", _items_path(base))["items"]
+    curated = writer.ok("GET", _item_path(item))
+
+    assert (seen["title"], seen["latest_revision_id"]) == ("Runbook", item["knowledge_revision_id"])
+    assert [(entry["title"], entry["latest_revision_id"]) for entry in listed] == [
+        ("Runbook", item["knowledge_revision_id"])
+    ]
+    assert "Secret codename" not in json.dumps([seen, listed])
+    assert (curated["title"], curated["latest_revision_id"]) == (
+        "Runbook",
+        draft["knowledge_revision_id"],
+    )
+    assert draft["title"] == "Runbook"
+
+
+def test_publish_renames_item_to_the_revision_title_and_rollback_restores_it(
+    writer: AdminClient, reader: AdminClient, base: dict[str, Any]
+) -> None:
+    item = _new_item(writer, base, publish=True)
+    draft = writer.ok(
+        "POST", _item_path(item, "/revisions"), {"content": "v2", "title": "Runbook v2"}, status=201
+    )
+
+    published = writer.ok(
+        "POST",
+        _item_path(item, "/publish"),
+        {"revision_id": draft["knowledge_revision_id"], "expected_version": 2},
+    )
+    renamed = reader.ok("GET", _item_path(item))
+    rolled_back = writer.ok(
+        "POST",
+        _item_path(item, "/publish"),
+        {"revision_id": item["knowledge_revision_id"], "expected_version": 3},
+    )
+
+    assert (published["title"], renamed["title"], renamed["latest_revision_id"]) == (
+        "Runbook v2",
+        "Runbook v2",
+        draft["knowledge_revision_id"],
+    )
+    assert rolled_back["title"] == "Runbook"
+    assert reader.ok("GET", _item_path(item))["latest_revision_id"] == item["knowledge_revision_id"]
+
+
+# -- Idempotency-Key: authorization before replay -------------------------------------------------
+
+
+def test_idempotency_key_replay_to_token_without_write_scope_answers_insufficient_scope(
+    world: SearchWorld, writer: AdminClient, base: dict[str, Any]
+) -> None:
+    body = {"title": "Runbook", "content": DOC, "publish": True}
+    assert _with_key(writer, "POST", _items_path(base), body, "same-subject").status == 201
+    read_only = _client(world, "writer-1", READ)
+
+    reply = _with_key(read_only, "POST", _items_path(base), body, "same-subject")
+
+    assert error_body(403, "insufficient_scope", reply)["details"] == {"required_scope": WRITE}
+    assert "Idempotent-Replayed" not in reply.headers
+
+
+def test_idempotency_key_replay_outside_the_tokens_allow_list_answers_resource_unavailable(
+    world: SearchWorld, writer: AdminClient, base: dict[str, Any]
+) -> None:
+    item = _new_item(writer, base)
+    body = {"content": "v2"}
+    assert _with_key(writer, "POST", _item_path(item, "/revisions"), body, "k-rev").status == 201
+    elsewhere = _client(world, "writer-1", READ, WRITE, knowledge_base_ids=["kb_01M8MSRAQ70QQ1SJHWP0AMCDPZ"])
+
+    reply = _with_key(elsewhere, "POST", _item_path(item, "/revisions"), body, "k-rev")
+
+    error_body(404, "knowledge_resource_unavailable", reply)
+
+
+def test_idempotency_key_replay_of_archive_still_answers_the_first_answer(
+    writer: AdminClient, base: dict[str, Any]
+) -> None:
+    item = _new_item(writer, base)
+
+    first = _with_key(writer, "POST", _item_path(item, "/archive"), {"expected_version": 1}, "archive-2")
+    again = _with_key(writer, "POST", _item_path(item, "/archive"), {"expected_version": 1}, "archive-2")
+
+    assert (again.status, again.body, again.headers.get("Idempotent-Replayed")) == (200, first.body, "true")
+
+
+# -- malformed bodies -----------------------------------------------------------------------------
+
+SURROGATE = "a\ud800b"
+"""Encoded by ``json.dumps`` as the escape ``\\ud800``: valid JSON syntax, not valid Unicode."""
+
+
+@pytest.mark.parametrize(
+    ("route", "body", "field"),
+    [
+        ("{items}", {"title": "t", "content": SURROGATE}, "content"),
+        ("{items}", {"title": SURROGATE, "content": "c"}, "title"),
+        ("{items}", {"title": "t", "content": "c", "external_id": SURROGATE}, "external_id"),
+        ("{items}", {"title": "t", "content": "c", "source": {"uri": SURROGATE}}, "source.uri"),
+        ("{item}/revisions", {"content": SURROGATE}, "content"),
+        ("{item}/revisions", {"content": "c", "source": {"title": SURROGATE}}, "source.title"),
+        ("{item}/publish", {"revision_id": SURROGATE, "expected_version": 1}, "revision_id"),
+        ("/v1/knowledge-bases", {"name": SURROGATE, "scope": "tenant"}, "name"),
+        ("/v1/knowledge-bases", {"name": "n", "scope": "team", "team_id": SURROGATE}, "team_id"),
+        ("/v1/tokens", {"subject_id": SURROGATE, "scopes": [READ]}, "subject_id"),
+        ("/v1/tokens", {"subject_id": "s", "team_ids": [SURROGATE], "scopes": [READ]}, "team_ids.0"),
+        ("/v1/tokens", {"tenant_id": SURROGATE, "subject_id": "s", "scopes": [READ]}, "tenant_id"),
+    ],
+)
+def test_write_with_lone_surrogate_answers_validation_error_and_writes_nothing(
+    admin: AdminClient, base: dict[str, Any], route: str, body: dict[str, Any], field: str
+) -> None:
+    item = _new_item(admin, base)
+    before = raw_items("")
+
+    reply = admin.call("POST", route.format(items=_items_path(base), item=_item_path(item)), body)
+
+    error = error_body(400, "validation_error", reply)
+    assert [problem["field"] for problem in error["details"]["fields"]] == [field]
+    assert "\\ud800" not in reply.text
+    assert raw_items("") == before
+
+
+def test_list_items_with_lone_surrogate_external_id_answers_validation_error(
+    writer: AdminClient, base: dict[str, Any]
+) -> None:
+    event = admin_event("GET", _items_path(base), authorization=writer.authorization)
+    event["rawQueryString"] = "external_id=a%ED%A0%80b"
+    event["queryStringParameters"] = {"external_id": SURROGATE}
+
+    reply = invoke_admin(event)
+
+    error = error_body(400, "validation_error", reply)
+    assert [problem["field"] for problem in error["details"]["fields"]] == ["query.external_id"]
+
+
+NOT_JSON = {"fields": [{"field": "body", "problem": "The body is not valid JSON."}]}
+NOT_AN_OBJECT = {"fields": [{"field": "body", "problem": "The body must be a JSON object."}]}
+
+
+@pytest.mark.parametrize(
+    ("text", "message", "details"),
+    [
+        ('{"expected_version": ' + "9" * 4_301 + "}", "The request body is not valid JSON.", NOT_JSON),
+        ('{"name": "x", "scope": "tenant"', "The request body is not valid JSON.", NOT_JSON),
+        ("[" * 100_000 + "]" * 100_000, "The request body is not valid JSON.", NOT_JSON),
+        ('[{"name": "x", "scope": "tenant"}]', "The request body must be a JSON object.", NOT_AN_OBJECT),
+        ('"x"', "The request body must be a JSON object.", NOT_AN_OBJECT),
+    ],
+    ids=["huge-integer", "truncated", "deep", "array", "string"],
+)
+def test_write_with_body_not_a_json_object_answers_validation_error(
+    admin: AdminClient, base: dict[str, Any], text: str, message: str, details: dict[str, Any]
+) -> None:
+    path = f"/v1/knowledge-bases/{base['knowledge_base_id']}"
+
+    reply = admin.call("PATCH", path, text)
+
+    error = error_body(400, "validation_error", reply)
+    assert (error["message"], error["details"]) == (message, details)
+    assert admin.ok("GET", "/v1/knowledge-bases")["knowledge_bases"] == [base]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -39,8 +39,20 @@ def test_authorizer_valid_token_passes_principal_context(world: SearchWorld) -> 
             "scopes": "knowledge:read",
             "team_ids": json.dumps(["ops", "platform"]),
             "knowledge_base_ids": json.dumps(["kb_1"]),
+            "expires_at": "",
         },
     }
+
+
+def test_authorizer_expiring_token_passes_its_expiry(world: SearchWorld) -> None:
+    bearer = world.token(expires_in=timedelta(hours=1))
+    record = world.store.get_token(hash_token(bearer.removeprefix("Bearer ")))
+    assert record is not None
+    assert record.expires_at is not None
+
+    context = authorize(bearer)["context"]
+
+    assert datetime.fromisoformat(context["expires_at"]) == record.expires_at
 
 
 @pytest.mark.parametrize("header", [None, "", "Bearer unknown-token", "Token abc"])

@@ -232,40 +232,73 @@ def test_publish_revision_stale_version_raises_conflict_with_current_version(
     assert raised.value.current_version == 2
 
 
-def test_add_revision_defaults_title_and_source_from_item_and_latest_revision(
+def _add(store: DynamoDBKnowledgeStore, item_id: str, **overrides: Any) -> Any:
+    arguments: dict[str, Any] = {
+        "content": "v2",
+        "title": None,
+        "source": None,
+        "publish": False,
+        "expected_version": None,
+    }
+    arguments.update(overrides)
+    return store.add_revision(TENANT, item_id, **arguments)
+
+
+def test_add_revision_defaults_title_and_source_from_latest_revision(
     store: DynamoDBKnowledgeStore, base: KnowledgeBase
 ) -> None:
     item, first = _create(store, base)
+    _, draft = _add(store, item.knowledge_item_id, title="Draft title", content="v2")
 
-    _, second = store.add_revision(
-        TENANT,
-        item.knowledge_item_id,
-        content="v2",
-        title=None,
-        source=None,
-        publish=False,
-        expected_version=None,
-    )
+    _, third = _add(store, item.knowledge_item_id, content="v3")
 
-    assert (second.title, second.source) == (item.title, first.source)
+    assert (third.title, third.source) == ("Draft title", first.source)
+    assert draft.title == "Draft title"
 
 
-def test_add_revision_with_title_renames_item(store: DynamoDBKnowledgeStore, base: KnowledgeBase) -> None:
-    item, _ = _create(store, base)
+def test_add_draft_revision_with_title_keeps_item_title(
+    store: DynamoDBKnowledgeStore, base: KnowledgeBase
+) -> None:
+    item, first = _create(store, base, publish=True)
     source = Source(uri="https://example.com/new")
 
-    updated, revision = store.add_revision(
-        TENANT,
-        item.knowledge_item_id,
-        content="v2",
-        title="Renamed",
-        source=source,
-        publish=False,
-        expected_version=1,
+    updated, revision = _add(
+        store, item.knowledge_item_id, title="Renamed", source=source, expected_version=1
     )
 
-    assert (revision.title, revision.source, updated.title) == ("Renamed", source, "Renamed")
+    assert (revision.title, revision.source) == ("Renamed", source)
+    assert (updated.title, updated.current_revision_id) == ("Runbook", first.knowledge_revision_id)
+    assert updated.latest_revision_id == revision.knowledge_revision_id
     assert store.get_item(TENANT, item.knowledge_item_id) == updated
+
+
+def test_add_published_revision_with_title_renames_item(
+    store: DynamoDBKnowledgeStore, base: KnowledgeBase
+) -> None:
+    item, _ = _create(store, base, publish=True)
+
+    updated, revision = _add(store, item.knowledge_item_id, title="Renamed", publish=True)
+
+    assert (updated.title, updated.current_revision_id) == ("Renamed", revision.knowledge_revision_id)
+    assert store.get_item(TENANT, item.knowledge_item_id) == updated
+
+
+def test_publish_revision_renames_item_to_its_title_and_rollback_restores_the_old_one(
+    store: DynamoDBKnowledgeStore, base: KnowledgeBase
+) -> None:
+    item, first = _create(store, base, publish=True)
+    _, draft = _add(store, item.knowledge_item_id, title="Renamed")
+
+    published = store.publish_revision(
+        TENANT, item.knowledge_item_id, draft.knowledge_revision_id, expected_version=2
+    )
+    rolled_back = store.publish_revision(
+        TENANT, item.knowledge_item_id, first.knowledge_revision_id, expected_version=3
+    )
+
+    assert published.title == "Renamed"
+    assert (rolled_back.title, rolled_back.current_revision_id) == ("Runbook", first.knowledge_revision_id)
+    assert store.get_item(TENANT, item.knowledge_item_id) == rolled_back
 
 
 def test_add_revision_stale_expected_version_raises_conflict_and_writes_no_revision(

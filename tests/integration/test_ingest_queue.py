@@ -256,6 +256,25 @@ def test_ingest_invalid_message_is_a_batch_item_failure(world: SearchWorld, base
     assert _item(world, base_id, "guide").status is ItemStatus.PUBLISHED
 
 
+@pytest.mark.parametrize("field", ["title", "content", "external_id", "source"])
+def test_ingest_lone_surrogate_is_a_batch_item_failure_logged_without_the_value(
+    world: SearchWorld, base_id: str, field: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    body = _upsert(base_id, "broken")
+    value = "confidential \ud800 text"
+    body[field] = {"uri": value} if field == "source" else value
+    escaped = json.dumps(body)  # sends the escape \ud800: JSON syntax, but not Unicode text
+    assert "\\ud800" in escaped
+
+    with caplog.at_level(logging.WARNING):
+        failures = _ingest(escaped, _upsert(base_id))
+
+    assert failures == ["m-0"]
+    assert world.store.find_item_by_external_id(TENANT, base_id, "broken") is None
+    assert _item(world, base_id, "guide").status is ItemStatus.PUBLISHED
+    assert "confidential" not in caplog.text
+
+
 def test_ingest_unknown_base_is_a_batch_item_failure(world: SearchWorld, base_id: str) -> None:
     other_tenant = _upsert(base_id, tenant_id="globex")
     unknown_base = _upsert("kb_01M8MSRAQ70QQ1SJHWP0AMCDPY".replace("Y", "Z"))

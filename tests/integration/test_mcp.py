@@ -422,3 +422,81 @@ def test_mcp_stateless_endpoint_refuses_other_methods(gateway: Gateway, reader: 
     assert response.status_code == 405
     assert response.headers["allow"] == "POST"
     assert response.json()["error"]["code"] == "method_not_allowed"
+
+
+PARSE_ERROR = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
+INVALID_REQUEST = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Invalid Request"}}
+
+
+def _post_raw(gateway: Gateway, authorization: str, content: bytes) -> httpx2.Response:
+    return httpx2.post(
+        _mcp_url(gateway),
+        content=content,
+        headers={
+            "Authorization": authorization,
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+        },
+        timeout=30,
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b'{"hello": 1}', INVALID_REQUEST),
+        (b'[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]', INVALID_REQUEST),
+        (b'{"jsonrpc": "1.0", "id": 1, "method": "ping"}', INVALID_REQUEST),
+        (b"[]", INVALID_REQUEST),
+        (b"not json", PARSE_ERROR),
+        (b"", PARSE_ERROR),
+        (b'{"jsonrpc": "2.0", "id": ' + b"1" * 4_301 + b', "method": "ping"}', PARSE_ERROR),
+        (
+            b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "search_knowledge", '
+            b'"arguments": {"query": "deploy\\ud800"}}}',
+            PARSE_ERROR,
+        ),
+    ],
+    ids=[
+        "not-a-message",
+        "batch",
+        "wrong-version",
+        "empty-batch",
+        "not-json",
+        "empty",
+        "huge-id",
+        "surrogate",
+    ],
+)
+def test_mcp_malformed_body_answers_fixed_jsonrpc_error(
+    gateway: Gateway, reader: str, content: bytes, expected: dict[str, Any]
+) -> None:
+    response = _post_raw(gateway, reader, content)
+
+    assert response.status_code == 400
+    assert response.json() == expected
+
+
+def test_mcp_body_over_1_mib_answers_413_envelope(gateway: Gateway, reader: str) -> None:
+    padding = b" " * 1_048_576
+    content = b'{"jsonrpc": "2.0", "id": 1, "method": "ping"' + padding + b"}"
+
+    response = _post_raw(gateway, reader, content)
+
+    assert response.status_code == 413
+    assert response.json()["error"] == {
+        "code": "payload_too_large",
+        "message": "The request body is too large.",
+        "retryable": False,
+        "details": {"max_body_bytes": 1_048_576},
+    }
+
+
+def test_mcp_body_at_1_mib_reaches_the_server(gateway: Gateway, reader: str) -> None:
+    message = b'{"jsonrpc": "2.0", "id": 7, "method": "ping"}'
+    content = message[:-1] + b" " * (1_048_576 - len(message)) + b"}"
+
+    response = _post_raw(gateway, reader, content)
+
+    assert response.status_code == 200
+    assert response.json() == {"jsonrpc": "2.0", "id": 7, "result": {}}

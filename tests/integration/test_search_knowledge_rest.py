@@ -84,6 +84,39 @@ def test_search_knowledge_body_not_an_object_returns_validation_error(
     error_body(400, "validation_error", world.call(body, reader))
 
 
+def test_search_knowledge_array_of_objects_returns_validation_error(world: SearchWorld, reader: str) -> None:
+    world.publish(world.base(), "Runbook", DOC)
+
+    reply = world.call('[{"query": "blue green"}, {"query": "rollback"}]', reader)
+
+    error = error_body(400, "validation_error", reply)
+    assert error["message"] == "The request body must be a JSON object."
+    assert error["details"] == {"fields": [{"field": "body", "problem": "The body must be a JSON object."}]}
+
+
+def test_search_knowledge_integer_over_4300_digits_returns_validation_error(
+    world: SearchWorld, reader: str
+) -> None:
+    reply = world.call('{"query": "deployment", "max_results": ' + "1" * 4_301 + "}", reader)
+
+    error = error_body(400, "validation_error", reply)
+    assert error["message"] == "The request body is not valid JSON."
+    assert error["details"] == {"fields": [{"field": "body", "problem": "The body is not valid JSON."}]}
+    assert "4300" not in reply.text
+
+
+@pytest.mark.parametrize(
+    "field", ["query", "knowledge_base_id", "knowledge_item_id", "knowledge_revision_id", "mode"]
+)
+def test_search_knowledge_lone_surrogate_returns_validation_error(
+    world: SearchWorld, reader: str, field: str
+) -> None:
+    # json.dumps sends the lone surrogate as the escape \ud800: JSON syntax, but not Unicode text.
+    error = error_body(400, "validation_error", world.call({field: "deploy\ud800ment"}, reader))
+
+    assert [problem["field"] for problem in error["details"]["fields"]] == [field]
+
+
 def test_search_knowledge_body_over_1mb_returns_validation_error(world: SearchWorld, reader: str) -> None:
     body = '{"query": "deployment"' + " " * (1_048_576) + "}"
 

@@ -19,6 +19,7 @@ from tests.support.rest import Reply, authorize, load_handler
 _PARAMETERS = (
     (re.compile(r"/v1/knowledge-bases/([^/]+)"), "knowledge_base_id"),
     (re.compile(r"/v1/knowledge-items/([^/]+)"), "knowledge_item_id"),
+    (re.compile(r"/v1/tokens/([^/]+)"), "token_id"),
 )
 
 
@@ -73,7 +74,7 @@ def admin_event(
 
 def invoke_admin(event: dict[str, Any]) -> Reply:
     response = load_handler("knowledge_admin")(event, lambda_context())
-    text = response["body"]
+    text = response.get("body") or ""  # no body (a 204) is an empty one, as API Gateway sends it
     if response.get("isBase64Encoded"):
         text = base64.b64decode(text).decode("utf-8")
     return Reply(status=response["statusCode"], headers=dict(response.get("headers") or {}), text=text)

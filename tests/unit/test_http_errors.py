@@ -115,9 +115,26 @@ def test_parse_json_body_over_limit_in_bytes_raises_validation_error() -> None:
     assert raised.value.details == {"max_body_bytes": 16, "body_bytes": 21}
 
 
-def test_parse_json_body_deeply_nested_raises_validation_error() -> None:
-    with pytest.raises(RequestValidationError):
-        parse_json_body("[" * 100_000 + "]" * 100_000)
+@pytest.mark.parametrize(
+    "text",
+    ["[" * 100_000 + "]" * 100_000, "1" * 4_301, '{"a": 1', "NaN-ish", "\ufeff{}"],
+    ids=["deep", "huge-integer", "truncated", "garbage", "bom"],
+)
+def test_parse_json_body_not_json_raises_validation_error_without_parser_text(text: str) -> None:
+    with pytest.raises(RequestValidationError) as raised:
+        parse_json_body(text)
+
+    assert raised.value.message == "The request body is not valid JSON."
+    assert raised.value.details == {"fields": [{"field": "body", "problem": "The body is not valid JSON."}]}
+    assert raised.value.__suppress_context__ is True
+
+
+@pytest.mark.parametrize("text", ["[]", '[{"a": 1}]', '"a"', "null", "42", "true"])
+def test_parse_json_body_not_an_object_raises_validation_error(text: str) -> None:
+    with pytest.raises(RequestValidationError) as raised:
+        parse_json_body(text)
+
+    assert raised.value.message == "The request body must be a JSON object."
 
 
 def test_parse_json_body_at_limit_parses() -> None:

@@ -17,6 +17,7 @@ from knowledge.services.curation import CurationService
 from knowledge.services.indexing import IndexingService
 from knowledge.services.ingest import IngestService
 from knowledge.services.search import SearchService
+from knowledge.services.token_admin import TokenAdministration
 from knowledge.services.tokens import TokenService
 from knowledge.settings import Settings, get_settings
 
@@ -44,6 +45,7 @@ class Container:
     tokens: TokenService = field(init=False)
     indexing: IndexingService = field(init=False)
     curation: CurationService = field(init=False)
+    token_admin: TokenAdministration = field(init=False)
     ingest: IngestService = field(init=False)
     _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
 
@@ -51,9 +53,9 @@ class Container:
         self.search = SearchService(self.store, self.index, self.embedder, self.runtime_switch)
         self.tokens = TokenService(self.store)
         self.indexing = IndexingService(self.store, self.index, self.embedder, self.chunker)
+        self.token_admin = TokenAdministration(self.store, self.tokens)
         self.curation = CurationService(
             self.store,
-            self.tokens,
             self.indexing,
             self.runtime_switch,
             max_content_chars=self.settings.max_content_chars,

@@ -26,7 +26,9 @@ class KnowledgeStore(Protocol):
 
     Errors: ``ConflictError`` (lost version race, with the current version), ``ResourceUnavailableError``
     (absent base/item/revision on a write), ``DependencyUnavailableError`` (throttling, outage).
-    Getters return ``None`` for absent records; visibility is the services' job.
+    Getters return ``None`` for absent records; visibility is the services' job. An item's ``title``
+    changes only when a revision becomes current (created or added with ``publish``, or published,
+    a rollback included): it is the current revision's title, never a draft's.
     """
 
     # Bases

@@ -267,34 +267,42 @@ class DynamoDBKnowledgeStore:
         publish: bool,
         expected_version: int | None,
     ) -> tuple[KnowledgeItem, Revision]:
-        """A new latest revision, published at once when ``publish``; ``title`` also renames the item.
+        """A new latest revision, published at once when ``publish``.
 
-        ``title`` defaults to the item's title, ``source`` to the latest revision's source.
+        ``title`` and ``source`` default to the latest revision's. The item takes the revision's
+        title only when it becomes current (``publish``): a draft never renames the item.
         ``expected_version=None`` means the version read just before writing; a race still fails.
         Raises ``ResourceUnavailableError`` (absent or archived item) or ``ConflictError``.
         """
         item = self._writable_item(tenant_id, knowledge_item_id, expected_version)
+        latest = (
+            self.get_revision(tenant_id, knowledge_item_id, item.latest_revision_id)
+            if title is None or source is None
+            else None
+        )
+        if title is None:
+            title = latest.title if latest is not None else item.title
         if source is None:
-            latest = self.get_revision(tenant_id, knowledge_item_id, item.latest_revision_id)
             source = latest.source if latest is not None else Source()
         now = self._clock()
         revision = self._new_revision(
             tenant_id,
             item.knowledge_base_id,
             knowledge_item_id,
-            title=title if title is not None else item.title,
+            title=title,
             source=source,
             content=content,
             now=now,
             publish=publish,
         )
         changes: dict[str, Any] = {
-            "title": title if title is not None else item.title,
             "latest_revision_id": revision.knowledge_revision_id,
             "latest_sha256": revision.sha256,
         }
         if publish:
-            changes.update(status=ItemStatus.PUBLISHED, current_revision_id=revision.knowledge_revision_id)
+            changes.update(
+                status=ItemStatus.PUBLISHED, current_revision_id=revision.knowledge_revision_id, title=title
+            )
         updated = self._next_version(item, now, changes)
         self._write_revision(revision, content, [{"Update": self._item_update(item, updated)}])
         self._log_revision("revision created", revision, updated)
@@ -303,15 +311,25 @@ class DynamoDBKnowledgeStore:
     def publish_revision(
         self, tenant_id: str, knowledge_item_id: str, knowledge_revision_id: str, *, expected_version: int
     ) -> KnowledgeItem:
-        """Make a revision of the item current; an older one works too (rollback).
+        """Make a revision of the item current; an older one works too (rollback). The item takes
+        the revision's title.
 
         The revision's ``published_at`` is set the first time only. Raises ``ResourceUnavailableError``
         (absent or archived item, revision not of this item) or ``ConflictError``.
         """
         item = self._writable_item(tenant_id, knowledge_item_id, expected_version)
+        revision = self.get_revision(tenant_id, knowledge_item_id, knowledge_revision_id)
+        if revision is None:
+            raise ResourceUnavailableError()
         now = self._clock()
         updated = self._next_version(
-            item, now, {"status": ItemStatus.PUBLISHED, "current_revision_id": knowledge_revision_id}
+            item,
+            now,
+            {
+                "status": ItemStatus.PUBLISHED,
+                "current_revision_id": knowledge_revision_id,
+                "title": revision.title,
+            },
         )
         stamp: UpdateTypeDef = {
             "TableName": self._table.name,

@@ -8,8 +8,9 @@ with request and response validation on and every failure answered in the envelo
 - Powertools' request validation errors → ``from_validation_errors`` (400 ``validation_error``, or
   400 ``knowledge_invalid_request`` when the only problem is unknown fields);
 - a body that is not UTF-8 JSON, is not a JSON object, or is larger than ``max_body_bytes`` → 400
-  ``validation_error``. Every body is read as JSON whatever its ``Content-Type`` says (``curl -d``
-  sends a form type), so a form or multipart body is "not JSON" rather than a set of odd fields;
+  ``validation_error`` (``parse_json_body``; every parser failure is "not JSON", without the
+  parser's text). Every body is read as JSON whatever its ``Content-Type`` says (``curl -d`` sends
+  a form type), so a form or multipart body is "not JSON" rather than a set of odd fields;
 - ``KnowledgeError`` → its own code (``error_envelope``);
 - an unknown path → 404 ``not_found``; a known path with another method → 405 ``method_not_allowed``
   with an ``Allow`` header;
@@ -104,11 +105,14 @@ def error_response(status: int, body: ErrorResponse, headers: dict[str, str] | N
     )
 
 
-def parse_json_body(text: str, *, max_body_bytes: int = MAX_BODY_BYTES) -> Any:
-    """Parse a request body; ``RequestValidationError`` when it is larger than ``max_body_bytes``.
+def parse_json_body(text: str, *, max_body_bytes: int = MAX_BODY_BYTES) -> dict[str, Any]:
+    """The JSON object of a request body.
 
-    ``json.JSONDecodeError`` propagates, so that Powertools reports it as a validation error. The size
-    is measured in UTF-8 bytes of the decoded body (1 MiB by default).
+    Raises ``RequestValidationError`` (400 ``validation_error``) when the body is larger than
+    ``max_body_bytes`` (UTF-8 bytes of the decoded body, 1 MiB by default; ``details.max_body_bytes``
+    and ``details.body_bytes``), is not JSON (any parser failure: syntax, nesting too deep, an
+    integer of more than 4,300 digits; the parser's own text is never shown), or is JSON but not an
+    object (an array, a string, a number, ``null``). Both carry ``details.fields`` for ``body``.
     """
     size = len(text.encode("utf-8", errors="surrogatepass"))
     if size > max_body_bytes:
@@ -116,9 +120,21 @@ def parse_json_body(text: str, *, max_body_bytes: int = MAX_BODY_BYTES) -> Any:
             "The request body is too large.", {"max_body_bytes": max_body_bytes, "body_bytes": size}
         )
     try:
-        return json.loads(text)
-    except RecursionError as error:
-        raise RequestValidationError("The request body is nested too deeply.") from error
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        # ``from None``: the parser's message quotes the body.
+        raise RequestValidationError(
+            "The request body is not valid JSON.", _body_problem("The body is not valid JSON.")
+        ) from None
+    if not isinstance(value, dict):
+        raise RequestValidationError(
+            "The request body must be a JSON object.", _body_problem("The body must be a JSON object.")
+        )
+    return value
+
+
+def _body_problem(problem: str) -> dict[str, Any]:
+    return {"fields": [{"field": "body", "problem": problem}]}
 
 
 class JsonBodyResolver(APIGatewayHttpResolver):
@@ -170,7 +186,7 @@ class _ErrorAnswers:
             self._resolver.exception_handler(exception_class)(handler)
 
     def invalid_body(self, error: BodyValidationError) -> Response[str]:
-        return self._invalid(from_validation_errors(_without_positions(error.errors())))
+        return self._invalid(from_validation_errors(error.errors()))
 
     def undecodable_body(self, error: ValueError) -> Response[str]:
         return self._invalid(RequestValidationError("The request body is not valid UTF-8 JSON."))
@@ -210,13 +226,3 @@ def _methods_for(resolver: APIGatewayHttpResolver, path: str) -> list[str]:
     routes: Sequence[Any] = [*resolver._static_routes, *resolver._dynamic_routes]
     rules: list[tuple[re.Pattern[str], str]] = [(route.rule, route.method) for route in routes]
     return sorted({method for rule, method in rules if rule.match(path)})
-
-
-def _without_positions(errors: Sequence[Any]) -> list[dict[str, Any]]:
-    """Powertools reports a JSON syntax error at ``("body", <char position>)``; it concerns the body."""
-    return [
-        {**error, "loc": ("body",), "msg": "The body is not valid JSON."}
-        if error.get("type") == "json_invalid"
-        else error
-        for error in errors
-    ]

@@ -8,6 +8,13 @@ tenant, subject, method and path, and the header value, so two callers (or two r
 a key. Powertools' in-progress record makes concurrent repeats safe; an invocation that dies is
 released when its Lambda time is up.
 
+Authorization comes before the store: the route runs the service's read-only check of the write
+(scope, and visibility of the target base or item) before ``IdempotentWrites.run`` consults any
+record, so a replay is answered only to a caller who may make that write now. The key names the
+subject, not the token, on purpose: the same caller retrying with a rotated token still gets its
+replay, and a token of the same subject with fewer scopes or a narrower base allow-list is refused
+by the check (403/404) before any stored answer is read.
+
 - The same key with a different body is refused with 400 ``validation_error`` (``details.header``):
   the request is malformed, not racing anything, and a 409 would tell clients to re-read a version.
 - A repeat while the first request still runs answers 409 ``knowledge_conflict``, ``retryable``.

@@ -7,13 +7,27 @@ out, no session id, no SSE stream. ``GET`` and ``DELETE`` answer 405 with ``Allo
 stateless server has no stream to open and no session to end; the spec's answer for "no GET
 stream" is 405, and the SDK would otherwise hold a GET open until the Lambda timeout).
 
-Authentication happens before the MCP layer. The app reads the API Gateway HTTP API v2 event that
-Mangum puts at ``scope["aws.event"]`` and resolves the caller with ``principal_from_event`` (the
-authorizer's context). No caller (no, bad, expired or revoked token) is an HTTP 401 with the
-project's error envelope (``authentication_required``) and ``WWW-Authenticate: Bearer``: the
-standard HTTP signal MCP clients act on, rather than a tool result an agent might retry forever.
+HTTP answers before MCP. Authentication comes first: the app reads the API Gateway HTTP API v2
+event that Mangum puts at ``scope["aws.event"]`` and resolves the caller with
+``principal_from_event`` (the authorizer's context). No caller (no, bad, expired or revoked token)
+is an HTTP 401 with the project's error envelope (``authentication_required``) and
+``WWW-Authenticate: Bearer``: the standard HTTP signal MCP clients act on, rather than a tool
+result an agent might retry forever.
 The principal then rides the ASGI scope (``scope[PRINCIPAL_SCOPE_KEY]``) to the tool handler,
 which finds it on the SDK's request context (``ctx.request.scope``).
+
+Then the body, before the SDK sees it (its transport would answer a malformed body with the
+parser's or pydantic's text, input echo and documentation links included):
+
+- over ``MAX_BODY_BYTES`` (1 MiB, the REST limit): HTTP 413 in the project's envelope,
+  ``payload_too_large`` with ``details.max_body_bytes``, like the 401 and 405 above (an HTTP-level
+  refusal, not a JSON-RPC message);
+- not JSON, or JSON the SDK's parser refuses (a lone surrogate escape, an integer of thousands of
+  digits): HTTP 400, JSON-RPC ``{"code": -32700, "message": "Parse error"}``;
+- JSON that is not one JSON-RPC message (a batch array, an object without ``jsonrpc``/``method``):
+  HTTP 400, JSON-RPC ``{"code": -32600, "message": "Invalid Request"}``.
+
+Both JSON-RPC errors have ``"id": null`` and no ``data``. The body is then handed on unchanged.
 
 Tool calls: arguments are validated by ``SearchKnowledgeArguments`` (the SDK does not validate
 them), so malformed input carries the project's codes (``validation_error``,
@@ -37,14 +51,17 @@ from typing import Any
 
 import anyio.to_thread
 import mcp.types as types
+import pydantic_core
 from mcp.server import Server, ServerRequestContext
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types import INVALID_REQUEST, PARSE_ERROR, jsonrpc_message_adapter
 from pydantic import ValidationError
 from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from knowledge import __version__
 from knowledge.api.errors import error_envelope, from_validation_errors, unexpected_error_envelope
+from knowledge.api.http import MAX_BODY_BYTES
 from knowledge.api.principal import principal_from_event
 from knowledge.bootstrap import get_container
 from knowledge.domain.contract import (
@@ -121,6 +138,10 @@ class _UnknownToolError(KnowledgeError):
     code = "not_found"
 
 
+class _PayloadTooLargeError(KnowledgeError):
+    code = "payload_too_large"
+
+
 def input_schema() -> dict[str, Any]:
     """The tool's ``inputSchema``: ``SearchKnowledgeArguments``' JSON Schema (descriptions,
     defaults, ``minimum``/``maximum``/``maxLength`` bounds, ``additionalProperties: false``)
@@ -163,9 +184,10 @@ def create_app() -> McpApp:
     """A fresh ASGI app serving ``POST /mcp``; build one per Lambda invocation, because the SDK's
     session manager (entered by the app's lifespan) runs only once per app.
 
-    HTTP answers before MCP: 401 ``authentication_required`` when ``scope["aws.event"]`` holds no
-    authenticated principal; 405 ``method_not_allowed`` (``Allow: POST``) for any method but POST.
-    Bodies over the SDK's 4 MiB limit answer 413.
+    HTTP answers before MCP (see the module docs): 401 ``authentication_required`` when
+    ``scope["aws.event"]`` holds no authenticated principal; 405 ``method_not_allowed``
+    (``Allow: POST``) for any method but POST; 413 ``payload_too_large`` over 1 MiB; 400 with a
+    fixed JSON-RPC error for a body that is not one JSON-RPC message.
     """
     server = build_server()
     app = server.streamable_http_app(
@@ -179,10 +201,12 @@ def create_app() -> McpApp:
 
 class McpApp:
     """The ASGI app ``create_app`` returns: resolves the principal from the API Gateway event in the
-    scope, admits only POST, then hands the request to the SDK's Streamable HTTP app."""
+    scope, admits only POST with a body of at most ``max_body_bytes`` holding one JSON-RPC message,
+    then hands the request to the SDK's Streamable HTTP app."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int = MAX_BODY_BYTES) -> None:
         self._app = app
+        self._max_body_bytes = max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -197,8 +221,65 @@ class McpApp:
             refusal = _MethodNotAllowedError("The MCP endpoint is stateless: use POST.")
             await _error_response(refusal, {"Allow": "POST"})(scope, receive, send)
             return
+        body = await _read_body(receive, self._max_body_bytes)
+        if body is None:
+            too_large = _PayloadTooLargeError(
+                "The request body is too large.", {"max_body_bytes": self._max_body_bytes}
+            )
+            await _error_response(too_large, {})(scope, receive, send)
+            return
+        malformed = _jsonrpc_refusal(body)
+        if malformed is not None:
+            await malformed(scope, receive, send)
+            return
         scope[PRINCIPAL_SCOPE_KEY] = principal
-        await self._app(scope, receive, send)
+        await self._app(scope, _replay(body, receive), send)
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes | None:
+    """The whole request body, or ``None`` as soon as it grows past ``limit`` bytes."""
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return bytes(body)
+        body.extend(message.get("body", b""))
+        if len(body) > limit:
+            return None
+        if not message.get("more_body", False):
+            return bytes(body)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that hands out ``body`` once, then whatever the connection sends next."""
+    pending = [body]
+
+    async def replayed() -> Message:
+        if pending:
+            return {"type": "http.request", "body": pending.pop(), "more_body": False}
+        return await receive()
+
+    return replayed
+
+
+def _jsonrpc_refusal(body: bytes) -> JSONResponse | None:
+    """A fixed JSON-RPC error for a body the SDK's transport would refuse, parsed and validated as
+    the SDK does (``pydantic_core.from_json``, ``jsonrpc_message_adapter``); ``None`` when it is
+    one JSON-RPC message."""
+    try:
+        message = pydantic_core.from_json(body)
+    except ValueError:
+        return _jsonrpc_error(PARSE_ERROR, "Parse error")
+    try:
+        jsonrpc_message_adapter.validate_python(message, by_name=False)
+    except ValidationError:
+        return _jsonrpc_error(INVALID_REQUEST, "Invalid Request")
+    return None
+
+
+def _jsonrpc_error(code: int, message: str) -> JSONResponse:
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
+    return JSONResponse(body, status_code=400)
 
 
 def _error_response(error: KnowledgeError, headers: dict[str, str]) -> JSONResponse:

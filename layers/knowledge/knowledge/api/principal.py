@@ -3,13 +3,15 @@
 The authorizer (``functions/authorizer``) answers a simple response whose ``context`` holds
 ``authenticated`` ("true"/"false"), ``tenant_id``, ``subject_id``, ``scopes`` (space-separated),
 ``team_ids`` and ``knowledge_base_ids`` (JSON arrays as strings; ``knowledge_base_ids`` empty when
-the token has no allow-list). API Gateway exposes it at ``requestContext.authorizer.lambda``.
+the token has no allow-list) and ``expires_at`` (the token's expiry, ISO-8601 UTC; empty when it
+never expires). API Gateway exposes it at ``requestContext.authorizer.lambda``.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from knowledge.domain.models import Principal, TokenRecord
@@ -29,23 +31,47 @@ def authorizer_context(record: TokenRecord | None) -> dict[str, str]:
         "knowledge_base_ids": ""
         if record.knowledge_base_ids is None
         else json.dumps(sorted(record.knowledge_base_ids)),
+        "expires_at": "" if record.expires_at is None else record.expires_at.isoformat(),
     }
 
 
 def principal_from_event(event: Mapping[str, Any]) -> Principal:
-    """The caller of an HTTP API v2 event; ``AuthenticationRequiredError`` when there is none."""
+    """The caller of an HTTP API v2 event.
+
+    Raises ``AuthenticationRequiredError`` when there is none, when its ``expires_at`` is not an
+    ISO-8601 datetime (an expiry is never guessed), or when that time has passed: API Gateway caches
+    the authorizer's answer for up to 300 s, and an expired token must not ride that cache.
+    """
     context = (event.get("requestContext") or {}).get("authorizer") or {}
     claims = context.get("lambda") or {}
     if str(claims.get("authenticated", "false")).lower() != "true" or not claims.get("tenant_id"):
-        raise AuthenticationRequiredError("A valid bearer token is required.")
+        raise _unauthenticated()
     allow = claims.get("knowledge_base_ids") or ""
+    expires_at = _expiry(claims.get("expires_at"))
+    if expires_at is not None and expires_at <= datetime.now(UTC):
+        raise _unauthenticated()
     return Principal(
         tenant_id=str(claims["tenant_id"]),
         subject_id=str(claims.get("subject_id", "")),
         scopes=frozenset(str(claims.get("scopes", "")).split()),
         team_ids=frozenset(_string_list(claims.get("team_ids"))),
         knowledge_base_ids=frozenset(_string_list(allow)) if allow else None,
+        expires_at=expires_at,
     )
+
+
+def _unauthenticated() -> AuthenticationRequiredError:
+    return AuthenticationRequiredError("A valid bearer token is required.")
+
+
+def _expiry(value: Any) -> datetime | None:
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(str(value))
+    except ValueError:
+        raise _unauthenticated() from None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
 def _string_list(value: Any) -> list[str]:

@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from knowledge.domain.text import Text
+
 QUERY_MAX_CHARS = 2_000
 ID_MAX_CHARS = 128
 LIMIT_CHARS_MIN, LIMIT_CHARS_MAX = 1, 10_000
@@ -20,14 +22,15 @@ MODES = ("hybrid", "lexical", "semantic", "rrf")
 
 
 class SearchKnowledgeArguments(BaseModel):
-    """The tool's arguments. Types are checked strictly (``validation_error``); bounds on ``offset``,
-    ``limit_chars`` and ``max_results`` are published in the schema but enforced by the service so
-    that they answer ``knowledge_invalid_request``; ``alpha`` is clamped, ``mode`` normalized.
-    ``null`` for any argument means "use the default"."""
+    """The tool's arguments. Types are checked strictly and strings must be valid Unicode
+    (``knowledge.domain.text``), both ``validation_error``; bounds on ``offset``, ``limit_chars``
+    and ``max_results`` are published in the schema but enforced by the service so that they answer
+    ``knowledge_invalid_request``; ``alpha`` is clamped, ``mode`` normalized. ``null`` for any
+    argument means "use the default"."""
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
-    query: str = Field(
+    query: Text = Field(
         default="",
         max_length=QUERY_MAX_CHARS,
         description=(
@@ -35,15 +38,15 @@ class SearchKnowledgeArguments(BaseModel):
             "exclusive with addressed identifiers."
         ),
     )
-    knowledge_base_id: str = Field(
+    knowledge_base_id: Text = Field(
         default="",
         max_length=ID_MAX_CHARS,
         description="Optional exact Knowledge Base ID to narrow query search or validate an addressed item.",
     )
-    knowledge_item_id: str = Field(
+    knowledge_item_id: Text = Field(
         default="", max_length=ID_MAX_CHARS, description="Exact authorized item ID for addressed read."
     )
-    knowledge_revision_id: str = Field(
+    knowledge_revision_id: Text = Field(
         default="",
         max_length=ID_MAX_CHARS,
         description=(
@@ -65,7 +68,7 @@ class SearchKnowledgeArguments(BaseModel):
         description="Maximum query results from 1 to 50.",
         json_schema_extra={"minimum": MAX_RESULTS_MIN, "maximum": MAX_RESULTS_MAX},
     )
-    mode: str = Field(
+    mode: Text = Field(
         default="hybrid",
         description=(
             "Query scoring mode: hybrid, lexical, semantic, or rrf. Unrecognized text is normalized "

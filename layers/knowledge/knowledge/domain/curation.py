@@ -1,7 +1,8 @@
 """The write API's bodies and answers (DESIGN §6), named as the tool names things.
 
-Request bodies refuse unknown fields (``knowledge_invalid_request``, as the tool does) and take JSON
-types strictly (``"3"`` is not a version: ``validation_error``). Answers are exactly the shapes of
+Request bodies refuse unknown fields (``knowledge_invalid_request``, as the tool does), take JSON
+types strictly (``"3"`` is not a version: ``validation_error``) and refuse strings that are not valid
+Unicode (``knowledge.domain.text``: ``validation_error``). Answers are exactly the shapes of
 DESIGN §6; timestamps are ISO-8601 UTC, character counts Unicode code points.
 """
 
@@ -11,6 +12,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -33,6 +35,7 @@ from knowledge.domain.models import (
     Scope,
     Source,
 )
+from knowledge.domain.text import StrictText, require_unicode
 
 MAX_CONTENT_CHARS = 4_000_000
 """Default content limit in characters (``MAX_CONTENT_CHARS`` setting); longer is ``validation_error``."""
@@ -44,10 +47,12 @@ TOKEN_TTL_MAX_SECONDS = 10 * 366 * 86_400
 """``expires_in`` is at most ten years; omit it for a token that never expires."""
 
 Version = Annotated[StrictInt, Field(ge=1, description="The version the caller last read (optimistic lock).")]
-Label = Annotated[StrictStr, Field(min_length=1, max_length=LABEL_MAX_CHARS)]
-Title = Annotated[StrictStr, Field(min_length=1, max_length=TITLE_MAX_CHARS)]
+Label = Annotated[StrictText, Field(min_length=1, max_length=LABEL_MAX_CHARS)]
+Title = Annotated[StrictText, Field(min_length=1, max_length=TITLE_MAX_CHARS)]
+# The pattern comes before the Unicode check, so that it stays in the published JSON schema.
+TenantId = Annotated[StrictStr, Field(pattern=TENANT_ID_PATTERN), AfterValidator(require_unicode)]
 Content = Annotated[
-    StrictStr,
+    StrictText,
     Field(description=f"The revision's text, at most {MAX_CONTENT_CHARS:,} characters (code points)."),
 ]
 
@@ -67,7 +72,7 @@ def _not_blank(value: str | None, field: str) -> None:
 class CreateKnowledgeBaseRequest(_Request):
     """``POST /v1/knowledge-bases``. ``team`` scope needs ``team_id``; other scopes take none."""
 
-    name: Annotated[StrictStr, Field(min_length=1, max_length=NAME_MAX_CHARS)]
+    name: Annotated[StrictText, Field(min_length=1, max_length=NAME_MAX_CHARS)]
     scope: Scope
     team_id: Label | None = None
 
@@ -85,7 +90,7 @@ class UpdateKnowledgeBaseRequest(_Request):
     """``PATCH /v1/knowledge-bases/{kb}``: a new ``status`` and/or ``name``."""
 
     status: BaseStatus | None = None
-    name: Annotated[StrictStr, Field(min_length=1, max_length=NAME_MAX_CHARS)] | None = None
+    name: Annotated[StrictText, Field(min_length=1, max_length=NAME_MAX_CHARS)] | None = None
     expected_version: Version
 
     @model_validator(mode="after")
@@ -101,7 +106,7 @@ class CreateItemRequest(_Request):
     title: Title
     content: Content
     source: Source | None = None
-    external_id: Annotated[StrictStr, Field(min_length=1, max_length=EXTERNAL_ID_MAX_CHARS)] | None = None
+    external_id: Annotated[StrictText, Field(min_length=1, max_length=EXTERNAL_ID_MAX_CHARS)] | None = None
     publish: StrictBool = False
 
     @model_validator(mode="after")
@@ -130,7 +135,7 @@ class PublishRequest(_Request):
     """``POST /v1/knowledge-items/{item}/publish``: make ``revision_id`` (any revision of the item,
     an older one rolls back) current."""
 
-    revision_id: Annotated[StrictStr, Field(min_length=1, max_length=LABEL_MAX_CHARS)]
+    revision_id: Annotated[StrictText, Field(min_length=1, max_length=LABEL_MAX_CHARS)]
     expected_version: Version
 
 
@@ -145,7 +150,7 @@ class CreateTokenRequest(_Request):
     ``platform:admin``); ``scopes`` must all be held by the caller; ``knowledge_base_ids`` is an
     optional allow-list (a caller holding one can only narrow it); ``expires_in`` is in seconds."""
 
-    tenant_id: Annotated[StrictStr, Field(pattern=TENANT_ID_PATTERN)] | None = None
+    tenant_id: TenantId | None = None
     subject_id: Label
     team_ids: list[Label] = Field(default_factory=list, max_length=100)
     scopes: list[Permission] = Field(min_length=1, max_length=len(Permission))
@@ -191,8 +196,10 @@ class KnowledgeBaseList(BaseModel):
 
 
 class KnowledgeItemResponse(BaseModel):
-    """An item: ``current_revision_id`` is the published (searchable) revision, ``latest_revision_id``
-    the newest one."""
+    """An item: ``current_revision_id`` is the published (searchable) revision and ``title`` its
+    title; ``latest_revision_id`` is the newest revision, a draft when it is not the current one.
+    Callers without ``knowledge:write`` never see drafts: for them ``latest_revision_id`` equals
+    ``current_revision_id`` (see ``published_view``)."""
 
     knowledge_base_id: str
     knowledge_item_id: str
@@ -275,9 +282,13 @@ class RevisionList(BaseModel):
 
 
 class TokenResponse(BaseModel):
-    """The bearer token, shown this once; only its SHA-256 is stored."""
+    """``POST /v1/tokens``: the bearer ``token``, shown this once; ``token_id``, its SHA-256 hex
+    digest (the only form stored; not secret), names it for ``DELETE /v1/tokens/{token_id}``;
+    ``expires_at`` is when it expires (``null``: never), never later than the issuer's token."""
 
     token: str
+    token_id: str
+    expires_at: datetime | None
 
 
 class ReindexResponse(BaseModel):
@@ -299,6 +310,14 @@ class HealthResponse(BaseModel):
 
     status: Literal["ok"] = "ok"
     runtime_enabled: bool
+
+
+def published_view(item: KnowledgeItem) -> KnowledgeItem:
+    """``item`` as a caller without ``knowledge:write`` sees it: only published state, so the latest
+    revision is the current one (a published item always has one) and drafts do not show."""
+    if item.current_revision_id is None:
+        return item
+    return item.model_copy(update={"latest_revision_id": item.current_revision_id})
 
 
 def _item_fields(item: KnowledgeItem) -> dict[str, Any]:

@@ -5,7 +5,8 @@
   content (a new item, or a new revision when the content, title or source differ);
 - ``{"op": "archive", "tenant_id", "knowledge_base_id", "external_id"}``: that item is archived.
 
-Unknown fields and wrong types are refused (strict JSON types), so a producer's mistake is a
+Unknown fields, wrong types (strict JSON types) and strings that are not valid Unicode (a lone
+surrogate escape, ``knowledge.domain.text``) are refused, so a producer's mistake is a
 poison message in the dead-letter queue rather than silently dropped data.
 """
 
@@ -18,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 from knowledge.domain import ids
 from knowledge.domain.models import Source
+from knowledge.domain.text import Text
 
 TENANT_ID_PATTERN = r"^[^#\s]{1,128}$"
 """Tenant ids are part of every key: non-empty, no ``#`` and no whitespace."""
@@ -29,9 +31,9 @@ _TENANT_ID = re.compile(TENANT_ID_PATTERN)
 class _Message(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
-    tenant_id: str = Field(pattern=TENANT_ID_PATTERN)
-    knowledge_base_id: str
-    external_id: str = Field(min_length=1, max_length=EXTERNAL_ID_MAX_CHARS)
+    tenant_id: Text = Field(pattern=TENANT_ID_PATTERN)
+    knowledge_base_id: Text
+    external_id: Text = Field(min_length=1, max_length=EXTERNAL_ID_MAX_CHARS)
 
     @field_validator("knowledge_base_id")
     @classmethod
@@ -45,8 +47,8 @@ class UpsertMessage(_Message):
     """Content for the item with ``external_id``; ``publish`` (default true) makes it current."""
 
     op: Literal["upsert"]
-    title: str = Field(min_length=1, max_length=TITLE_MAX_CHARS)
-    content: str
+    title: Text = Field(min_length=1, max_length=TITLE_MAX_CHARS)
+    content: Text
     source: Source = Source()
     publish: bool = True
 

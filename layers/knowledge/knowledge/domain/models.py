@@ -11,6 +11,8 @@ from typing import Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from knowledge.domain.text import Text
+
 
 class Scope(StrEnum):
     """Who may see a knowledge base besides its owner (DESIGN §5, visibility)."""
@@ -49,14 +51,16 @@ class _Frozen(BaseModel):
 class Source(_Frozen):
     """Where a revision's content came from; both fields optional."""
 
-    uri: str | None = None
-    title: str | None = None
+    uri: Text | None = None
+    title: Text | None = None
 
 
 class Principal(_Frozen):
     """The caller, resolved from a bearer token.
 
     ``knowledge_base_ids`` is an optional allow-list: ``None`` admits every base of the tenant.
+    ``expires_at`` is when the caller's token expires (aware UTC; ``None``: never); tokens the
+    caller issues expire no later.
     """
 
     tenant_id: str
@@ -64,6 +68,7 @@ class Principal(_Frozen):
     team_ids: frozenset[str] = frozenset()
     scopes: frozenset[str] = frozenset()
     knowledge_base_ids: frozenset[str] | None = None
+    expires_at: datetime | None = None
 
     def has_scope(self, scope: Permission) -> bool:
         """True when the principal holds ``scope``; ``platform:admin`` implies every scope."""
@@ -90,6 +95,7 @@ class TokenRecord(_Frozen):
             team_ids=self.team_ids,
             scopes=self.scopes,
             knowledge_base_ids=self.knowledge_base_ids,
+            expires_at=self.expires_at,
         )
 
     def is_valid_at(self, now: datetime) -> bool:
@@ -112,6 +118,9 @@ class KnowledgeBase(_Frozen):
 
 class KnowledgeItem(_Frozen):
     """An item of a base. ``current_revision_id`` is the published one; ``latest_revision_id`` the newest.
+
+    ``title`` is the current revision's title (the first revision's while none is current): a draft
+    never renames the item.
 
     ``latest_sha256`` is the content hash of the latest revision, for idempotent upserts.
     ``indexed_revision_id`` is written by the indexer once the search index holds the current revision.

@@ -1,11 +1,17 @@
-"""Bearer tokens: 256 random bits, shown once; only their SHA-256 hex digest is stored."""
+"""Bearer tokens: 256 random bits, shown once; only their SHA-256 hex digest is stored.
+
+That digest is also the token's public id (``token_id``): it names the token for revocation and
+cannot be turned back into the token.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
 
 TOKEN_PREFIX = "kn_"
+_TOKEN_ID = re.compile(r"^[0-9a-f]{64}$")
 
 
 def new_token() -> str:
@@ -14,5 +20,10 @@ def new_token() -> str:
 
 
 def hash_token(token: str) -> str:
-    """SHA-256 hex digest of the token, the only form that is stored or looked up."""
+    """SHA-256 hex digest of the token, the only form that is stored or looked up (its ``token_id``)."""
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def is_token_id(value: str) -> bool:
+    """True when ``value`` has the form of a ``token_id``: 64 lowercase hexadecimal characters."""
+    return _TOKEN_ID.match(value) is not None

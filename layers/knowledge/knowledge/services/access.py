@@ -1,14 +1,15 @@
-"""Looking a base up for a principal: one answer, ``ResourceUnavailableError``, for a malformed id,
-an absent base and a base the principal may not use, so existence never leaks (DESIGN §5)."""
+"""Access checks shared by the services: scopes (``require_scope``), and looking a base up for a
+principal (``find_base``) with one answer, ``ResourceUnavailableError``, for a malformed id, an
+absent base and a base the principal may not use, so existence never leaks (DESIGN §5)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from knowledge.domain import ids
-from knowledge.domain.models import KnowledgeBase, Principal
+from knowledge.domain.models import KnowledgeBase, Permission, Principal
 from knowledge.domain.visibility import can_see
-from knowledge.errors import ResourceUnavailableError
+from knowledge.errors import InsufficientScopeError, ResourceUnavailableError
 from knowledge.ports import KnowledgeStore
 
 
@@ -26,3 +27,12 @@ def find_base(
     if base is None or not allowed(principal, base):
         raise ResourceUnavailableError()
     return base
+
+
+def require_scope(principal: Principal, scope: Permission) -> None:
+    """``InsufficientScopeError`` (``details.required_scope``) unless ``principal`` holds ``scope``
+    (``platform:admin`` implies every scope)."""
+    if not principal.has_scope(scope):
+        raise InsufficientScopeError(
+            f"The token lacks the {scope.value} scope.", {"required_scope": scope.value}
+        )

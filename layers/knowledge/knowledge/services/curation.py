@@ -1,18 +1,23 @@
-"""The write API's use cases (DESIGN §6): bases, items, revisions, publishing, archiving, tokens.
+"""The write API's use cases (DESIGN §6): bases, items, revisions, publishing, archiving, health.
 
 Access (``Principal.has_scope``; ``platform:admin`` implies every scope):
 
 - ``knowledge:read`` lists bases and reads item metadata and revision lists in bases the caller can
-  see (``domain.visibility.can_see``). Without ``knowledge:write`` only published items and
-  published revisions exist for the caller, as for the tool.
+  see (``domain.visibility.can_see``). Without ``knowledge:write`` only published state exists for
+  the caller, as for the tool: published items and revisions, and an item's ``latest_revision_id``
+  is its current one (``domain.curation.published_view``), so drafts never show.
 - ``knowledge:write`` creates items and revisions, publishes and archives, in bases the caller can
   see; a base it cannot see (absent, inactive, private to someone else, outside the token's
   allow-list) is ``knowledge_resource_unavailable``, the answer for absent ones, so existence never
   leaks. Writers also see drafts and archived items of those bases.
 - ``knowledge:admin`` creates bases in the caller's tenant (owned by the caller's subject), and
   updates, lists and re-indexes every base of the tenant its token's allow-list admits, inactive
-  or private ones included. It mints tokens of the caller's tenant holding at most the caller's
-  own scopes (and base allow-list); ``platform:admin`` mints them for any tenant.
+  or private ones included. Tokens are ``services.token_admin``'s.
+
+Every write has an ``authorize_*`` check that the write runs first and that routes can run alone
+(read-only) before anything else, such as an ``Idempotency-Key`` replay: scope and visibility of
+the target, not its state (an archived item passes, so that the replay of its archive still
+answers).
 
 Errors: ``InsufficientScopeError`` (403), ``ResourceUnavailableError`` (404), ``ConflictError`` (409,
 ``details.current_version``), ``RequestValidationError`` (content over the limit),
@@ -21,8 +26,6 @@ Errors: ``InsufficientScopeError`` (403), ``ResourceUnavailableError`` (404), ``
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from knowledge.domain import ids
 from knowledge.domain.curation import (
     ArchiveRequest,
@@ -30,7 +33,6 @@ from knowledge.domain.curation import (
     CreateItemRequest,
     CreateKnowledgeBaseRequest,
     CreateRevisionRequest,
-    CreateTokenRequest,
     HealthResponse,
     KnowledgeBaseList,
     KnowledgeBaseResponse,
@@ -41,8 +43,8 @@ from knowledge.domain.curation import (
     ReindexResponse,
     RevisionList,
     RevisionResponse,
-    TokenResponse,
     UpdateKnowledgeBaseRequest,
+    published_view,
 )
 from knowledge.domain.models import (
     BaseStatus,
@@ -55,16 +57,10 @@ from knowledge.domain.models import (
     Source,
 )
 from knowledge.domain.visibility import can_see
-from knowledge.errors import (
-    InsufficientScopeError,
-    RequestValidationError,
-    ResourceUnavailableError,
-)
-from knowledge.observability import logger
+from knowledge.errors import RequestValidationError, ResourceUnavailableError
 from knowledge.ports import KnowledgeStore, RuntimeSwitch
-from knowledge.services.access import find_base
+from knowledge.services.access import find_base, require_scope
 from knowledge.services.indexing import IndexingService
-from knowledge.services.tokens import TokenService
 from knowledge.services.upsert import Document, UpsertOutcome, upsert_by_external_id
 
 
@@ -74,23 +70,31 @@ class CurationService:
     def __init__(
         self,
         store: KnowledgeStore,
-        tokens: TokenService,
         indexing: IndexingService,
         runtime_switch: RuntimeSwitch,
         *,
         max_content_chars: int,
     ) -> None:
         self._store = store
-        self._tokens = tokens
         self._indexing = indexing
         self._switch = runtime_switch
         self._max_content_chars = max_content_chars
 
     # -- bases ------------------------------------------------------------------------------------
 
+    def authorize_base_creation(self, principal: Principal) -> None:
+        """``InsufficientScopeError`` unless the caller may create bases (``knowledge:admin``)."""
+        require_scope(principal, Permission.ADMIN)
+
+    def authorize_base_management(self, principal: Principal, knowledge_base_id: str) -> None:
+        """``InsufficientScopeError`` or ``ResourceUnavailableError`` unless the caller manages the
+        base (update, reindex)."""
+        require_scope(principal, Permission.ADMIN)
+        self._managed_base(principal, knowledge_base_id)
+
     def create_base(self, principal: Principal, request: CreateKnowledgeBaseRequest) -> KnowledgeBaseResponse:
         """A new active base in the caller's tenant, owned by the caller (version 1)."""
-        _require(principal, Permission.ADMIN)
+        self.authorize_base_creation(principal)
         base = self._store.create_base(
             principal.tenant_id,
             name=request.name,
@@ -104,8 +108,7 @@ class CurationService:
         self, principal: Principal, knowledge_base_id: str, request: UpdateKnowledgeBaseRequest
     ) -> KnowledgeBaseResponse:
         """Rename and/or (de)activate a base; its version moves by one."""
-        _require(principal, Permission.ADMIN)
-        self._managed_base(principal, knowledge_base_id)
+        self.authorize_base_management(principal, knowledge_base_id)
         base = self._store.update_base(
             principal.tenant_id,
             knowledge_base_id,
@@ -118,7 +121,7 @@ class CurationService:
     def list_bases(self, principal: Principal, *, limit: int, next_token: str | None) -> KnowledgeBaseList:
         """Bases the caller can see (admins: every base of the tenant their allow-list admits), in id
         order; a page may hold fewer than ``limit`` when some are hidden from the caller."""
-        _require(principal, Permission.READ)
+        require_scope(principal, Permission.READ)
         page = self._store.list_bases(principal.tenant_id, limit=limit, next_token=next_token)
         return KnowledgeBaseList(
             knowledge_bases=[
@@ -131,8 +134,7 @@ class CurationService:
 
     def reindex_base(self, principal: Principal, knowledge_base_id: str) -> ReindexResponse:
         """Rebuild the base's part of the search index from the store (an inactive base is removed)."""
-        _require(principal, Permission.ADMIN)
-        self._managed_base(principal, knowledge_base_id)
+        self.authorize_base_management(principal, knowledge_base_id)
         counts = self._indexing.sync_base(principal.tenant_id, knowledge_base_id)
         return ReindexResponse(
             knowledge_base_id=knowledge_base_id,
@@ -146,14 +148,24 @@ class CurationService:
 
     # -- items and revisions ----------------------------------------------------------------------
 
+    def authorize_item_creation(self, principal: Principal, knowledge_base_id: str) -> None:
+        """``InsufficientScopeError`` or ``ResourceUnavailableError`` unless the caller may add
+        items to the base (``knowledge:write``, base visible)."""
+        self._writable_base(principal, knowledge_base_id)
+
+    def authorize_item_write(self, principal: Principal, knowledge_item_id: str) -> None:
+        """``InsufficientScopeError`` or ``ResourceUnavailableError`` unless the caller may write the
+        item (``knowledge:write``, item of a visible base; archived or not)."""
+        require_scope(principal, Permission.WRITE)
+        self._item_and_base(principal, knowledge_item_id)
+
     def create_item(
         self, principal: Principal, knowledge_base_id: str, request: CreateItemRequest
     ) -> tuple[CreatedRevisionResponse, bool]:
         """A new item with its first revision; with an ``external_id``, an upsert of the base's item
         holding it (``services.upsert``): a new revision only when content, title or source changed.
         Returns the item with its latest revision and whether anything was created."""
-        _require(principal, Permission.WRITE)
-        base = self._visible_base(principal, knowledge_base_id)
+        base = self._writable_base(principal, knowledge_base_id)
         self._check_content(request.content)
         if request.external_id is None:
             return CreatedRevisionResponse.of_revision(*self._new_item(base, request)), True
@@ -172,7 +184,6 @@ class CurationService:
         self, principal: Principal, knowledge_item_id: str, request: CreateRevisionRequest
     ) -> CreatedRevisionResponse:
         """A new latest revision (current at once when ``publish``)."""
-        _require(principal, Permission.WRITE)
         item = self._writable_item(principal, knowledge_item_id)
         self._check_content(request.content)
         updated, revision = self._store.add_revision(
@@ -189,8 +200,8 @@ class CurationService:
     def publish(
         self, principal: Principal, knowledge_item_id: str, request: PublishRequest
     ) -> KnowledgeItemResponse:
-        """Make one of the item's revisions current (an older one rolls back)."""
-        _require(principal, Permission.WRITE)
+        """Make one of the item's revisions current (an older one rolls back); the item takes its
+        title."""
         item = self._writable_item(principal, knowledge_item_id)
         if not ids.is_well_formed(request.revision_id, ids.REVISION_PREFIX):
             raise ResourceUnavailableError()
@@ -206,7 +217,6 @@ class CurationService:
         self, principal: Principal, knowledge_item_id: str, request: ArchiveRequest
     ) -> KnowledgeItemResponse:
         """Archive the item: out of search and reads, its ``external_id`` released."""
-        _require(principal, Permission.WRITE)
         item = self._writable_item(principal, knowledge_item_id)
         archived = self._store.archive_item(
             principal.tenant_id, item.knowledge_item_id, expected_version=request.expected_version
@@ -214,9 +224,10 @@ class CurationService:
         return KnowledgeItemResponse.of(archived)
 
     def get_item(self, principal: Principal, knowledge_item_id: str) -> KnowledgeItemDetail:
-        """The item with ``indexed_revision_id``."""
-        _require(principal, Permission.READ)
-        return KnowledgeItemDetail.of_item(self._readable_item(principal, knowledge_item_id))
+        """The item with ``indexed_revision_id`` (without ``knowledge:write``: its published view)."""
+        require_scope(principal, Permission.READ)
+        item = self._readable_item(principal, knowledge_item_id)
+        return KnowledgeItemDetail.of_item(_as_seen_by(principal, item))
 
     def list_items(
         self,
@@ -227,8 +238,9 @@ class CurationService:
         limit: int,
         next_token: str | None,
     ) -> KnowledgeItemList:
-        """Live (not archived) items of a base in id order, or the one holding ``external_id``."""
-        _require(principal, Permission.READ)
+        """Live (not archived) items of a base in id order, or the one holding ``external_id``
+        (without ``knowledge:write``: published ones, in their published view)."""
+        require_scope(principal, Permission.READ)
         base = self._visible_base(principal, knowledge_base_id)
         if external_id is not None:
             found = self._store.find_item_by_external_id(base.tenant_id, base.knowledge_base_id, external_id)
@@ -240,7 +252,11 @@ class CurationService:
             )
             entries, next_token = page.entries, page.next_token
         return KnowledgeItemList(
-            items=[KnowledgeItemResponse.of(item) for item in entries if _may_read(principal, item)],
+            items=[
+                KnowledgeItemResponse.of(_as_seen_by(principal, item))
+                for item in entries
+                if _may_read(principal, item)
+            ],
             next_token=next_token,
         )
 
@@ -248,7 +264,7 @@ class CurationService:
         self, principal: Principal, knowledge_item_id: str, *, limit: int, next_token: str | None
     ) -> RevisionList:
         """The item's revisions, newest first (readers without ``knowledge:write``: published ones)."""
-        _require(principal, Permission.READ)
+        require_scope(principal, Permission.READ)
         item = self._readable_item(principal, knowledge_item_id)
         page = self._store.list_revisions(
             principal.tenant_id, item.knowledge_item_id, limit=limit, next_token=next_token
@@ -263,39 +279,7 @@ class CurationService:
             next_token=page.next_token,
         )
 
-    # -- tokens and health ------------------------------------------------------------------------
-
-    def issue_token(self, principal: Principal, request: CreateTokenRequest) -> TokenResponse:
-        """A new bearer token, returned once (only its hash is stored)."""
-        _require(principal, Permission.ADMIN)
-        tenant_id = request.tenant_id or principal.tenant_id
-        if tenant_id != principal.tenant_id:
-            _require(principal, Permission.PLATFORM_ADMIN)
-        missing = sorted(scope.value for scope in set(request.scopes) if not principal.has_scope(scope))
-        if missing:
-            raise InsufficientScopeError(
-                "A token cannot hold scopes its issuer lacks.", {"missing_scopes": missing}
-            )
-        allowed = self._allow_list(principal, request, tenant_id)
-        token, record = self._tokens.issue(
-            tenant_id=tenant_id,
-            subject_id=request.subject_id,
-            scopes=[scope.value for scope in request.scopes],
-            team_ids=request.team_ids,
-            knowledge_base_ids=allowed,
-            expires_in=timedelta(seconds=request.expires_in) if request.expires_in is not None else None,
-        )
-        logger.info(
-            "token issued",
-            extra={
-                "tenant_id": record.tenant_id,
-                "subject_id": record.subject_id,
-                "scopes": sorted(record.scopes),
-                "issuer_subject_id": principal.subject_id,
-                "expires_at": record.expires_at.isoformat() if record.expires_at else None,
-            },
-        )
-        return TokenResponse(token=token)
+    # -- health -----------------------------------------------------------------------------------
 
     def health(self) -> HealthResponse:
         """Liveness and the runtime switch's state (the write API itself does not depend on it)."""
@@ -309,6 +293,10 @@ class CurationService:
     def _managed_base(self, principal: Principal, knowledge_base_id: str) -> KnowledgeBase:
         return find_base(self._store, principal, knowledge_base_id, allowed=_manages)
 
+    def _writable_base(self, principal: Principal, knowledge_base_id: str) -> KnowledgeBase:
+        require_scope(principal, Permission.WRITE)
+        return self._visible_base(principal, knowledge_base_id)
+
     def _item_and_base(self, principal: Principal, knowledge_item_id: str) -> KnowledgeItem:
         if not ids.is_well_formed(knowledge_item_id, ids.ITEM_PREFIX):
             raise ResourceUnavailableError()
@@ -319,6 +307,7 @@ class CurationService:
         return item
 
     def _writable_item(self, principal: Principal, knowledge_item_id: str) -> KnowledgeItem:
+        require_scope(principal, Permission.WRITE)
         item = self._item_and_base(principal, knowledge_item_id)
         if item.status is ItemStatus.ARCHIVED:
             raise ResourceUnavailableError()
@@ -329,23 +318,6 @@ class CurationService:
         if not _may_read(principal, item):
             raise ResourceUnavailableError()
         return item
-
-    def _allow_list(
-        self, principal: Principal, request: CreateTokenRequest, tenant_id: str
-    ) -> list[str] | None:
-        """The new token's base allow-list: the caller's own when none is asked for, and never wider."""
-        own = principal.knowledge_base_ids
-        if own is None or tenant_id != principal.tenant_id:
-            return request.knowledge_base_ids
-        if request.knowledge_base_ids is None:
-            return sorted(own)
-        outside = sorted(set(request.knowledge_base_ids) - own)
-        if outside:
-            raise InsufficientScopeError(
-                "A token cannot admit knowledge bases outside its issuer's allow-list.",
-                {"knowledge_base_ids": outside},
-            )
-        return request.knowledge_base_ids
 
     # -- writes -----------------------------------------------------------------------------------
 
@@ -375,13 +347,6 @@ class CurationService:
             )
 
 
-def _require(principal: Principal, scope: Permission) -> None:
-    if not principal.has_scope(scope):
-        raise InsufficientScopeError(
-            f"The token lacks the {scope.value} scope.", {"required_scope": scope.value}
-        )
-
-
 def _manages(principal: Principal, base: KnowledgeBase) -> bool:
     """Admins manage every base of their tenant that their token's allow-list admits."""
     allow = principal.knowledge_base_ids
@@ -395,3 +360,8 @@ def _manages(principal: Principal, base: KnowledgeBase) -> bool:
 def _may_read(principal: Principal, item: KnowledgeItem) -> bool:
     """Curators see drafts and archived items; other readers only what the tool could return."""
     return principal.has_scope(Permission.WRITE) or item.status is ItemStatus.PUBLISHED
+
+
+def _as_seen_by(principal: Principal, item: KnowledgeItem) -> KnowledgeItem:
+    """Curators see the item as stored; other readers its published view (no draft revision id)."""
+    return item if principal.has_scope(Permission.WRITE) else published_view(item)

@@ -48,10 +48,16 @@ class TokenService:
         team_ids: Iterable[str] = (),
         knowledge_base_ids: Iterable[str] | None = None,
         expires_in: timedelta | None = None,
+        not_after: datetime | None = None,
     ) -> tuple[str, TokenRecord]:
-        """A new token and its stored record; the token itself is returned once and never stored."""
+        """A new token and its stored record; the token itself is returned once and never stored.
+
+        The token expires ``expires_in`` from now (``None``: never), but never after ``not_after``
+        (the issuer's own expiry, when it has one): the earlier of the two wins.
+        """
         token = new_token()
         now = self._clock()
+        deadlines = [deadline for deadline in (_after(now, expires_in), not_after) if deadline is not None]
         record = TokenRecord(
             token_hash=hash_token(token),
             tenant_id=tenant_id,
@@ -60,7 +66,11 @@ class TokenService:
             scopes=frozenset(scopes),
             knowledge_base_ids=None if knowledge_base_ids is None else frozenset(knowledge_base_ids),
             created_at=now,
-            expires_at=now + expires_in if expires_in is not None else None,
+            expires_at=min(deadlines, default=None),
         )
         self._store.put_token(record)
         return token, record
+
+
+def _after(now: datetime, delay: timedelta | None) -> datetime | None:
+    return now + delay if delay is not None else None

@@ -13,12 +13,15 @@
 | ``POST /v1/knowledge-items/{item}/publish`` | write | 200 item |
 | ``POST /v1/knowledge-items/{item}/archive`` | write | 200 item |
 | ``GET /v1/knowledge-items/{item}`` | read | 200 item + ``indexed_revision_id`` |
-| ``POST /v1/tokens`` | admin | 201 ``{token}`` |
+| ``POST /v1/tokens`` | admin | 201 ``{token, token_id, expires_at}`` |
+| ``DELETE /v1/tokens/{token_id}`` | admin | 204, no body (also when already revoked) |
 | ``GET /v1/health`` | none | 200 ``{status, runtime_enabled}`` |
 
 Scopes are ``knowledge:<scope>``. Writes (``POST``, ``PATCH``) accept ``Idempotency-Key``
-(``knowledge.api.idempotency``). Each route parses, calls ``CurationService`` once and answers;
-errors are mapped by ``knowledge.api.http``.
+(``knowledge.api.idempotency``); with one, the route runs the service's read-only ``authorize_*``
+check before the idempotency store is consulted, so a replay is never answered to a caller who
+may not make the write. Each route parses, calls ``CurationService`` (tokens:
+``TokenAdministration``) once and answers; errors are mapped by ``knowledge.api.http``.
 """
 
 from __future__ import annotations
@@ -65,7 +68,9 @@ from knowledge.domain.curation import (
 )
 from knowledge.domain.ingestion import EXTERNAL_ID_MAX_CHARS
 from knowledge.domain.models import Principal
+from knowledge.domain.text import Text
 from knowledge.services.curation import CurationService
+from knowledge.services.token_admin import TokenAdministration
 
 BASES_PATH = "/v1/knowledge-bases"
 BASE_PATH = "/v1/knowledge-bases/<knowledge_base_id>"
@@ -76,6 +81,7 @@ REVISIONS_PATH = "/v1/knowledge-items/<knowledge_item_id>/revisions"
 PUBLISH_PATH = "/v1/knowledge-items/<knowledge_item_id>/publish"
 ARCHIVE_PATH = "/v1/knowledge-items/<knowledge_item_id>/archive"
 TOKENS_PATH = "/v1/tokens"
+TOKEN_PATH = "/v1/tokens/<token_id>"
 HEALTH_PATH = "/v1/health"
 
 TAG = "knowledge"
@@ -96,7 +102,7 @@ IdempotencyKey = Annotated[
 ]
 Limit = Annotated[int, Query(ge=1, le=LIST_LIMIT_MAX, description=f"Page size, 1 to {LIST_LIMIT_MAX}.")]
 NextToken = Annotated[
-    str | None,
+    Text | None,
     Query(min_length=1, max_length=2_048, description="The opaque `next_token` of the previous page."),
 ]
 
@@ -117,6 +123,10 @@ def _curation() -> CurationService:
     return get_container().curation
 
 
+def _token_admin() -> TokenAdministration:
+    return get_container().token_admin
+
+
 def _answer(status: int, body: BaseModel, *, secret: bool = False) -> Answer:
     return Answer(status=status, body=body.model_dump(mode="json"), secret=secret)
 
@@ -131,11 +141,19 @@ def _write(
     key: str | None,
     request: BaseModel | None,
     write: Callable[[], Answer],
+    *,
+    authorize: Callable[[], object],
 ) -> Response[Any]:
-    """Run ``write`` once per ``Idempotency-Key`` (just run it without one) and answer its JSON."""
+    """Run ``write`` once per ``Idempotency-Key`` (just run it without one) and answer its JSON.
+
+    With a key, ``authorize`` (the service's read-only check of scope and visibility; it raises)
+    runs first, so that a stored answer is replayed only to a caller allowed to make the write.
+    Without one the write checks the same itself.
+    """
     if key is None:
         answer = write()
     else:
+        authorize()
         container = get_container()
         event = router.current_event
         answer = IdempotentWrites(container.idempotency(), container.settings.idempotency_ttl_seconds).run(
@@ -175,6 +193,7 @@ def create_knowledge_base(
         idempotency_key,
         request,
         lambda: _answer(201, _curation().create_base(principal, request)),
+        authorize=lambda: _curation().authorize_base_creation(principal),
     )
 
 
@@ -213,6 +232,7 @@ def update_knowledge_base(
         idempotency_key,
         request,
         lambda: _answer(200, _curation().update_base(principal, knowledge_base_id, request)),
+        authorize=lambda: _curation().authorize_base_management(principal, knowledge_base_id),
     )
 
 
@@ -233,6 +253,7 @@ def reindex_knowledge_base(
         idempotency_key,
         None,
         lambda: _answer(200, _curation().reindex_base(principal, knowledge_base_id)),
+        authorize=lambda: _curation().authorize_base_management(principal, knowledge_base_id),
     )
 
 
@@ -265,6 +286,7 @@ def create_knowledge_item(
         idempotency_key,
         request,
         lambda: _created_or_unchanged(*_curation().create_item(principal, knowledge_base_id, request)),
+        authorize=lambda: _curation().authorize_item_creation(principal, knowledge_base_id),
     )
 
 
@@ -278,7 +300,7 @@ def create_knowledge_item(
 def list_knowledge_items(
     knowledge_base_id: str,
     external_id: Annotated[
-        str | None, Query(min_length=1, max_length=EXTERNAL_ID_MAX_CHARS, description="Exact external id.")
+        Text | None, Query(min_length=1, max_length=EXTERNAL_ID_MAX_CHARS, description="Exact external id.")
     ] = None,
     limit: Limit = LIST_LIMIT_DEFAULT,
     next_token: NextToken = None,
@@ -322,6 +344,7 @@ def create_knowledge_revision(
         idempotency_key,
         request,
         lambda: _answer(201, _curation().add_revision(principal, knowledge_item_id, request)),
+        authorize=lambda: _curation().authorize_item_write(principal, knowledge_item_id),
     )
 
 
@@ -356,6 +379,7 @@ def publish_knowledge_revision(
         idempotency_key,
         request,
         lambda: _answer(200, _curation().publish(principal, knowledge_item_id, request)),
+        authorize=lambda: _curation().authorize_item_write(principal, knowledge_item_id),
     )
 
 
@@ -377,6 +401,7 @@ def archive_knowledge_item(
         idempotency_key,
         request,
         lambda: _answer(200, _curation().archive(principal, knowledge_item_id, request)),
+        authorize=lambda: _curation().authorize_item_write(principal, knowledge_item_id),
     )
 
 
@@ -388,8 +413,11 @@ def archive_knowledge_item(
     operation_id="create_token",
     summary="Issue a bearer token; it is shown once and only its SHA-256 is stored.",
     description=(
-        "Needs `knowledge:admin`; another tenant needs `platform:admin`. The token holds at most the "
-        "caller's scopes. A repeated `Idempotency-Key` answers 409: the token is never shown twice."
+        "Needs `knowledge:admin`; another tenant needs `platform:admin` and a caller without a base "
+        "allow-list. The token holds at most the caller's scopes and allow-list, and expires no later "
+        "than the caller's own token (`expires_in` is capped; `expires_at` tells when). `token_id` "
+        "(the token's SHA-256, not secret) names it for revocation. A repeated `Idempotency-Key` "
+        "answers 409: the token is never shown twice."
     ),
     tags=[TAG],
     status_code=201,
@@ -403,8 +431,32 @@ def create_token(
         principal,
         idempotency_key,
         request,
-        lambda: _answer(201, _curation().issue_token(principal, request), secret=True),
+        lambda: _answer(201, _token_admin().issue(principal, request), secret=True),
+        authorize=lambda: _token_admin().authorize_issue(principal, request),
     )
+
+
+@router.delete(
+    TOKEN_PATH,
+    operation_id="revoke_token",
+    summary="Revoke a token by its `token_id` (the SHA-256 hex that POST /v1/tokens answered).",
+    description=(
+        "Needs `knowledge:admin` in the token's tenant (`platform:admin`: any tenant) and the reach "
+        "to have issued it (its scopes, and its allow-list inside the caller's when the caller has "
+        "one). Idempotent: revoking a revoked token answers 204 too. Another tenant's, an unknown or "
+        "a malformed `token_id` answers 404. The authorizer caches answers for 300 s, so a revoked "
+        "token can be accepted for up to 5 minutes."
+    ),
+    tags=[TAG],
+    status_code=204,
+    responses={
+        204: {"description": "The token is revoked (or already was); no body.", "content": {}},
+        **openapi_error_responses(401, 403, 404, 500, 503),
+    },
+)
+def revoke_token(token_id: str) -> Response[None]:
+    _token_admin().revoke(_principal(), token_id)
+    return Response(status_code=204)
 
 
 @router.get(
