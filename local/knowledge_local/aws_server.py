@@ -7,6 +7,11 @@ which would wipe writes that other threads made meanwhile. Serializing the Dynam
 requests restores DynamoDB's guarantees; other services are not serialized, so an SQS long poll
 never holds anyone up.
 
+A rolled-back transaction also keeps the table's stream whole (``keep_streams_across_rollback``):
+moto's copy of the table carries a copy of its stream shard, and every shard iterator handed out
+before the rollback would read the abandoned original forever, so a stream consumer (the local
+stream poller, Lambda's stand-in) would silently stop seeing writes.
+
 The server binds in ``start()``, in the caller's thread, so a port in use raises ``OSError`` there
 (moto's own ``ThreadedMotoServer`` binds in its thread, and werkzeug exits the process instead).
 """
@@ -16,10 +21,12 @@ from __future__ import annotations
 import logging
 import socket
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
 
+from moto.dynamodb.models import dynamodb_backends
 from moto.moto_server.werkzeug_app import (
     DomainDispatcherApplication,
     MotoRequestHandler,
@@ -32,21 +39,64 @@ log = logging.getLogger(__name__)
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 _SERIALIZED_TARGETS = ("DynamoDB_", "DynamoDBStreams_")
 """``X-Amz-Target`` prefixes of the DynamoDB and DynamoDB Streams JSON APIs."""
+_TRANSACT_WRITE_SUFFIX = ".TransactWriteItems"
 
 
 class SerializedDynamoDB:
-    """WSGI middleware: DynamoDB and Streams requests run (and their bodies are read) under one lock."""
+    """WSGI middleware: DynamoDB and Streams requests run (and their bodies are read) under one lock;
+    ``TransactWriteItems`` also runs inside ``keep_streams_across_rollback``."""
 
     def __init__(self, app: WsgiApp) -> None:
         self._app = app
         self._lock = threading.Lock()
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        if not str(environ.get("HTTP_X_AMZ_TARGET", "")).startswith(_SERIALIZED_TARGETS):
+        target = str(environ.get("HTTP_X_AMZ_TARGET", ""))
+        if not target.startswith(_SERIALIZED_TARGETS):
             return self._app(environ, start_response)
         with self._lock:
             # Consume the body inside the lock: a lazy iterable would run moto after release.
+            if target.endswith(_TRANSACT_WRITE_SUFFIX):
+                with keep_streams_across_rollback():
+                    return list(self._app(environ, start_response))
             return list(self._app(environ, start_response))
+
+
+@contextmanager
+def keep_streams_across_rollback() -> Iterator[None]:
+    """Run one DynamoDB transaction so that a rollback leaves every table's stream shard in place.
+
+    moto's ``transact_write_items`` deep-copies each table it touches first and, when the
+    transaction fails, puts the copies in place of the tables. The copies carry copies of the
+    stream shards, while every shard iterator already handed out stays bound to the original
+    shard, which no table writes to any more: ``GetRecords`` answers nothing, for ever. The original
+    shard also holds records of the writes that were rolled back, whose sequence numbers the copy
+    hands out again to later writes.
+
+    After a rollback this truncates each original shard to the records it held before the
+    transaction (exactly the copy's records) and attaches it to the table's copy, so open iterators
+    keep reading every later write, and no consumer ever sees a rolled-back one. Re-acquiring
+    iterators in the stream poller instead would repair only that consumer, and, resuming after a
+    sequence number a rolled-back record held, could skip the write that reuses it.
+
+    Callers hold the DynamoDB lock: nothing else may write to a table in between.
+    """
+    before = [
+        (backend, name, table, table.stream_shard, len(table.stream_shard.items))
+        for account in list(dynamodb_backends.values())
+        for backend in list(account.values())
+        for name, table in list(backend.tables.items())
+        if table.stream_shard is not None
+    ]
+    try:
+        yield
+    finally:
+        for backend, name, table, shard, length in before:
+            restored = backend.tables.get(name)
+            if restored is not None and restored is not table:
+                del shard.items[length:]
+                shard.table = restored
+                restored.stream_shard = shard
 
 
 class AwsServer:

@@ -1,20 +1,25 @@
 """``knowledge``: the command line of a running knowledge API (``make run`` or a deployed stack).
 
-    knowledge ingest PATH --base NAME          files or folders of .md, .txt, .rst
+    knowledge ingest PATH --base BASE [--archive-missing]   files or folders of .md, .txt, .rst
     knowledge search "query" [--mode --alpha --max-results --base]
     knowledge read ITEM [--revision --offset --limit]
     knowledge token create [--subject --scopes --teams --bases --expires-in]
 
-The API URL and token come from ``--api-url`` / ``--token``, else ``KNOWLEDGE_API_URL`` /
+``--base`` takes a base id (``kb_...``) or a name; a name that several bases share is a usage error
+listing their ids. ``ingest`` skips files it cannot send (not UTF-8, empty, too large, links out of
+the folder) with a warning each and counts them as skipped; it fails only when nothing can be
+ingested. The API URL and token come from ``--api-url`` / ``--token``, else ``KNOWLEDGE_API_URL`` /
 ``KNOWLEDGE_TOKEN``, else the files ``make run`` writes (``.knowledge/endpoints.json`` and
 ``.knowledge/dev-token``, see ``state``). Only HTTP is used. Exit status: 0 on success, 1 when the
-API refuses (its error code and message are printed) or cannot be reached, 2 for a usage error.
+API refuses (its error code and message are printed), cannot be reached, or there is nothing to
+ingest, 2 for a usage error (numbers are checked to be finite).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import shutil
@@ -24,10 +29,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from knowledge.domain.ids import KB_PREFIX, is_well_formed
 from knowledge.domain.models import Permission
 from knowledge_local.client import ApiError, KnowledgeClient
 from knowledge_local.documents import DocumentError, collect_documents
-from knowledge_local.ingestion import IndexWaitTimeoutError, ingest, wait_until_indexed
+from knowledge_local.ingestion import (
+    AmbiguousBaseError,
+    IndexWaitTimeoutError,
+    archive_missing,
+    find_base,
+    ingest,
+    wait_until_indexed,
+)
 from knowledge_local.state import StateError, read_endpoints, read_token, state_dir
 
 MODES = ("hybrid", "lexical", "semantic", "rrf")
@@ -47,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with _client(arguments) as client:
             command: Callable[[KnowledgeClient, argparse.Namespace], int] = arguments.run
             return command(client, arguments)
-    except UsageError as error:
+    except (UsageError, AmbiguousBaseError) as error:
         parser.error(str(error))
     except ApiError as error:
         print(f"error: {error.code}: {error.message}", file=sys.stderr)
@@ -62,11 +75,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _ingest(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
-    documents = collect_documents(Path(arguments.path))
-    if not documents:
-        raise DocumentError(f"No .md, .txt or .rst files with text under {arguments.path}.")
-    summary = ingest(client, documents, arguments.base)
-    line = f"{arguments.base} ({summary.knowledge_base_id}): {summary.describe()}"
+    path = Path(arguments.path)
+    collection = collect_documents(path)
+    if arguments.archive_missing and not path.is_dir():
+        raise UsageError(f"--archive-missing needs a folder, and {path} is a file")
+    for skipped in collection.skipped:
+        print(f"warning: skipped {skipped.path}: {skipped.reason}", file=sys.stderr)
+    if not collection.documents:
+        raise DocumentError(
+            f"Nothing to ingest under {path}: no .md, .txt or .rst file with text "
+            f"({len(collection.skipped)} skipped)."
+        )
+    summary = ingest(client, collection.documents, arguments.base)
+    summary.skipped = len(collection.skipped)
+    if arguments.archive_missing:
+        summary.archived = archive_missing(client, summary.knowledge_base_id, collection.external_ids)
+    line = f"{summary.base_name} ({summary.knowledge_base_id}): {summary.describe()}"
     if arguments.wait:
         print(f"{line}; waiting for the index...", file=sys.stderr, flush=True)
         items = [str(item["knowledge_item_id"]) for item in summary.items.values()]
@@ -161,10 +185,11 @@ def _client(arguments: argparse.Namespace) -> KnowledgeClient:
 
 
 def _base_id(client: KnowledgeClient, base: str) -> str:
-    """``base`` as a knowledge base id: ids pass through, names are looked up."""
-    if base.startswith("kb_"):
+    """``base`` as a knowledge base id: ids pass through (the API checks them), names are looked
+    up (``AmbiguousBaseError`` when several bases share one)."""
+    if is_well_formed(base, KB_PREFIX):
         return base
-    found = client.base_named(base)
+    found = find_base(client, base)
     if found is None:
         raise ApiError(404, "knowledge_resource_unavailable", f"No knowledge base named {base!r}.")
     return str(found["knowledge_base_id"])
@@ -193,6 +218,25 @@ def _list(value: str | None) -> list[str]:
     return [entry.strip() for entry in (value or "").split(",") if entry.strip()]
 
 
+def finite_number(value: str) -> float:
+    """``value`` as a finite float (argparse ``type``): NaN and infinities are usage errors."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if not math.isfinite(number):
+        raise argparse.ArgumentTypeError(f"must be a finite number, not {value!r}")
+    return number
+
+
+def positive_seconds(value: str) -> float:
+    """``value`` as a finite number of seconds above zero (argparse ``type``)."""
+    seconds = finite_number(value)
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, not {value!r}")
+    return seconds
+
+
 def parse_duration(value: str) -> int:
     """Seconds in ``value``: ``3600``, ``90m``, ``12h`` or ``30d``."""
     matched = _DURATION.match(value.strip().lower())
@@ -215,19 +259,29 @@ def _parser() -> argparse.ArgumentParser:
 
     ingest_parser = commands.add_parser("ingest", help="ingest files or folders of .md, .txt, .rst")
     ingest_parser.add_argument("path", help="a file or a folder (searched recursively)")
-    ingest_parser.add_argument("--base", required=True, help="knowledge base name (created when missing)")
+    ingest_parser.add_argument(
+        "--base", required=True, help="knowledge base id (kb_...) or name (a new name creates the base)"
+    )
+    ingest_parser.add_argument(
+        "--archive-missing",
+        action="store_true",
+        help="archive the base's items whose file (external_id) is no longer in the folder "
+        "(default: they stay published)",
+    )
     ingest_parser.add_argument(
         "--no-wait", dest="wait", action="store_false", help="do not wait until the index holds the documents"
     )
     ingest_parser.add_argument(
-        "--timeout", type=float, default=600.0, help="seconds to wait for the index (600)"
+        "--timeout", type=positive_seconds, default=600.0, help="seconds to wait for the index (600)"
     )
     ingest_parser.set_defaults(run=_ingest)
 
     search_parser = commands.add_parser("search", help="ranked search over published knowledge")
     search_parser.add_argument("query")
     search_parser.add_argument("--mode", choices=MODES, default="hybrid")
-    search_parser.add_argument("--alpha", type=float, default=0.5, help="lexical weight of hybrid, 0-1 (0.5)")
+    search_parser.add_argument(
+        "--alpha", type=finite_number, default=0.5, help="lexical weight of hybrid, 0-1 (0.5)"
+    )
     search_parser.add_argument("--max-results", type=int, default=10, help="1-50 (10)")
     search_parser.add_argument("--base", help="knowledge base id or name to search in")
     search_parser.add_argument("--json", action="store_true", help="print the API's JSON answer")

@@ -65,11 +65,14 @@ class KnowledgeClient:
             body["team_id"] = team_id
         return self.request("POST", "/v1/knowledge-bases", json=body)
 
-    def base_named(self, name: str) -> dict[str, Any] | None:
-        """The first active base called ``name``, if any."""
+    def bases_named(self, name: str) -> list[dict[str, Any]]:
+        """The active bases called ``name`` (the API allows several), in listing order."""
+        return [base for base in self.bases() if base.get("name") == name and base.get("status") == "active"]
+
+    def base_with_id(self, knowledge_base_id: str) -> dict[str, Any] | None:
+        """The base ``knowledge_base_id`` when the caller can list it."""
         return next(
-            (base for base in self.bases() if base.get("name") == name and base.get("status") == "active"),
-            None,
+            (base for base in self.bases() if base.get("knowledge_base_id") == knowledge_base_id), None
         )
 
     def put_item(
@@ -112,6 +115,14 @@ class KnowledgeClient:
             "POST",
             f"/v1/knowledge-items/{knowledge_item_id}/publish",
             json={"revision_id": knowledge_revision_id, "expected_version": expected_version},
+        )
+
+    def archive_item(self, knowledge_item_id: str, *, expected_version: int) -> dict[str, Any]:
+        """``POST /v1/knowledge-items/{item}/archive``: the archived item."""
+        return self.request(
+            "POST",
+            f"/v1/knowledge-items/{knowledge_item_id}/archive",
+            json={"expected_version": expected_version},
         )
 
     def create_token(self, **fields: Any) -> dict[str, Any]:

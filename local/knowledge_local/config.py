@@ -6,7 +6,7 @@
 | ``AWS_PORT`` | 5000 | port of the local AWS endpoint (moto: DynamoDB, Streams, SQS) |
 | ``KNOWLEDGE_SEED_DIR`` | ``README.md`` and ``docs/`` | folder ingested on start; empty: none |
 | ``KNOWLEDGE_SEED_BASE`` | ``project-docs`` | name of the seeded knowledge base |
-| ``KNOWLEDGE_STATE_DIR`` | ``.knowledge`` at the project root | endpoints, dev token, embedding cache |
+| ``KNOWLEDGE_STATE_DIR`` | ``.knowledge`` at the project root | endpoints, token, cache; one runtime each |
 | ``LOG_LEVEL`` | ``WARNING`` | Python and Powertools log level (``INFO`` shows every request) |
 
 The service's settings (``knowledge.settings``: ``SEARCH_BACKEND``, ``EMBEDDER``,

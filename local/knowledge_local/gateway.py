@@ -18,11 +18,18 @@ Answers the gateway gives itself:
   ``{"message":"Internal Server Error"}``.
 
 Authorizer answers are not cached (``ReauthorizeEvery`` is ignored), so revocations apply at once.
+
+The server (``GatewayServer``) queues up to ``LISTEN_BACKLOG`` connections that wait to be accepted,
+so a burst of clients is never refused. A client that goes away before its answer is written
+(``ConnectionError``: a reset, a broken pipe) is logged at DEBUG; any other failure of a connection
+is logged at ERROR with its traceback, through ``logging``, never printed.
 """
 
 from __future__ import annotations
 
 import logging
+import socket
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -47,6 +54,10 @@ from knowledge_local.routes import AuthorizerSpec, FunctionSpec, RouteMatch, Rou
 MAX_BODY_BYTES = 10 * 1024 * 1024
 """The HTTP API request payload limit (10 MB)."""
 DEFAULT_WORKERS = 8
+LISTEN_BACKLOG = 128
+"""Connections the kernel holds for the server before it accepts them (``listen``'s backlog);
+with ``socketserver``'s default, 5, a burst of a few dozen clients meets dropped or reset
+connections."""
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +85,7 @@ class Gateway:
         self.routes: RouteTable = load_routes(template_path)
         self._host, self._port, self._worker_count = host, port, workers
         self._invoker: Invoker | None = None
-        self._server: ThreadingHTTPServer | None = None
+        self._server: GatewayServer | None = None
         self._thread: threading.Thread | None = None
 
     @property
@@ -90,8 +101,7 @@ class Gateway:
         if self._server is not None:
             return self
         self._invoker = Invoker(self._worker_count)
-        server = ThreadingHTTPServer((self._host, self._port), _request_handler_for(self))
-        server.daemon_threads = True
+        server = GatewayServer((self._host, self._port), _request_handler_for(self))
         self._server = server
         self._thread = threading.Thread(target=server.serve_forever, name="gateway", daemon=True)
         self._thread.start()
@@ -174,6 +184,25 @@ class Gateway:
         if self._invoker is None:
             raise RuntimeError("The gateway is not started.")
         return self._invoker.invoke(function, event)
+
+
+class GatewayServer(ThreadingHTTPServer):
+    """A threaded HTTP server (one daemon thread per connection) with a ``LISTEN_BACKLOG`` queue of
+    pending connections, which logs connection failures instead of printing them."""
+
+    request_queue_size = LISTEN_BACKLOG
+    daemon_threads = True
+
+    def handle_error(
+        self, request: socket.socket | tuple[bytes, socket.socket], client_address: object
+    ) -> None:
+        """Called by ``socketserver`` inside the ``except`` of a connection's thread: a client that
+        went away is routine (DEBUG); anything else is a bug worth its traceback (ERROR)."""
+        error = sys.exc_info()[1]
+        if isinstance(error, ConnectionError):
+            log.debug("client went away", extra={"client": str(client_address), "error": repr(error)})
+            return
+        log.error("connection failed", extra={"client": str(client_address)}, exc_info=True)
 
 
 def _request_handler_for(gateway: Gateway) -> type[BaseHTTPRequestHandler]:

@@ -3,8 +3,12 @@ holds them.
 
 Each document is one published item of the base, addressed by its ``external_id``: the first
 ingestion creates it, a later one with changed content or title adds and publishes a revision, and
-unchanged content creates nothing (DESIGN §6). Progress bars (tqdm, on stderr) show only on a
-terminal unless ``progress`` says otherwise.
+unchanged content creates nothing (DESIGN §6). ``archive_missing`` archives the items whose files
+are gone. Progress bars (tqdm, on stderr) show only on a terminal unless ``progress`` says
+otherwise.
+
+A base is named by its id (``kb_...``) or its name (``find_base``); the API allows several active
+bases with one name, and such a name is refused (``AmbiguousBaseError``) rather than guessed.
 """
 
 from __future__ import annotations
@@ -17,11 +21,23 @@ from typing import Any
 
 from tqdm import tqdm
 
-from knowledge_local.client import KnowledgeClient
+from knowledge.domain.ids import KB_PREFIX, is_well_formed
+from knowledge_local.client import ApiError, KnowledgeClient
 from knowledge_local.documents import SourceDocument
 
 WAIT_POLL_SECONDS = 0.5
 DEFAULT_INDEX_TIMEOUT_SECONDS = 600.0
+
+
+class AmbiguousBaseError(Exception):
+    """Several active bases have the name given; ``knowledge_base_ids`` are theirs."""
+
+    def __init__(self, name: str, knowledge_base_ids: Sequence[str]) -> None:
+        super().__init__(
+            f"{len(knowledge_base_ids)} knowledge bases are named {name!r}: "
+            f"{', '.join(knowledge_base_ids)}; pass one of these ids instead of the name."
+        )
+        self.knowledge_base_ids = list(knowledge_base_ids)
 
 
 class IndexWaitTimeoutError(TimeoutError):
@@ -34,25 +50,50 @@ class IndexWaitTimeoutError(TimeoutError):
 
 @dataclass
 class IngestSummary:
-    """What one ingestion did; ``items`` maps external ids to the items the API answered."""
+    """What one ingestion did; ``items`` maps external ids to the items the API answered.
+    ``skipped`` counts files left out before sending (the caller sets it); ``archived`` is
+    ``None`` unless missing files were archived."""
 
     knowledge_base_id: str
+    base_name: str
     base_created: bool = False
     created: int = 0
     updated: int = 0
     unchanged: int = 0
+    skipped: int = 0
+    archived: int | None = None
     items: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def describe(self) -> str:
-        return f"{self.created} created, {self.updated} updated, {self.unchanged} unchanged"
+        """``"2 created, 0 updated, 5 unchanged, 1 skipped"``, then ``", 3 archived"`` if asked."""
+        counts = (
+            f"{self.created} created, {self.updated} updated, {self.unchanged} unchanged, "
+            f"{self.skipped} skipped"
+        )
+        return counts if self.archived is None else f"{counts}, {self.archived} archived"
 
 
-def ensure_base(client: KnowledgeClient, name: str) -> tuple[dict[str, Any], bool]:
-    """The active base called ``name`` (tenant scope), created when missing; ``(base, created)``."""
-    existing = client.base_named(name)
+def find_base(client: KnowledgeClient, base: str) -> dict[str, Any] | None:
+    """The base ``base`` names: a base id (``kb_`` and a ULID) the caller can list, else the one
+    active base with that name; ``None`` when there is none. Raises ``AmbiguousBaseError`` when
+    several active bases have the name."""
+    if is_well_formed(base, KB_PREFIX):
+        return client.base_with_id(base)
+    named = client.bases_named(base)
+    if len(named) > 1:
+        raise AmbiguousBaseError(base, [str(found["knowledge_base_id"]) for found in named])
+    return named[0] if named else None
+
+
+def ensure_base(client: KnowledgeClient, base: str) -> tuple[dict[str, Any], bool]:
+    """The base ``base`` names (``find_base``), created (tenant scope) when a name names none;
+    ``(base, created)``. An unknown id raises ``ApiError`` (404), as the API would."""
+    existing = find_base(client, base)
     if existing is not None:
         return existing, False
-    return client.create_base(name, scope="tenant"), True
+    if is_well_formed(base, KB_PREFIX):
+        raise ApiError(404, "knowledge_resource_unavailable", f"No knowledge base {base} is visible.")
+    return client.create_base(base, scope="tenant"), True
 
 
 def ingest(
@@ -62,20 +103,26 @@ def ingest(
     *,
     progress: bool | None = None,
 ) -> IngestSummary:
-    """Upsert ``documents`` as published items of the base ``base_name`` (created when missing).
+    """Upsert ``documents`` as published items of the base ``base_name`` names (an id or a name;
+    a name is created when missing, see ``ensure_base``).
 
     An existing item whose latest revision has the document's content hash, title and source is
     left alone (published if it was not current yet). Raises ``client.ApiError`` on the first
-    refused document.
+    refused document, and ``AmbiguousBaseError``.
     """
     base, base_created = ensure_base(client, base_name)
-    summary = IngestSummary(knowledge_base_id=str(base["knowledge_base_id"]), base_created=base_created)
+    summary = IngestSummary(
+        knowledge_base_id=str(base["knowledge_base_id"]),
+        base_name=str(base.get("name", base_name)),
+        base_created=base_created,
+    )
     existing = (
         {}
         if base_created
         else {item["external_id"]: item for item in client.items(summary.knowledge_base_id)}
     )
-    with tqdm(documents, desc=f"ingesting into {base_name}", unit="doc", disable=_disabled(progress)) as bar:
+    description = f"ingesting into {summary.base_name}"
+    with tqdm(documents, desc=description, unit="doc", disable=_disabled(progress)) as bar:
         for document in bar:
             item, outcome = _upsert(
                 client, summary.knowledge_base_id, document, existing.get(document.external_id)
@@ -83,6 +130,19 @@ def ingest(
             setattr(summary, outcome, getattr(summary, outcome) + 1)
             summary.items[document.external_id] = item
     return summary
+
+
+def archive_missing(client: KnowledgeClient, knowledge_base_id: str, present: set[str]) -> int:
+    """Archive every live item of the base whose ``external_id`` is not in ``present`` (items
+    without one are left alone); the number archived. Raises ``client.ApiError``."""
+    gone = [
+        item
+        for item in client.items(knowledge_base_id)
+        if item.get("external_id") is not None and item["external_id"] not in present
+    ]
+    for item in gone:
+        client.archive_item(str(item["knowledge_item_id"]), expected_version=int(item["version"]))
+    return len(gone)
 
 
 def _upsert(

@@ -7,6 +7,10 @@ container. Invocations run on a fixed set of worker threads; each worker owns an
 lifetime (as the Lambda runtime's thread does), so adapters such as Mangum reuse it, and closes it
 when the invoker closes. An invocation past the function's ``Timeout`` is reported as failed; its
 thread finishes in the background.
+
+Every invocation runs in its function's execution environment on its worker thread
+(``execution_environment``): Powertools log keys stay with that function, and its metrics are
+cleared when it ends, as if each function ran in its own Lambda container.
 """
 
 from __future__ import annotations
@@ -22,11 +26,12 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeoutError
 from typing import Any
 
+from knowledge_local import execution_environment
 from knowledge_local.http_api import LambdaContext
 from knowledge_local.routes import FunctionSpec
 
 Handler = Callable[[dict[str, Any], Any], Any]
-_Job = tuple[Callable[..., Any], tuple[Any, ...], "Future[Any]"]
+_Job = tuple[str, Handler, tuple[Any, ...], "Future[Any]"]
 
 
 class InvocationTimeoutError(TimeoutError):
@@ -37,6 +42,7 @@ class Invoker:
     """Runs handlers of ``FunctionSpec``s on ``workers`` threads; at most that many at once."""
 
     def __init__(self, workers: int) -> None:
+        execution_environment.install()
         self._lock = threading.Lock()
         self._handlers: dict[str, Handler] = {}
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
@@ -57,7 +63,7 @@ class Invoker:
             timeout_seconds=function.timeout_seconds,
         )
         future: Future[Any] = Future()
-        self._jobs.put((handler, (event, context), future))
+        self._jobs.put((function.logical_id, handler, (event, context), future))
         try:
             return future.result(timeout=function.timeout_seconds)
         except FutureTimeoutError as error:
@@ -82,11 +88,13 @@ class Invoker:
         asyncio.set_event_loop(loop)
         try:
             while (job := self._jobs.get()) is not None:
-                call, args, future = job
+                function_name, handler, args, future = job
                 if not future.set_running_or_notify_cancel():
                     continue
                 try:
-                    future.set_result(call(*args))
+                    with execution_environment.invocation(function_name):
+                        answer = handler(*args)
+                    future.set_result(answer)
                 except BaseException as error:
                     future.set_exception(error)
         finally:

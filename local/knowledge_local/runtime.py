@@ -5,8 +5,9 @@ table and queues, the stream and queue pollers, the HTTP API), issues a dev toke
 every scope), writes the endpoints and the token to the state directory (``state``), ingests the
 project's ``README.md`` and ``docs/`` (or ``KNOWLEDGE_SEED_DIR``) through the API with a progress
 bar, waits until the index holds them, prints how to try it, and serves until SIGINT or SIGTERM.
-Settings: ``config``. Exit status: 0 after a clean stop; 1 when it cannot start (a port in use, a
-bad setting, an unreadable seed folder), with a one-line reason.
+Settings: ``config``. Exit status: 0 after a clean stop; 1 when it cannot start (another runtime
+still serving from the same state directory, a port in use, a bad setting, an unreadable seed
+folder), with a one-line reason.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     # Imported only now: the handlers' Powertools objects read the environment set just above.
     from knowledge_local.documents import DocumentError
     from knowledge_local.routes import TemplateError
-    from knowledge_local.stack import LocalStack, PortInUseError
+    from knowledge_local.stack import InstanceRunningError, LocalStack, PortInUseError
 
     try:
         stack = LocalStack(settings, template=arguments.template)
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         _serve(stack, plan)
     except KeyboardInterrupt:
         print("\nStopping...", flush=True)
-    except PortInUseError as error:
+    except (InstanceRunningError, PortInUseError) as error:
         print(error, file=sys.stderr)
         code = 1
     finally:
@@ -86,6 +87,8 @@ def _serve(stack: LocalStack, plan: SeedPlan | None) -> None:
     print(f"  {'':<13} saved in {_display(state_dir / TOKEN_FILE)}", flush=True)
     if plan is not None:
         print(f"Ingesting {plan.origin} into the knowledge base {plan.base_name!r}...", flush=True)
+        for skipped in plan.skipped:
+            print(f"warning: skipped {skipped.path}: {skipped.reason}", file=sys.stderr)
         try:
             summary = stack.seed(plan, token)
             print(f"{plan.base_name} ({summary.knowledge_base_id}): {summary.describe()}; all indexed.")

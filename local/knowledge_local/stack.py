@@ -35,7 +35,7 @@ from knowledge.settings import get_settings
 from knowledge_local.aws_server import AwsServer
 from knowledge_local.client import KnowledgeClient
 from knowledge_local.config import RuntimeSettings
-from knowledge_local.documents import DocumentError, SourceDocument, collect_documents
+from knowledge_local.documents import DocumentError, SkippedFile, SourceDocument, collect_documents
 from knowledge_local.gateway import Gateway
 from knowledge_local.ingestion import IngestSummary, ingest, wait_until_indexed
 from knowledge_local.invoker import Invoker
@@ -43,7 +43,15 @@ from knowledge_local.poller import Poller
 from knowledge_local.provisioning import Provisioned, aws_client, provision
 from knowledge_local.queue_poller import QueuePoller
 from knowledge_local.resources import StackSpec, load_stack
-from knowledge_local.state import PROJECT_ROOT, Endpoints, remove_if_unchanged, write_endpoints, write_token
+from knowledge_local.state import (
+    ENDPOINTS_FILE,
+    PROJECT_ROOT,
+    Endpoints,
+    remove_if_unchanged,
+    running_instance,
+    write_endpoints,
+    write_token,
+)
 from knowledge_local.stream_poller import StreamPoller
 
 TENANT_ID = "dev"
@@ -58,19 +66,27 @@ class PortInUseError(OSError):
     """A port the runtime needs is taken; the message names the variable that moves it."""
 
 
+class InstanceRunningError(RuntimeError):
+    """Another runtime still serves from the same state directory; the message names its API URL
+    and how to stop it or start this one elsewhere."""
+
+
 @dataclass(frozen=True)
 class SeedPlan:
-    """What the runtime ingests on start: ``documents`` into the base ``base_name``."""
+    """What the runtime ingests on start: ``documents`` into the base ``base_name``; ``skipped``
+    are the files of ``origin`` left out (``documents`` module)."""
 
     base_name: str
     documents: list[SourceDocument]
     origin: str
+    skipped: list[SkippedFile]
 
 
 class LocalStack:
     """The local stack of the SAM template at ``template`` (``TemplateError`` when it cannot be
-    served locally). ``start()`` raises ``PortInUseError`` for a taken port;
-    ``stop()`` is safe to call at any point, also after a failed start."""
+    served locally). ``start()`` raises ``InstanceRunningError`` when the state directory belongs
+    to a runtime that still answers, and ``PortInUseError`` for a taken port; ``stop()`` is safe to
+    call at any point, also after a failed start."""
 
     def __init__(self, settings: RuntimeSettings, *, template: Path) -> None:
         self.settings = settings
@@ -87,7 +103,10 @@ class LocalStack:
     # -- lifecycle --------------------------------------------------------------------------------
 
     def start(self) -> Endpoints:
-        """Start moto, provision, start the pollers and the gateway; write ``endpoints.json``."""
+        """Start moto, provision, start the pollers and the gateway; write ``endpoints.json``.
+        Nothing starts while another runtime answers at the ``endpoints.json`` already there; the
+        files of one that is gone are replaced."""
+        self._refuse_a_running_instance()
         self._aws = _bind(
             AwsServer(self.settings.host, self.settings.aws_port), "AWS_PORT", self.settings.aws_port
         )
@@ -150,11 +169,14 @@ class LocalStack:
             folder = Path(configured).expanduser()
             if not folder.is_dir():
                 raise DocumentError(f"KNOWLEDGE_SEED_DIR is not a folder: {folder}")
-            return SeedPlan(base, collect_documents(folder), str(folder))
-        documents = collect_documents(PROJECT_ROOT / "README.md", relative_to=PROJECT_ROOT)
+            collection = collect_documents(folder)
+            return SeedPlan(base, collection.documents, str(folder), collection.skipped)
+        readme = collect_documents(PROJECT_ROOT / "README.md", relative_to=PROJECT_ROOT)
+        documents, skipped = readme.documents, readme.skipped
         if (PROJECT_ROOT / "docs").is_dir():
-            documents += collect_documents(PROJECT_ROOT / "docs", relative_to=PROJECT_ROOT)
-        return SeedPlan(base, documents, "README.md and docs/")
+            docs = collect_documents(PROJECT_ROOT / "docs", relative_to=PROJECT_ROOT)
+            documents, skipped = documents + docs.documents, skipped + docs.skipped
+        return SeedPlan(base, documents, "README.md and docs/", skipped)
 
     def seed(self, plan: SeedPlan, token: str, *, progress: bool | None = None) -> IngestSummary:
         """Ingest ``plan`` through the API and wait until the index holds every document."""
@@ -162,11 +184,23 @@ class LocalStack:
             raise RuntimeError("The stack is not started.")
         with KnowledgeClient(self.endpoints.api_url, token) as client:
             summary = ingest(client, plan.documents, plan.base_name, progress=progress)
+            summary.skipped = len(plan.skipped)
             items = [str(item["knowledge_item_id"]) for item in summary.items.values()]
             wait_until_indexed(client, items, progress=progress)
         return summary
 
     # -- parts ------------------------------------------------------------------------------------
+
+    def _refuse_a_running_instance(self) -> None:
+        state_dir = self.settings.knowledge_state_dir
+        running = running_instance(state_dir)
+        if running is not None:
+            raise InstanceRunningError(
+                f"Another local runtime is serving {running.api_url} from {state_dir / ENDPOINTS_FILE}. "
+                "Stop it (Ctrl-C in its terminal), or give this one its own state directory and ports, "
+                "e.g. KNOWLEDGE_STATE_DIR=.knowledge/second PORT=3001 AWS_PORT=5001 make run "
+                "(the knowledge command then needs the same KNOWLEDGE_STATE_DIR)."
+            )
 
     def _ingest_queues(self, provisioned: Provisioned) -> tuple[str | None, str | None]:
         """URLs of the queue an SQS event source reads, and of its dead-letter queue."""

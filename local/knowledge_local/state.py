@@ -5,12 +5,17 @@
   "ingest_dlq_url"}``;
 - ``dev-token``: the dev token (readable by its owner only);
 - ``embeddings.sqlite3``: the embedding cache, kept across runs so restarts embed nothing twice.
+
+One runtime owns a state directory at a time: ``running_instance`` tells whether the runtime that
+wrote ``endpoints.json`` still answers, so a second one can refuse to start instead of taking over
+the files the first one's clients use.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -19,6 +24,7 @@ DEFAULT_STATE_DIR = PROJECT_ROOT / ".knowledge"
 ENDPOINTS_FILE = "endpoints.json"
 TOKEN_FILE = "dev-token"
 EMBEDDING_CACHE_FILE = "embeddings.sqlite3"
+HEALTH_PROBE_SECONDS = 2.0
 
 
 class StateError(Exception):
@@ -59,6 +65,23 @@ def read_endpoints(directory: Path) -> Endpoints:
         raise StateError(
             f"{path} is unreadable ({error}): restart the local server with `make run`."
         ) from None
+
+
+def running_instance(directory: Path, *, timeout: float = HEALTH_PROBE_SECONDS) -> Endpoints | None:
+    """The endpoints in ``directory`` when their API answers ``GET /v1/health`` with 200 within
+    ``timeout`` seconds; ``None`` when there are none, they are unreadable, or nothing answers (the
+    files of a runtime that did not stop cleanly)."""
+    try:
+        endpoints = read_endpoints(directory)
+    except StateError:
+        return None
+    # No proxy: the URL is a local runtime's, and a proxy would answer for it.
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(f"{endpoints.api_url.rstrip('/')}/v1/health", timeout=timeout) as response:
+            return endpoints if response.status == 200 else None
+    except (OSError, ValueError):
+        return None
 
 
 def write_token(directory: Path, token: str) -> Path:

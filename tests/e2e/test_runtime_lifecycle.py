@@ -1,5 +1,6 @@
-"""Starting and stopping the runtime: signals stop it cleanly, a taken port or a bad setting is a
-one-line error. Each test runs its own short-lived runtime without a seed."""
+"""Starting and stopping the runtime: signals stop it cleanly, a taken port, a bad setting or a
+runtime already serving from the same state folder is a one-line error. Each test runs its own
+short-lived runtime without a seed."""
 
 from __future__ import annotations
 
@@ -60,3 +61,27 @@ def test_runtime_invalid_port_setting_names_the_variable(tmp_path: Path) -> None
     assert status == 1
     assert runtime.log.startswith("Invalid setting: PORT")
     assert "Traceback" not in runtime.log
+
+
+def test_runtime_second_instance_on_one_state_folder_refuses_and_leaves_the_first_alone(
+    tmp_path: Path,
+) -> None:
+    first = start_runtime(tmp_path, seed_dir=None)
+    try:
+        first.wait_until_ready()
+        files = {name: (first.state_dir / name).read_text() for name in ("endpoints.json", "dev-token")}
+        second_dir = tmp_path / "second"
+        second_dir.mkdir()
+
+        second = start_runtime(
+            second_dir, seed_dir=None, environment={"KNOWLEDGE_STATE_DIR": str(first.state_dir)}
+        )
+        status = second.process.wait(timeout=60)
+
+        assert status == 1
+        assert f"Another local runtime is serving {first.api_url}" in second.log
+        assert "Traceback" not in second.log
+        assert {name: (first.state_dir / name).read_text() for name in files} == files
+        assert httpx2.get(f"{first.api_url}/v1/health").status_code == 200
+    finally:
+        first.stop()

@@ -4,18 +4,23 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
+import select
 import socket
+import struct
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from http.client import HTTPConnection
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
 
-from knowledge_local.gateway import MAX_BODY_BYTES, Gateway
+from knowledge_local.gateway import MAX_BODY_BYTES, Gateway, GatewayServer
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "gateway"
 
@@ -266,3 +271,100 @@ def test_gateway_malformed_content_length_answers_bad_request(gateway: Gateway) 
     head, _, body = reply.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 400")
     assert json.loads(body) == {"message": "Bad Request"}
+
+
+class _NoContent(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        self.send_response(204)
+        self.send_header("Connection", "close")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def _established(connections: list[socket.socket], bound_seconds: float) -> list[socket.socket]:
+    """The non-blocking ``connections`` whose handshake completed, waiting at most ``bound_seconds``."""
+    pending, done = list(connections), []
+    deadline = time.monotonic() + bound_seconds
+    while pending and time.monotonic() < deadline:
+        _, writable, _ = select.select([], pending, [], 0.1)
+        for connection in writable:
+            pending.remove(connection)
+            if connection.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0:
+                done.append(connection)
+    return done
+
+
+def test_gateway_server_queues_a_burst_of_connections_before_accepting_them() -> None:
+    server = GatewayServer(("127.0.0.1", 0), _NoContent)
+    connections = [socket.socket() for _ in range(100)]
+    try:
+        for connection in connections:
+            connection.setblocking(False)
+            connection.connect_ex(server.server_address[:2])
+        queued = _established(connections, bound_seconds=5.0)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        replies = []
+        for connection in queued:
+            connection.setblocking(True)
+            connection.settimeout(10)
+            connection.sendall(b"GET / HTTP/1.1\r\nHost: test\r\n\r\n")
+            replies.append(connection.makefile("rb").readline())
+    finally:
+        server.shutdown()
+        server.server_close()
+        for connection in connections:
+            connection.close()
+
+    assert len(queued) == 100
+    assert set(replies) == {b"HTTP/1.1 204 No Content\r\n"}
+
+
+def _reset(connection: socket.socket) -> None:
+    """Close ``connection`` with a TCP reset instead of an orderly shutdown."""
+    connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    connection.close()
+
+
+def test_gateway_client_gone_before_its_answer_is_logged_quietly(
+    gateway: Gateway, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="knowledge_local.gateway")
+    host, port = gateway.url.removeprefix("http://").split(":")
+    connection = socket.create_connection((host, int(port)), timeout=5)
+    connection.sendall(f"GET /sleep?seconds=0.2 HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+    _reset(connection)
+
+    deadline = time.monotonic() + 10
+    while not any(record.message == "client went away" for record in caplog.records):
+        assert time.monotonic() < deadline, "the gateway never noticed the client leaving"
+        time.sleep(0.05)
+    with httpx2.Client(base_url=gateway.url, timeout=10) as client:
+        after = client.get("/public")
+
+    assert after.status_code == 200
+    assert [record for record in caplog.records if record.levelno >= logging.WARNING] == []
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_gateway_server_logs_any_other_connection_failure_with_its_traceback(
+    caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = GatewayServer(("127.0.0.1", 0), _NoContent)
+    try:
+        with socket.socket() as request:
+            try:
+                raise RuntimeError("handler bug")
+            except RuntimeError:
+                server.handle_error(request, ("127.0.0.1", 4242))
+    finally:
+        server.server_close()
+
+    [record] = [record for record in caplog.records if record.name == "knowledge_local.gateway"]
+    assert record.levelno == logging.ERROR
+    assert record.exc_info is not None
+    assert isinstance(record.exc_info[1], RuntimeError)
+    assert capsys.readouterr().err == ""

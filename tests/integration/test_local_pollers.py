@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from botocore.exceptions import ClientError
 
 from knowledge_local.aws_server import AwsServer
 from knowledge_local.invoker import Invoker
@@ -158,6 +159,36 @@ def test_stream_poller_survives_a_function_that_raises(world: World) -> None:
     eventually(lambda: _sort_keys("after-raising"))
 
     assert _sort_keys("raising") == ["A", "A"]
+
+
+def _failed_transaction(world: World, partition: str) -> None:
+    """A transaction that puts an item, then fails its condition: moto rolls it back."""
+    table = world.provisioned.tables["Table"].name
+    absent = {"PK": {"S": "absent"}, "SK": {"S": "absent"}}
+    with pytest.raises(ClientError, match="TransactionCanceledException"):
+        world.dynamodb.transact_write_items(
+            TransactItems=[
+                {"Put": {"TableName": table, "Item": {"PK": {"S": partition}, "SK": {"S": "A"}}}},
+                {
+                    "ConditionCheck": {
+                        "TableName": table,
+                        "Key": absent,
+                        "ConditionExpression": "attribute_exists(PK)",
+                    }
+                },
+            ]
+        )
+
+
+def test_stream_poller_delivers_writes_after_a_rolled_back_transaction(world: World) -> None:
+    _write(world, "before-rollback", "A")
+    eventually(lambda: _sort_keys("before-rollback"))
+    _failed_transaction(world, "rolled-back")
+
+    _write(world, "after-rollback", "A")
+
+    eventually(lambda: _sort_keys("after-rollback"))
+    assert _sort_keys("rolled-back") == []
 
 
 def test_stream_poller_discards_a_batch_after_its_retries_to_the_on_failure_queue(world: World) -> None:

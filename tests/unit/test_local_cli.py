@@ -28,6 +28,35 @@ def test_cli_bad_expiry_is_a_usage_error(
     assert "--expires-in must be a positive number" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("arguments", "option"),
+    [
+        (["search", "q", "--alpha", "nan"], "--alpha"),
+        (["search", "q", "--alpha", "inf"], "--alpha"),
+        (["search", "q", "--alpha", "-inf"], "--alpha"),
+        (["search", "q", "--max-results", "nan"], "--max-results"),
+        (["read", "ki_1", "--offset", "inf"], "--offset"),
+        (["read", "ki_1", "--limit", "nan"], "--limit"),
+        (["ingest", ".", "--base", "b", "--timeout", "nan"], "--timeout"),
+        (["ingest", ".", "--base", "b", "--timeout", "inf"], "--timeout"),
+        (["ingest", ".", "--base", "b", "--timeout", "0"], "--timeout"),
+    ],
+)
+def test_cli_non_finite_or_out_of_range_number_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, arguments: list[str], option: str
+) -> None:
+    monkeypatch.setenv("KNOWLEDGE_API_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("KNOWLEDGE_TOKEN", "t")
+
+    with pytest.raises(SystemExit) as exited:
+        main(arguments)
+
+    error = capsys.readouterr().err
+    assert exited.value.code == 2
+    assert f"argument {option}: " in error
+    assert "Traceback" not in error
+
+
 def test_results_table_shortens_each_result_to_one_line() -> None:
     results = [
         {

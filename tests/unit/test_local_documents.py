@@ -1,4 +1,5 @@
-"""Collecting documents to ingest: which files, their external ids and titles."""
+"""Collecting documents to ingest: which files, their external ids and titles, and which files are
+skipped and why."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from knowledge_local import documents as documents_module
 from knowledge_local.documents import DocumentError, collect_documents, title_of
 
 
@@ -23,7 +25,7 @@ def tree(tmp_path: Path) -> Path:
 
 
 def test_collect_documents_folder_yields_text_files_by_relative_path(tree: Path) -> None:
-    documents = collect_documents(tree)
+    documents = collect_documents(tree).documents
 
     assert [document.external_id for document in documents] == [
         "guide/deep/setup.rst",
@@ -35,8 +37,8 @@ def test_collect_documents_folder_yields_text_files_by_relative_path(tree: Path)
 
 
 def test_collect_documents_file_is_relative_to_its_folder_or_the_given_root(tree: Path) -> None:
-    alone = collect_documents(tree / "guide" / "notes.txt")
-    rooted = collect_documents(tree / "guide" / "notes.txt", relative_to=tree)
+    alone = collect_documents(tree / "guide" / "notes.txt").documents
+    rooted = collect_documents(tree / "guide" / "notes.txt", relative_to=tree).documents
 
     assert [document.external_id for document in alone] == ["notes.txt"]
     assert [document.external_id for document in rooted] == ["guide/notes.txt"]
@@ -52,11 +54,73 @@ def test_collect_documents_unsupported_file_is_a_document_error(tree: Path) -> N
         collect_documents(tree / "guide" / "picture.png")
 
 
-def test_collect_documents_non_utf8_file_is_a_document_error(tmp_path: Path) -> None:
-    (tmp_path / "latin.txt").write_bytes("café".encode("latin-1"))
+def test_collect_documents_skips_non_utf8_and_blank_files_and_keeps_the_rest(tree: Path) -> None:
+    (tree / "latin.txt").write_bytes("café".encode("latin-1"))
 
-    with pytest.raises(DocumentError, match="not UTF-8"):
-        collect_documents(tmp_path)
+    collection = collect_documents(tree)
+
+    assert [document.external_id for document in collection.documents] == [
+        "guide/deep/setup.rst",
+        "guide/notes.txt",
+        "index.md",
+    ]
+    assert [(file.external_id, file.reason) for file in collection.skipped] == [
+        ("guide/empty.md", "empty"),
+        ("latin.txt", "not UTF-8 text"),
+    ]
+    assert collection.external_ids == {
+        "guide/deep/setup.rst",
+        "guide/notes.txt",
+        "index.md",
+        "guide/empty.md",
+        "latin.txt",
+    }
+
+
+def test_collect_documents_skips_text_over_the_write_api_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(documents_module, "MAX_CONTENT_CHARS", 20)
+    (tmp_path / "short.md").write_text("# Short\n")
+    (tmp_path / "long.md").write_text("# Long\n" + "word " * 10)
+
+    collection = collect_documents(tmp_path)
+
+    assert [document.external_id for document in collection.documents] == ["short.md"]
+    [skipped] = collection.skipped
+    assert skipped.external_id == "long.md"
+    assert "over the write API's limit of 20" in skipped.reason
+
+
+def test_collect_documents_skips_files_too_large_to_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(documents_module, "MAX_CONTENT_CHARS", 4)
+    (tmp_path / "huge.txt").write_text("x" * 17)
+
+    collection = collect_documents(tmp_path)
+
+    assert collection.documents == []
+    assert "larger than the write API's limit of 4 characters" in collection.skipped[0].reason
+
+
+def test_collect_documents_never_follows_links_out_of_the_folder(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.md"
+    outside.write_text("# Secret\n\nNot part of the docs.\n")
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "guide.md").write_text("# Guide\n\nInside.\n")
+    (folder / "alias.md").symlink_to(folder / "guide.md")
+    (folder / "leak.md").symlink_to(outside)
+
+    collection = collect_documents(folder)
+
+    assert [document.external_id for document in collection.documents] == ["alias.md", "guide.md"]
+    [skipped] = collection.skipped
+    assert skipped.path == folder / "leak.md"
+    assert skipped.external_id is None
+    assert "outside" in skipped.reason
+    assert "leak.md" not in collection.external_ids
 
 
 @pytest.mark.parametrize(

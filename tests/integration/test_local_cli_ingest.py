@@ -1,0 +1,163 @@
+"""``knowledge ingest`` and ``--base`` against the real write API over HTTP: the local gateway on
+``template.yaml`` runs the real authorizer and handlers over moto DynamoDB (no stream poller, so
+the commands run with ``--no-wait``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from knowledge.bootstrap import use_container
+from knowledge_local.cli import main
+from knowledge_local.client import KnowledgeClient
+from knowledge_local.gateway import Gateway
+from knowledge_local.stack import DEV_SCOPES
+from tests.conftest import TABLE_NAME
+from tests.support.rest import new_world
+from tests.support.template import TEMPLATE, create_table_kwargs
+
+
+@pytest.fixture(scope="module")
+def api() -> Iterator[tuple[str, str]]:
+    """``(api_url, token)`` of the write API, with a token holding every scope."""
+    with mock_aws():
+        boto3.client("dynamodb", region_name="us-east-1").create_table(
+            **create_table_kwargs("KnowledgeTable", TABLE_NAME)
+        )
+        world = new_world()
+        token = world.token(scopes=DEV_SCOPES).removeprefix("Bearer ")
+        with Gateway(TEMPLATE) as gateway:
+            yield gateway.url, token
+        use_container(None)
+
+
+@pytest.fixture
+def client(api: tuple[str, str]) -> Iterator[KnowledgeClient]:
+    with KnowledgeClient(*api) as opened:
+        yield opened
+
+
+def knowledge(api: tuple[str, str], *arguments: str) -> int:
+    """Run the ``knowledge`` command against ``api``; its exit status."""
+    try:
+        return main(["--api-url", api[0], "--token", api[1], *arguments])
+    except SystemExit as exited:
+        return int(exited.code or 0)
+
+
+def _external_ids(client: KnowledgeClient, base_name: str) -> list[str]:
+    [base] = client.bases_named(base_name)
+    return sorted(str(item["external_id"]) for item in client.items(str(base["knowledge_base_id"])))
+
+
+def test_cli_ingest_skips_files_it_cannot_send_and_ingests_the_rest(
+    api: tuple[str, str], client: KnowledgeClient, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "good.md").write_text("# Good\n\nReadable text.\n")
+    (folder / "latin.txt").write_bytes("café crème".encode("latin-1"))
+    (folder / "blank.md").write_text("\n   \n")
+    (tmp_path / "hostname").write_text("build-host-7\n")
+    (folder / "link.md").symlink_to(tmp_path / "hostname")
+
+    status = knowledge(api, "ingest", str(folder), "--base", "skipping", "--no-wait")
+
+    output = capsys.readouterr()
+    assert status == 0, output.err
+    assert "1 created, 0 updated, 0 unchanged, 3 skipped" in output.out
+    warnings = [line for line in output.err.splitlines() if line.startswith("warning: skipped ")]
+    assert len(warnings) == 3
+    assert any("blank.md: empty" in line for line in warnings)
+    assert any("latin.txt: not UTF-8 text" in line for line in warnings)
+    assert any("link.md: a symbolic link to" in line and "not followed" in line for line in warnings)
+    assert _external_ids(client, "skipping") == ["good.md"]
+
+
+def test_cli_ingest_with_nothing_to_ingest_fails_before_creating_the_base(
+    api: tuple[str, str], client: KnowledgeClient, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "blank.md").write_text(" \n")
+
+    status = knowledge(api, "ingest", str(tmp_path), "--base", "never-created", "--no-wait")
+
+    assert status == 1
+    assert "Nothing to ingest" in capsys.readouterr().err
+    assert client.bases_named("never-created") == []
+
+
+def test_cli_ingest_keeps_items_of_deleted_files_unless_asked_to_archive_them(
+    api: tuple[str, str], client: KnowledgeClient, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("kept.md", "deleted.md", "emptied.md"):
+        (tmp_path / name).write_text(f"# {name}\n\nSome text.\n")
+    knowledge(api, "ingest", str(tmp_path), "--base", "archiving", "--no-wait")
+    (tmp_path / "deleted.md").unlink()
+    (tmp_path / "emptied.md").write_text("")
+    capsys.readouterr()
+
+    by_default = knowledge(api, "ingest", str(tmp_path), "--base", "archiving", "--no-wait")
+    kept_by_default = _external_ids(client, "archiving")
+    archiving = knowledge(
+        api, "ingest", str(tmp_path), "--base", "archiving", "--no-wait", "--archive-missing"
+    )
+
+    output = capsys.readouterr().out
+    assert (by_default, archiving) == (0, 0)
+    assert kept_by_default == ["deleted.md", "emptied.md", "kept.md"]
+    assert "0 created, 0 updated, 1 unchanged, 1 skipped, 1 archived" in output
+    assert _external_ids(client, "archiving") == ["emptied.md", "kept.md"]
+
+
+def test_cli_archive_missing_of_a_single_file_is_a_usage_error(
+    api: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "one.md").write_text("# One\n")
+
+    status = knowledge(api, "ingest", str(tmp_path / "one.md"), "--base", "single", "--archive-missing")
+
+    assert status == 2
+    assert "--archive-missing needs a folder" in capsys.readouterr().err
+
+
+def test_cli_base_name_shared_by_several_bases_is_refused_with_their_ids(
+    api: tuple[str, str], client: KnowledgeClient, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = str(client.create_base("twins")["knowledge_base_id"])
+    second = str(client.create_base("twins")["knowledge_base_id"])
+    (tmp_path / "note.md").write_text("# Note\n\nFor the second twin.\n")
+
+    searched = knowledge(api, "search", "note", "--base", "twins")
+    search_error = capsys.readouterr().err
+    ingested = knowledge(api, "ingest", str(tmp_path), "--base", "twins", "--no-wait")
+    ingest_error = capsys.readouterr().err
+    by_id = knowledge(api, "ingest", str(tmp_path), "--base", second, "--no-wait")
+    by_id_output = capsys.readouterr().out
+    searched_by_id = knowledge(api, "search", "note", "--base", first, "--json")
+
+    for status, error in ((searched, search_error), (ingested, ingest_error)):
+        assert status == 2
+        assert f"2 knowledge bases are named 'twins': {first}, {second}" in error
+        assert "pass one of these ids" in error
+    assert by_id == 0
+    assert f"twins ({second}): 1 created" in by_id_output
+    assert searched_by_id == 0
+    assert [str(item["external_id"]) for item in client.items(second)] == ["note.md"]
+    assert list(client.items(first)) == []
+
+
+def test_cli_ingest_into_an_unknown_base_id_creates_nothing(
+    api: tuple[str, str], client: KnowledgeClient, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "note.md").write_text("# Note\n")
+    unknown = "kb_01M8MSTVN5K0B8VGNB8TZTQEM9"
+
+    status = knowledge(api, "ingest", str(tmp_path), "--base", unknown, "--no-wait")
+
+    assert status == 1
+    assert "knowledge_resource_unavailable" in capsys.readouterr().err
+    assert client.bases_named(unknown) == []
