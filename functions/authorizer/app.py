@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.data_classes import event_source
 from aws_lambda_powertools.utilities.data_classes.api_gateway_authorizer_event import (
     APIGatewayAuthorizerEventV2,
@@ -20,14 +21,18 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from knowledge.api.principal import authorizer_context
 from knowledge.bootstrap import get_token_service
-from knowledge.observability import logger, tracer
+from knowledge.observability import logger, metrics, tracer
 
 
-@logger.inject_lambda_context
-@tracer.capture_lambda_handler
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
+@metrics.log_metrics(capture_cold_start_metric=True)
 @event_source(data_class=APIGatewayAuthorizerEventV2)
 def handler(event: APIGatewayAuthorizerEventV2, context: LambdaContext) -> dict[str, Any]:
     record = get_token_service().resolve(event.headers.get("authorization"))
+    metrics.add_metric(
+        name="TokensAccepted" if record is not None else "TokensRejected", unit=MetricUnit.Count, value=1
+    )
     logger.info(
         "request authorized",
         extra={

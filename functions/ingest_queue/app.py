@@ -10,25 +10,33 @@ from __future__ import annotations
 
 from typing import Any
 
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from knowledge.bootstrap import get_ingest_service
-from knowledge.observability import logger, tracer
+from knowledge.observability import logger, metrics, tracer
 from knowledge.services.ingest import IngestAction
 
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
 
 def record_handler(record: SQSRecord) -> IngestAction:
-    return get_ingest_service().ingest(record.body, message_id=record.message_id)
+    action = get_ingest_service().ingest(record.body, message_id=record.message_id)
+    metrics.add_metric(name="IngestMessagesApplied", unit=MetricUnit.Count, value=1)
+    return action
 
 
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler(capture_response=False)
+@metrics.log_metrics(capture_cold_start_metric=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
-    return process_partial_response(
+    response = process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context
     )
+    metrics.add_metric(
+        name="IngestMessagesFailed", unit=MetricUnit.Count, value=len(response.get("batchItemFailures", []))
+    )
+    return response

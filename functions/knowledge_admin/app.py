@@ -13,7 +13,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from knowledge.api.http import build_resolver
 from knowledge.api.routes.admin import router
-from knowledge.observability import logger, tracer
+from knowledge.observability import logger, metrics, tracer
 
 MAX_BODY_BYTES = 6 * 1024 * 1024
 """Lambda's synchronous request payload limit."""
@@ -23,5 +23,6 @@ app = build_resolver(router, max_body_bytes=MAX_BODY_BYTES)
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)
 @tracer.capture_lambda_handler(capture_response=False)
+@metrics.log_metrics(capture_cold_start_metric=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return app.resolve(event, context)

@@ -13,10 +13,11 @@ from typing import Any
 from mangum import Mangum
 
 from knowledge.api.mcp import create_app
-from knowledge.observability import logger, tracer
+from knowledge.observability import logger, metrics, tracer
 
 
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler(capture_response=False)
+@metrics.log_metrics(capture_cold_start_metric=True)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return Mangum(create_app(), lifespan="auto")(event, context)

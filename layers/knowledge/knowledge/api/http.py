@@ -35,6 +35,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestValidationError as BodyValidationError,
 )
@@ -161,8 +162,15 @@ def build_resolver(*routers: Router, max_body_bytes: int = MAX_BODY_BYTES) -> AP
     )
     for router in routers:
         resolver.include_router(router)
+    resolver.use([_count_request])
     _ErrorAnswers(resolver).register()
     return resolver
+
+
+def _count_request(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
+    """Every routed request counts in ``Requests``, so each invocation publishes a metric."""
+    metrics.add_metric(name="Requests", unit=MetricUnit.Count, value=1)
+    return next_middleware(app)
 
 
 class _ErrorAnswers:

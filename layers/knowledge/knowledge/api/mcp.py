@@ -52,6 +52,7 @@ from typing import Any
 import anyio.to_thread
 import mcp.types as types
 import pydantic_core
+from aws_lambda_powertools.metrics import MetricUnit
 from mcp.server import Server, ServerRequestContext
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import INVALID_REQUEST, PARSE_ERROR, jsonrpc_message_adapter
@@ -72,7 +73,7 @@ from knowledge.domain.contract import (
 )
 from knowledge.domain.models import Principal
 from knowledge.errors import AuthenticationRequiredError, KnowledgeError
-from knowledge.observability import logger
+from knowledge.observability import logger, metrics
 
 TOOL_NAME = "search_knowledge"
 SERVER_NAME = "knowledge"
@@ -212,6 +213,7 @@ class McpApp:
         if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
+        metrics.add_metric(name="McpRequests", unit=MetricUnit.Count, value=1)
         try:
             principal = principal_from_event(scope.get(EVENT_SCOPE_KEY) or {})
         except AuthenticationRequiredError as error:
