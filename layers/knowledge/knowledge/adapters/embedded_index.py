@@ -38,46 +38,10 @@ from knowledge.domain.retrieval import (
     Leg,
     LegHits,
 )
+from knowledge.domain.stopwords import LUCENE_ENGLISH_STOP_WORDS
 from knowledge.domain.visibility import VisibilityFilter
 from knowledge.errors import IndexConfigurationError
 from knowledge.observability import logger
-
-# Lucene's EnglishAnalyzer default stop set, so both adapters ignore the same words.
-LUCENE_ENGLISH_STOP_WORDS = (
-    "a",
-    "an",
-    "and",
-    "are",
-    "as",
-    "at",
-    "be",
-    "but",
-    "by",
-    "for",
-    "if",
-    "in",
-    "into",
-    "is",
-    "it",
-    "no",
-    "not",
-    "of",
-    "on",
-    "or",
-    "such",
-    "that",
-    "the",
-    "their",
-    "then",
-    "there",
-    "these",
-    "they",
-    "this",
-    "to",
-    "was",
-    "will",
-    "with",
-)
 
 _ANALYZER = "english_stop_stem"
 _FREQ = "freq"  # BM25 needs term frequencies, not positions

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from knowledge.domain.graphemes import is_grapheme_boundary
+from knowledge.domain.stopwords import LUCENE_ENGLISH_STOP_WORDS, QUESTION_WORDS
 
 EXCERPT_MAX_CHARS = 320
 """The longest excerpt a search result carries (code points)."""
@@ -32,39 +33,7 @@ _SCRIPT_RUN = re.compile(f"[{_UNSPACED}]+|[^{_UNSPACED}]+")
 _UNSPACED_CHARACTER = re.compile(f"[{_UNSPACED}]")
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "es", "ed", "ly", "s")
 _MIN_STEM = 3
-_STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "for",
-        "from",
-        "how",
-        "in",
-        "is",
-        "it",
-        "of",
-        "on",
-        "or",
-        "that",
-        "the",
-        "this",
-        "to",
-        "was",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "why",
-        "with",
-    ]
-)
+_STOPWORDS = LUCENE_ENGLISH_STOP_WORDS | QUESTION_WORDS
 _SNAP_DISTANCE = 40
 """Code points an excerpt edge may move inwards to reach a word boundary before a plain cut is used."""
 
