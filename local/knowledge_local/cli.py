@@ -3,16 +3,22 @@
     knowledge ingest PATH --base BASE [--archive-missing]   files or folders of .md, .txt, .rst
     knowledge search "query" [--mode --alpha --max-results --base]
     knowledge read ITEM [--revision --offset --limit]
+    knowledge bases
     knowledge token create [--subject --scopes --teams --bases --expires-in]
 
 ``--base`` takes a base id (``kb_...``) or a name; a name that several bases share is a usage error
-listing their ids. ``ingest`` skips files it cannot send (not UTF-8, empty, too large, links out of
-the folder) with a warning each and counts them as skipped; it fails only when nothing can be
-ingested. The API URL and token come from ``--api-url`` / ``--token``, else ``KNOWLEDGE_API_URL`` /
-``KNOWLEDGE_TOKEN``, else the files ``make run`` writes (``.knowledge/endpoints.json`` and
-``.knowledge/dev-token``, see ``state``). Only HTTP is used. Exit status: 0 on success, 1 when the
-API refuses (its error code and message are printed), cannot be reached, or there is nothing to
-ingest, 2 for a usage error (numbers are checked to be finite).
+listing their ids, and a name no base has is an error naming the close ones (``ingest`` creates
+it instead, and says so). ``ingest`` skips files it cannot send (not UTF-8, empty, too large, links
+out of the folder) with a warning each and counts them as skipped; it fails only when nothing can
+be ingested. The API URL and token come from ``--api-url`` / ``--token`` (before or after the
+command), else ``KNOWLEDGE_API_URL`` / ``KNOWLEDGE_TOKEN``, else the files ``make run`` writes
+(``.knowledge/endpoints.json`` and ``.knowledge/dev-token``, see ``state``). Only HTTP is used.
+Nothing printed shows a token: whatever looks like one (``kn_...``) in an error is masked.
+
+Exit status: 0 on success, 1 when the API refuses (its error code and message are printed, with a
+hint for a token or an id from an earlier ``make run``), cannot be reached, or there is nothing to
+ingest, 2 for a usage error (numbers are checked to be finite, item and revision ids to be well
+formed and not placeholders such as ``<knowledge_item_id>``).
 """
 
 from __future__ import annotations
@@ -22,14 +28,15 @@ import json
 import math
 import os
 import re
+import shlex
 import shutil
 import sys
 import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-from knowledge.domain.ids import KB_PREFIX, is_well_formed
+from knowledge.domain.ids import ITEM_PREFIX, KB_PREFIX, REVISION_PREFIX, is_well_formed
 from knowledge.domain.models import Permission
 from knowledge_local.client import ApiError, KnowledgeClient
 from knowledge_local.documents import DocumentError, collect_documents
@@ -37,16 +44,30 @@ from knowledge_local.ingestion import (
     AmbiguousBaseError,
     IndexWaitTimeoutError,
     archive_missing,
+    ensure_base,
     find_base,
-    ingest,
+    ingest_into,
+    similar_names,
     wait_until_indexed,
 )
-from knowledge_local.state import StateError, read_endpoints, read_token, state_dir
+from knowledge_local.state import (
+    TOKEN_FILE,
+    StateError,
+    display_path,
+    read_endpoints,
+    read_token,
+    state_dir,
+    state_dir_prefix,
+)
 
 MODES = ("hybrid", "lexical", "semantic", "rrf")
 SCOPES = tuple(permission.value for permission in Permission)
 _DURATION = re.compile(r"^(\d+)([smhd]?)$")
 _SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86_400}
+_TOKEN = re.compile(r"(?<![A-Za-z0-9_-])kn_[A-Za-z0-9_-]+")
+_TOKEN_OPTION = re.compile(r"(--tok[a-z-]*(?:=|\s+))(?!kn_)\S+")
+_PLACEHOLDER = re.compile(r"^\s*<[^<>]*>\s*$")
+MASKED = "***"
 
 
 class UsageError(Exception):
@@ -63,12 +84,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, AmbiguousBaseError) as error:
         parser.error(str(error))
     except ApiError as error:
-        print(f"error: {error.code}: {error.message}", file=sys.stderr)
+        print(redact(f"error: {error.code}: {error.message}"), file=sys.stderr)
+        hint = _hint(error, arguments.command)
+        if hint is not None:
+            print(f"hint: {hint}", file=sys.stderr)
     except (StateError, DocumentError, IndexWaitTimeoutError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(redact(f"error: {error}"), file=sys.stderr)
     except KeyboardInterrupt:
         return 130
     return 1
+
+
+def redact(text: str) -> str:
+    """``text`` with every bearer token in it masked: anything shaped like one (``kn_...``) and the
+    value of a ``--token`` option (or of a misspelt one, such as ``--tokn``)."""
+    return _TOKEN.sub(f"kn_{MASKED}", _TOKEN_OPTION.sub(rf"\g<1>{MASKED}", text))
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with tokens masked in its error messages (``unrecognized arguments: ...`` and
+    ``invalid choice: ...`` repeat what was typed)."""
+
+    def error(self, message: str) -> NoReturn:
+        super().error(redact(message))
 
 
 # -- commands ---------------------------------------------------------------------------------------
@@ -86,7 +124,10 @@ def _ingest(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
             f"Nothing to ingest under {path}: no .md, .txt or .rst file with text "
             f"({len(collection.skipped)} skipped)."
         )
-    summary = ingest(client, collection.documents, arguments.base)
+    base, created = ensure_base(client, arguments.base)
+    if created:
+        _announce_created(client, base)
+    summary = ingest_into(client, collection.documents, base, created=created)
     summary.skipped = len(collection.skipped)
     if arguments.archive_missing:
         summary.archived = archive_missing(client, summary.knowledge_base_id, collection.external_ids)
@@ -142,11 +183,25 @@ def _read(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
         f"content_truncated={str(answer.get('content_truncated')).lower()}",
     ]
     if answer.get("content_truncated"):
+        api_url = getattr(arguments, "api_url", None)
+        target = f" --api-url {shlex.quote(api_url)}" if api_url else ""
         fields.append(
-            f"next page: knowledge read {answer.get('knowledge_item_id')} "
-            f"--revision {answer.get('knowledge_revision_id')} --offset {end}"
+            f"next page: {state_dir_prefix(state_dir())}knowledge read {answer.get('knowledge_item_id')} "
+            f"--revision {answer.get('knowledge_revision_id')} --offset {end}{target}"
         )
     print("\n".join(["---", *fields]), file=sys.stderr)
+    return 0
+
+
+def _bases(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
+    bases = list(client.bases())
+    if arguments.json:
+        print(json.dumps({"knowledge_bases": bases}, indent=2, ensure_ascii=False))
+        return 0
+    if not bases:
+        print("No knowledge bases.")
+        return 0
+    print(_bases_table(bases))
     return 0
 
 
@@ -174,8 +229,8 @@ def _token_create(client: KnowledgeClient, arguments: argparse.Namespace) -> int
 
 
 def _client(arguments: argparse.Namespace) -> KnowledgeClient:
-    api_url = arguments.api_url or os.environ.get("KNOWLEDGE_API_URL")
-    token = arguments.token or os.environ.get("KNOWLEDGE_TOKEN")
+    api_url = getattr(arguments, "api_url", None) or os.environ.get("KNOWLEDGE_API_URL")
+    token = getattr(arguments, "token", None) or os.environ.get("KNOWLEDGE_TOKEN")
     directory = state_dir()
     if not api_url:
         api_url = read_endpoints(directory).api_url
@@ -191,8 +246,65 @@ def _base_id(client: KnowledgeClient, base: str) -> str:
         return base
     found = find_base(client, base)
     if found is None:
-        raise ApiError(404, "knowledge_resource_unavailable", f"No knowledge base named {base!r}.")
+        names = [str(known.get("name")) for known in client.bases() if known.get("status") == "active"]
+        close = similar_names(base, names)
+        suggestion = f" Did you mean {_either(close)}?" if close else ""
+        raise ApiError(
+            404,
+            "knowledge_resource_unavailable",
+            f"No knowledge base named {base!r}.{suggestion} `knowledge bases` lists them all.",
+        )
     return str(found["knowledge_base_id"])
+
+
+def _announce_created(client: KnowledgeClient, base: dict[str, Any]) -> None:
+    """Say on stderr that ``ingest`` created ``base``, naming existing bases it may be a typo of."""
+    name, base_id = str(base.get("name")), str(base["knowledge_base_id"])
+    others = [
+        str(known.get("name"))
+        for known in client.bases()
+        if known.get("knowledge_base_id") != base_id and known.get("status") == "active"
+    ]
+    close = similar_names(name, others)
+    note = f" (existing bases with a close name: {', '.join(close)})" if close else ""
+    print(f"created knowledge base {name} ({base_id}){note}", file=sys.stderr, flush=True)
+
+
+def _either(names: Sequence[str]) -> str:
+    """``'a'``, ``'a' or 'b'``, ``'a', 'b' or 'c'``."""
+    quoted = [repr(name) for name in names]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+def _hint(error: ApiError, command: str) -> str | None:
+    """One line on what an error most likely means for a user of ``make run``, if there is one."""
+    if error.code == "authentication_required":
+        return (
+            "tokens issued by an earlier `make run` are gone: the current dev token is in "
+            f"{display_path(state_dir() / TOKEN_FILE)}"
+        )
+    if error.code == "knowledge_resource_unavailable" and command == "read":
+        return "ids from an earlier run do not survive a restart; search again to get current ids"
+    return None
+
+
+def _bases_table(bases: list[dict[str, Any]]) -> str:
+    """One line per base: id, name, scope (with its team) and status, in aligned columns."""
+    rows = [
+        (
+            str(base.get("knowledge_base_id", "")),
+            str(base.get("name", "")),
+            f"team {base['team_id']}" if base.get("team_id") else str(base.get("scope", "")),
+            str(base.get("status", "")),
+        )
+        for base in bases
+    ]
+    header = ("id", "name", "scope", "status")
+    widths = [max(len(row[column]) for row in [header, *rows]) for column in range(len(header))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in [header, *rows]
+    )
 
 
 def _results_table(results: list[dict[str, Any]], width: int) -> str:
@@ -237,6 +349,41 @@ def positive_seconds(value: str) -> float:
     return seconds
 
 
+def item_id(value: str) -> str:
+    """``value`` as a knowledge item id (argparse ``type``): ``ki_`` and 26 base32 characters."""
+    return _identifier(value, ITEM_PREFIX, "knowledge item id", "the item column of `knowledge search`")
+
+
+def revision_id(value: str) -> str:
+    """``value`` as a knowledge revision id (argparse ``type``): ``kr_`` and 26 base32 characters."""
+    return _identifier(value, REVISION_PREFIX, "knowledge revision id", "`knowledge search --json`")
+
+
+def base_reference(value: str) -> str:
+    """``value`` as a base id or name (argparse ``type``): anything but empty or a placeholder."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("empty: give a knowledge base name or id (`knowledge bases`)")
+    if _PLACEHOLDER.match(value):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is a placeholder: put a knowledge base name or id in its place (`knowledge bases`)"
+        )
+    return value
+
+
+def _identifier(value: str, prefix: str, kind: str, source: str) -> str:
+    if is_well_formed(value, prefix):
+        return value
+    if not value.strip():
+        problem = "empty (an unset shell variable?)"
+    elif _PLACEHOLDER.match(value):
+        problem = f"{value!r} is a placeholder"
+    else:
+        problem = f"{value!r} is not a {kind}"
+    raise argparse.ArgumentTypeError(
+        f"{problem}: give a {kind}, {prefix} followed by 26 base32 characters, as in {source}"
+    )
+
+
 def parse_duration(value: str) -> int:
     """Seconds in ``value``: ``3600``, ``90m``, ``12h`` or ``30d``."""
     matched = _DURATION.match(value.strip().lower())
@@ -246,21 +393,36 @@ def parse_duration(value: str) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    connection = _Parser(add_help=False)
+    connection.add_argument(
+        "--api-url",
+        default=argparse.SUPPRESS,
+        help="API base URL (default: $KNOWLEDGE_API_URL or the running `make run`)",
+    )
+    connection.add_argument(
+        "--token",
+        default=argparse.SUPPRESS,
+        help="bearer token (default: $KNOWLEDGE_TOKEN or .knowledge/dev-token)",
+    )
+    shared = [connection]
+    parser = _Parser(
         prog="knowledge",
         description="Ingest, search and read knowledge through a running knowledge API.",
-        epilog="Defaults come from `make run` (.knowledge/endpoints.json and .knowledge/dev-token).",
+        epilog="Defaults come from `make run` (.knowledge/endpoints.json and .knowledge/dev-token). "
+        "--api-url and --token go before or after the command.",
+        parents=shared,
     )
-    parser.add_argument(
-        "--api-url", help="API base URL (default: $KNOWLEDGE_API_URL or the running `make run`)"
-    )
-    parser.add_argument("--token", help="bearer token (default: $KNOWLEDGE_TOKEN or .knowledge/dev-token)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    ingest_parser = commands.add_parser("ingest", help="ingest files or folders of .md, .txt, .rst")
+    ingest_parser = commands.add_parser(
+        "ingest", help="ingest files or folders of .md, .txt, .rst", parents=shared
+    )
     ingest_parser.add_argument("path", help="a file or a folder (searched recursively)")
     ingest_parser.add_argument(
-        "--base", required=True, help="knowledge base id (kb_...) or name (a new name creates the base)"
+        "--base",
+        required=True,
+        type=base_reference,
+        help="knowledge base id (kb_...) or name (a new name creates the base)",
     )
     ingest_parser.add_argument(
         "--archive-missing",
@@ -276,28 +438,40 @@ def _parser() -> argparse.ArgumentParser:
     )
     ingest_parser.set_defaults(run=_ingest)
 
-    search_parser = commands.add_parser("search", help="ranked search over published knowledge")
+    search_parser = commands.add_parser(
+        "search", help="ranked search over published knowledge", parents=shared
+    )
     search_parser.add_argument("query")
     search_parser.add_argument("--mode", choices=MODES, default="hybrid")
     search_parser.add_argument(
         "--alpha", type=finite_number, default=0.5, help="lexical weight of hybrid, 0-1 (0.5)"
     )
     search_parser.add_argument("--max-results", type=int, default=10, help="1-50 (10)")
-    search_parser.add_argument("--base", help="knowledge base id or name to search in")
+    search_parser.add_argument("--base", type=base_reference, help="knowledge base id or name to search in")
     search_parser.add_argument("--json", action="store_true", help="print the API's JSON answer")
     search_parser.set_defaults(run=_search)
 
-    read_parser = commands.add_parser("read", help="read one item (or one revision) a page at a time")
-    read_parser.add_argument("item", help="knowledge item id (ki_...)")
-    read_parser.add_argument("--revision", help="revision id (kr_...); default: the current one")
+    read_parser = commands.add_parser(
+        "read", help="read one item (or one revision) a page at a time", parents=shared
+    )
+    read_parser.add_argument("item", type=item_id, help="knowledge item id (ki_...)")
+    read_parser.add_argument(
+        "--revision", type=revision_id, help="revision id (kr_...); default: the current one"
+    )
     read_parser.add_argument("--offset", type=int, default=0, help="first character (0)")
     read_parser.add_argument("--limit", type=int, default=4000, help="characters, 1-10000 (4000)")
     read_parser.add_argument("--json", action="store_true", help="print the API's JSON answer")
     read_parser.set_defaults(run=_read)
 
-    token_parser = commands.add_parser("token", help="manage bearer tokens")
+    bases_parser = commands.add_parser(
+        "bases", help="list the knowledge bases: id, name, scope, status", parents=shared
+    )
+    bases_parser.add_argument("--json", action="store_true", help="print every base as the API answers it")
+    bases_parser.set_defaults(run=_bases)
+
+    token_parser = commands.add_parser("token", help="manage bearer tokens", parents=shared)
     token_commands = token_parser.add_subparsers(dest="token_command", required=True, metavar="COMMAND")
-    create = token_commands.add_parser("create", help="issue a token (printed once)")
+    create = token_commands.add_parser("create", help="issue a token (printed once)", parents=shared)
     create.add_argument("--subject", default="agent", help="subject id the token acts as (agent)")
     create.add_argument(
         "--scopes", default=Permission.READ.value, help=f"comma-separated, of {', '.join(SCOPES)}"

@@ -29,6 +29,8 @@ LOCAL_SECRET_KEY = "local"
 """moto accepts any key pair; a fixed fake one keeps real credentials out of the local runtime."""
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
+DEFAULT_PORT = 3000
+DEFAULT_AWS_PORT = 5000
 
 
 class ConfigurationError(ValueError):
@@ -38,8 +40,8 @@ class ConfigurationError(ValueError):
 class RuntimeSettings(BaseSettings):
     model_config = SettingsConfigDict(extra="ignore", frozen=True)
 
-    port: int = Field(default=3000, ge=0, le=65535, validation_alias="PORT")
-    aws_port: int = Field(default=5000, ge=0, le=65535, validation_alias="AWS_PORT")
+    port: int = Field(default=DEFAULT_PORT, ge=0, le=65535, validation_alias="PORT")
+    aws_port: int = Field(default=DEFAULT_AWS_PORT, ge=0, le=65535, validation_alias="AWS_PORT")
     host: str = "127.0.0.1"
     knowledge_seed_dir: str | None = None
     """``None``: the project's docs; ``""``: no seeding."""

@@ -96,30 +96,42 @@ class Gateway:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
 
+    def bind(self) -> Gateway:
+        """Listen on the port without serving yet (connections wait in the backlog until
+        ``start``); ``OSError`` when the port is taken. Returns ``self``."""
+        self._listen()
+        return self
+
     def start(self) -> Gateway:
-        """Bind and serve in a daemon thread; returns ``self``."""
-        if self._server is not None:
+        """Bind (unless ``bind`` did) and serve in a daemon thread; returns ``self``."""
+        if self._thread is not None:
             return self
+        server = self._listen()
         self._invoker = Invoker(self._worker_count)
-        server = GatewayServer((self._host, self._port), _request_handler_for(self))
-        self._server = server
         self._thread = threading.Thread(target=server.serve_forever, name="gateway", daemon=True)
         self._thread.start()
         log.info("gateway listening", extra={"url": self.url})
         return self
 
     def stop(self) -> None:
-        """Stop serving, then stop the workers (waiting briefly for running invocations)."""
+        """Stop serving (or listening), then stop the workers (waiting briefly for running
+        invocations)."""
         server, self._server = self._server, None
+        thread, self._thread = self._thread, None
         if server is not None:
-            server.shutdown()
+            if thread is not None:
+                server.shutdown()
             server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
+        if thread is not None:
+            thread.join(timeout=5)
         invoker, self._invoker = self._invoker, None
         if invoker is not None:
             invoker.close(timeout=5)
+
+    def _listen(self) -> GatewayServer:
+        if self._server is None:
+            self._server = GatewayServer((self._host, self._port), _request_handler_for(self))
+        return self._server
 
     def __enter__(self) -> Gateway:
         return self.start()

@@ -9,13 +9,15 @@ otherwise.
 
 A base is named by its id (``kb_...``) or its name (``find_base``); the API allows several active
 bases with one name, and such a name is refused (``AmbiguousBaseError``) rather than guessed.
+``similar_names`` finds the names a mistyped one may have meant.
 """
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +28,7 @@ from knowledge_local.client import ApiError, KnowledgeClient
 from knowledge_local.documents import SourceDocument
 
 WAIT_POLL_SECONDS = 0.5
+SIMILAR_NAME_CUTOFF = 0.6
 DEFAULT_INDEX_TIMEOUT_SECONDS = 600.0
 
 
@@ -85,6 +88,17 @@ def find_base(client: KnowledgeClient, base: str) -> dict[str, Any] | None:
     return named[0] if named else None
 
 
+def similar_names(name: str, names: Iterable[str], *, limit: int = 3) -> list[str]:
+    """Up to ``limit`` of ``names`` close to ``name`` (``difflib``, ignoring case), closest first;
+    ``name`` itself is left out."""
+    by_folded: dict[str, str] = {}
+    for candidate in names:
+        if candidate != name:
+            by_folded.setdefault(candidate.casefold(), candidate)
+    matches = difflib.get_close_matches(name.casefold(), by_folded, n=limit, cutoff=SIMILAR_NAME_CUTOFF)
+    return [by_folded[match] for match in matches]
+
+
 def ensure_base(client: KnowledgeClient, base: str) -> tuple[dict[str, Any], bool]:
     """The base ``base`` names (``find_base``), created (tenant scope) when a name names none;
     ``(base, created)``. An unknown id raises ``ApiError`` (404), as the API would."""
@@ -104,22 +118,34 @@ def ingest(
     progress: bool | None = None,
 ) -> IngestSummary:
     """Upsert ``documents`` as published items of the base ``base_name`` names (an id or a name;
-    a name is created when missing, see ``ensure_base``).
+    a name is created when missing, see ``ensure_base``), with ``ingest_into``. Raises
+    ``client.ApiError`` and ``AmbiguousBaseError``."""
+    base, created = ensure_base(client, base_name)
+    return ingest_into(client, documents, base, created=created, progress=progress)
+
+
+def ingest_into(
+    client: KnowledgeClient,
+    documents: Sequence[SourceDocument],
+    base: dict[str, Any],
+    *,
+    created: bool = False,
+    progress: bool | None = None,
+) -> IngestSummary:
+    """Upsert ``documents`` as published items of ``base`` (as the API answers it; ``created``:
+    it was created just now, so it has no items to compare with).
 
     An existing item whose latest revision has the document's content hash, title and source is
     left alone (published if it was not current yet). Raises ``client.ApiError`` on the first
-    refused document, and ``AmbiguousBaseError``.
+    refused document.
     """
-    base, base_created = ensure_base(client, base_name)
     summary = IngestSummary(
         knowledge_base_id=str(base["knowledge_base_id"]),
-        base_name=str(base.get("name", base_name)),
-        base_created=base_created,
+        base_name=str(base.get("name", "")),
+        base_created=created,
     )
     existing = (
-        {}
-        if base_created
-        else {item["external_id"]: item for item in client.items(summary.knowledge_base_id)}
+        {} if created else {item["external_id"]: item for item in client.items(summary.knowledge_base_id)}
     )
     description = f"ingesting into {summary.base_name}"
     with tqdm(documents, desc=description, unit="doc", disable=_disabled(progress)) as bar:

@@ -7,7 +7,8 @@ project's ``README.md`` and ``docs/`` (or ``KNOWLEDGE_SEED_DIR``) through the AP
 bar, waits until the index holds them, prints how to try it, and serves until SIGINT or SIGTERM.
 Settings: ``config``. Exit status: 0 after a clean stop; 1 when it cannot start (another runtime
 still serving from the same state directory, a port in use, a bad setting, an unreadable seed
-folder), with a one-line reason.
+folder, a state directory it cannot create), with a one-line reason; such a failed start leaves no
+state directory behind that it created.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shlex
 import signal
 import sys
 import time
@@ -24,7 +26,14 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from knowledge_local.config import ConfigurationError, RuntimeSettings, function_environment, load_settings
-from knowledge_local.state import ENDPOINTS_FILE, PROJECT_ROOT, TOKEN_FILE, Endpoints
+from knowledge_local.state import (
+    ENDPOINTS_FILE,
+    PROJECT_ROOT,
+    TOKEN_FILE,
+    Endpoints,
+    display_path,
+    state_dir_prefix,
+)
 
 if TYPE_CHECKING:
     from knowledge_local.stack import LocalStack, SeedPlan
@@ -45,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     # Imported only now: the handlers' Powertools objects read the environment set just above.
     from knowledge_local.documents import DocumentError
     from knowledge_local.routes import TemplateError
-    from knowledge_local.stack import InstanceRunningError, LocalStack, PortInUseError
+    from knowledge_local.stack import InstanceRunningError, LocalStack, PortInUseError, StateDirectoryError
 
     try:
         stack = LocalStack(settings, template=arguments.template)
@@ -60,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         _serve(stack, plan)
     except KeyboardInterrupt:
         print("\nStopping...", flush=True)
-    except (InstanceRunningError, PortInUseError) as error:
+    except (InstanceRunningError, PortInUseError, StateDirectoryError) as error:
         print(error, file=sys.stderr)
         code = 1
     finally:
@@ -84,7 +93,7 @@ def _serve(stack: LocalStack, plan: SeedPlan | None) -> None:
     token = stack.issue_dev_token()
     print(f"  {'dev token':<13} {token}")
     print(f"  {'':<13} tenant {TENANT_ID}, scopes {', '.join(DEV_SCOPES)}")
-    print(f"  {'':<13} saved in {_display(state_dir / TOKEN_FILE)}", flush=True)
+    print(f"  {'':<13} saved in {display_path(state_dir / TOKEN_FILE)}", flush=True)
     if plan is not None:
         print(f"Ingesting {plan.origin} into the knowledge base {plan.base_name!r}...", flush=True)
         for skipped in plan.skipped:
@@ -95,7 +104,7 @@ def _serve(stack: LocalStack, plan: SeedPlan | None) -> None:
         except (ApiError, IndexWaitTimeoutError) as error:
             print(f"Seeding {plan.base_name} failed ({error}); serving without it.", file=sys.stderr)
     print(f"Ready in {time.monotonic() - started:.1f} s: {endpoints.api_url}")
-    print(_ready_message(endpoints.api_url, state_dir / TOKEN_FILE), flush=True)
+    print(_ready_message(endpoints.api_url, state_dir), flush=True)
     while True:
         time.sleep(3600)
 
@@ -139,14 +148,6 @@ def _ignore_signals() -> None:
         signal.signal(signum, signal.SIG_IGN)
 
 
-def _display(path: Path) -> str:
-    """``path`` relative to the working directory when it is under it."""
-    try:
-        return str(path.resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
-
-
 def _print_endpoints(endpoints: Endpoints, state_dir: Path) -> None:
     rows = [
         ("API", f"{endpoints.api_url}  (REST /v1/..., MCP /mcp)"),
@@ -154,20 +155,23 @@ def _print_endpoints(endpoints: Endpoints, state_dir: Path) -> None:
         ("table", endpoints.table_name),
         ("ingest queue", endpoints.ingest_queue_url or "-"),
         ("dead letters", endpoints.ingest_dlq_url or "-"),
-        ("saved in", _display(state_dir / ENDPOINTS_FILE)),
+        ("saved in", display_path(state_dir / ENDPOINTS_FILE)),
     ]
     for label, value in rows:
         print(f"  {label:<13} {value}")
 
 
-def _ready_message(api_url: str, token_path: Path) -> str:
+def _ready_message(api_url: str, state_dir: Path) -> str:
+    """Commands to try, each reaching this runtime: the curl command reads this runtime's token
+    file, and the ``knowledge`` command names the state directory when it is not the default."""
     cli = Path(sys.executable).parent / "knowledge"
+    token_path = shlex.quote(display_path(state_dir / TOKEN_FILE))
     return (
         "Try it:\n"
         f"  curl -s {api_url}/v1/tools/search_knowledge \\\n"
-        f'    -H "Authorization: Bearer $(cat {_display(token_path)})" \\\n'
+        f'    -H "Authorization: Bearer $(cat {token_path})" \\\n'
         f'    -d \'{{"query": "{EXAMPLE_QUERY}", "max_results": 3}}\'\n'
-        f'  {_display(cli)} search "{EXAMPLE_QUERY}"\n'
+        f'  {state_dir_prefix(state_dir)}{shlex.quote(display_path(cli))} search "{EXAMPLE_QUERY}"\n'
         "Press Ctrl-C to stop."
     )
 

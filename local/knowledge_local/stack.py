@@ -3,12 +3,14 @@ event sources polled into the real handlers, and its HTTP API, all in this proce
 
 ``LocalStack(settings).start()`` starts, in order:
 
-1. moto's server on ``127.0.0.1:$AWS_PORT`` (DynamoDB, DynamoDB Streams, SQS; ``aws_server``) with
-   the template's tables and queues (``resources``, ``provisioning``);
-2. the template's event sources: the table's stream polled into the indexer and the ingest queue
+1. moto's server on ``127.0.0.1:$AWS_PORT`` (DynamoDB, DynamoDB Streams, SQS; ``aws_server``), and
+   a listening socket on ``127.0.0.1:$PORT`` for the HTTP API: nothing is written to the state
+   directory before both ports are held, so a taken port leaves no files behind;
+2. the template's tables and queues in moto (``resources``, ``provisioning``);
+3. the template's event sources: the table's stream polled into the indexer and the ingest queue
    into its consumer, as Lambda would invoke them (``stream_poller``, ``queue_poller``);
-3. the HTTP API on ``127.0.0.1:$PORT`` (``gateway``): every route of the template, behind its
-   authorizer, served by the real handlers.
+4. the HTTP API on that socket (``gateway``): every route of the template, behind its authorizer,
+   served by the real handlers.
 
 Every handler runs in this process on the embedded search index and the offline embedder, sharing
 one ``knowledge.bootstrap`` container, so what the indexer writes is what search reads. Functions'
@@ -24,6 +26,8 @@ import errno
 import json
 import logging
 import os
+import shlex
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +38,7 @@ from knowledge.domain.models import Permission
 from knowledge.settings import get_settings
 from knowledge_local.aws_server import AwsServer
 from knowledge_local.client import KnowledgeClient
-from knowledge_local.config import RuntimeSettings
+from knowledge_local.config import DEFAULT_AWS_PORT, DEFAULT_PORT, RuntimeSettings
 from knowledge_local.documents import DocumentError, SkippedFile, SourceDocument, collect_documents
 from knowledge_local.gateway import Gateway
 from knowledge_local.ingestion import IngestSummary, ingest, wait_until_indexed
@@ -44,9 +48,11 @@ from knowledge_local.provisioning import Provisioned, aws_client, provision
 from knowledge_local.queue_poller import QueuePoller
 from knowledge_local.resources import StackSpec, load_stack
 from knowledge_local.state import (
+    DEFAULT_STATE_DIR,
     ENDPOINTS_FILE,
     PROJECT_ROOT,
     Endpoints,
+    display_path,
     remove_if_unchanged,
     running_instance,
     write_endpoints,
@@ -58,12 +64,17 @@ TENANT_ID = "dev"
 DEV_SUBJECT_ID = "dev"
 DEV_SCOPES = tuple(permission.value for permission in Permission)
 KNOWLEDGE_TABLE = "KnowledgeTable"
+_ORDINALS = ("second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth")
 
 log = logging.getLogger(__name__)
 
 
 class PortInUseError(OSError):
     """A port the runtime needs is taken; the message names the variable that moves it."""
+
+
+class StateDirectoryError(RuntimeError):
+    """The state directory cannot be created; the message names it and why."""
 
 
 class InstanceRunningError(RuntimeError):
@@ -85,12 +96,12 @@ class SeedPlan:
 class LocalStack:
     """The local stack of the SAM template at ``template`` (``TemplateError`` when it cannot be
     served locally). ``start()`` raises ``InstanceRunningError`` when the state directory belongs
-    to a runtime that still answers, and ``PortInUseError`` for a taken port; ``stop()`` is safe to
-    call at any point, also after a failed start."""
+    to a runtime that still answers, ``PortInUseError`` for a taken port and
+    ``StateDirectoryError`` for a state directory it cannot create; ``stop()`` is safe to call at
+    any point, also after a failed start."""
 
     def __init__(self, settings: RuntimeSettings, *, template: Path) -> None:
         self.settings = settings
-        settings.knowledge_state_dir.mkdir(parents=True, exist_ok=True)
         self.template = template
         self.spec: StackSpec = load_stack(template)
         self.spec.table(KNOWLEDGE_TABLE)  # TemplateError when the functions' table is missing
@@ -103,31 +114,37 @@ class LocalStack:
     # -- lifecycle --------------------------------------------------------------------------------
 
     def start(self) -> Endpoints:
-        """Start moto, provision, start the pollers and the gateway; write ``endpoints.json``.
+        """Hold both ports, then provision, start the pollers and serve; write ``endpoints.json``.
         Nothing starts while another runtime answers at the ``endpoints.json`` already there; the
-        files of one that is gone are replaced."""
+        files of one that is gone are replaced. A start that fails leaves no directory it created."""
         self._refuse_a_running_instance()
-        self._aws = _bind(
-            AwsServer(self.settings.host, self.settings.aws_port), "AWS_PORT", self.settings.aws_port
-        )
-        provisioned = provision(self.spec, self._aws.url)
-        table = provisioned.tables[KNOWLEDGE_TABLE]
-        ingest_queue, dead_letters = self._ingest_queues(provisioned)
-        self._configure_endpoints(self._aws.url, table.name, ingest_queue)
-        get_container()  # build the shared container (index, embedder) before the first request
-        self._start_pollers(provisioned, self._aws.url)
-        self._gateway = _bind(
-            Gateway(self.template, self.settings.host, self.settings.port), "PORT", self.settings.port
-        )
-        self.endpoints = Endpoints(
-            api_url=self._gateway.url,
-            aws_endpoint_url=self._aws.url,
-            table_name=table.name,
-            ingest_queue_url=ingest_queue,
-            ingest_dlq_url=dead_letters,
-        )
-        path = write_endpoints(self.settings.knowledge_state_dir, self.endpoints)
-        self._written[path] = path.read_text(encoding="utf-8")
+        settings = self.settings
+        self._aws = _bind(AwsServer(settings.host, settings.aws_port).start, "AWS_PORT", settings.aws_port)
+        gateway = _bind(Gateway(self.template, settings.host, settings.port).bind, "PORT", settings.port)
+        self._gateway = gateway
+        created = _make_directory(settings.knowledge_state_dir)
+        try:
+            provisioned = provision(self.spec, self._aws.url)
+            table = provisioned.tables[KNOWLEDGE_TABLE]
+            ingest_queue, dead_letters = self._ingest_queues(provisioned)
+            self._configure_endpoints(self._aws.url, table.name, ingest_queue)
+            get_container()  # build the shared container (index, embedder) before the first request
+            self._start_pollers(provisioned, self._aws.url)
+            gateway.start()
+            self.endpoints = Endpoints(
+                api_url=gateway.url,
+                aws_endpoint_url=self._aws.url,
+                table_name=table.name,
+                ingest_queue_url=ingest_queue,
+                ingest_dlq_url=dead_letters,
+            )
+            path = write_endpoints(settings.knowledge_state_dir, self.endpoints)
+            self._written[path] = path.read_text(encoding="utf-8")
+        except BaseException:
+            self.stop()
+            if created is not None:
+                shutil.rmtree(created, ignore_errors=True)
+            raise
         return self.endpoints
 
     def stop(self) -> None:
@@ -198,7 +215,7 @@ class LocalStack:
             raise InstanceRunningError(
                 f"Another local runtime is serving {running.api_url} from {state_dir / ENDPOINTS_FILE}. "
                 "Stop it (Ctrl-C in its terminal), or give this one its own state directory and ports, "
-                "e.g. KNOWLEDGE_STATE_DIR=.knowledge/second PORT=3001 AWS_PORT=5001 make run "
+                f"e.g. {_another_runtime(state_dir)} make run "
                 "(the knowledge command then needs the same KNOWLEDGE_STATE_DIR)."
             )
 
@@ -259,12 +276,44 @@ def _sender(sqs: Any, provisioned: Provisioned, queue: str | None) -> Callable[[
     return send
 
 
+def _another_runtime(state_dir: Path) -> str:
+    """Settings for a runtime beside the one of ``state_dir``: the first of ``.knowledge/second``,
+    ``.knowledge/third``... that is not ``state_dir`` and holds no ``endpoints.json``, with ports
+    counted up from the defaults in step (``KNOWLEDGE_STATE_DIR=.knowledge/second PORT=3001
+    AWS_PORT=5001``)."""
+    candidates = [(number, DEFAULT_STATE_DIR / name) for number, name in enumerate(_ORDINALS, start=1)]
+    unused = [
+        (number, candidate)
+        for number, candidate in candidates
+        if candidate.resolve() != state_dir.resolve() and not (candidate / ENDPOINTS_FILE).exists()
+    ]
+    number, candidate = (unused or candidates)[0]
+    return (
+        f"KNOWLEDGE_STATE_DIR={shlex.quote(display_path(candidate))} "
+        f"PORT={DEFAULT_PORT + number} AWS_PORT={DEFAULT_AWS_PORT + number}"
+    )
+
+
+def _make_directory(directory: Path) -> Path | None:
+    """Create ``directory`` and any missing parent; the outermost directory created (``None``:
+    it existed). ``StateDirectoryError`` when it cannot be created."""
+    missing = [path for path in (directory, *directory.parents) if not path.exists()]
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise StateDirectoryError(
+            f"Cannot create KNOWLEDGE_STATE_DIR={directory}: {error.strerror or error}."
+        ) from None
+    return missing[-1] if missing else None
+
+
 _Server = TypeVar("_Server", AwsServer, Gateway)
 
 
-def _bind(server: _Server, variable: str, port: int) -> _Server:
+def _bind(open_port: Callable[[], _Server], variable: str, port: int) -> _Server:
+    """``open_port()`` (which binds ``port``); ``PortInUseError`` naming ``variable`` when it fails."""
     try:
-        return server.start()
+        return open_port()
     except OSError as error:
         advice = "Stop what uses it, or choose" if error.errno == errno.EADDRINUSE else "Choose"
         raise PortInUseError(

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -44,6 +45,22 @@ def state_dir() -> Path:
     """``KNOWLEDGE_STATE_DIR``, or ``.knowledge`` at the project root."""
     configured = os.environ.get("KNOWLEDGE_STATE_DIR")
     return Path(configured).expanduser() if configured else DEFAULT_STATE_DIR
+
+
+def display_path(path: Path) -> str:
+    """``path`` relative to the working directory when it is under it, else as it is."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def state_dir_prefix(directory: Path) -> str:
+    """``"KNOWLEDGE_STATE_DIR=<directory> "`` to put before a printed ``knowledge`` command so that
+    it reaches the runtime of ``directory``; empty for the default directory."""
+    if directory.resolve() == DEFAULT_STATE_DIR.resolve():
+        return ""
+    return f"KNOWLEDGE_STATE_DIR={shlex.quote(display_path(directory))} "
 
 
 def write_endpoints(directory: Path, endpoints: Endpoints) -> Path:

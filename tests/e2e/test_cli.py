@@ -13,6 +13,7 @@ import pytest
 
 from knowledge_local.cli import main
 from tests.e2e.runtime_process import RuntimeProcess, free_port
+from tests.support.template import ROOT
 
 KNOWLEDGE = Path(sys.executable).parent / "knowledge"
 
@@ -89,7 +90,9 @@ def test_cli_read_prints_content_and_paging_fields(runtime: RuntimeProcess, note
     assert result.stdout == "=============\n"
     assert "characters 14-27 of 99" in result.stderr
     assert "content_truncated=true" in result.stderr
-    assert f"knowledge read {item_id} --revision kr_" in result.stderr
+    assert f"next page: KNOWLEDGE_STATE_DIR={runtime.state_dir} knowledge read {item_id} --revision kr_" in (
+        result.stderr
+    )
 
 
 def test_cli_read_of_an_unknown_item_prints_the_error_code(runtime: RuntimeProcess) -> None:
@@ -138,3 +141,33 @@ def test_cli_unreachable_api_prints_one_line_and_fails(capsys: pytest.CaptureFix
     assert code == 1
     assert error.startswith(f"error: unreachable: cannot reach the knowledge API at {api_url}")
     assert error.count("\n") == 1
+
+
+def test_runtime_try_it_commands_reach_this_runtime_from_a_plain_shell(runtime: RuntimeProcess) -> None:
+    block = runtime.log.split("Try it:\n", 1)[1].split("Press Ctrl-C to stop.", 1)[0]
+    lines = [line for line in block.splitlines() if line.strip()]
+    curl_command, cli_command = "\n".join(lines[:-1]), lines[-1].strip()
+    plain = {
+        name: value
+        for name, value in os.environ.items()
+        if name not in {"KNOWLEDGE_STATE_DIR", "KNOWLEDGE_API_URL", "KNOWLEDGE_TOKEN"}
+    }
+
+    def shell(command: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", "-c", command],
+            cwd=ROOT,
+            env={**plain, "COLUMNS": "160"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    curled, searched = shell(curl_command), shell(cli_command)
+
+    assert cli_command.startswith(f"KNOWLEDGE_STATE_DIR={runtime.state_dir} ")
+    assert curled.returncode == 0, curled.stderr
+    assert json.loads(curled.stdout)["results"][0]["title"] == "Deployment runbook"
+    assert searched.returncode == 0, searched.stderr
+    assert "Deployment runbook" in searched.stdout.splitlines()[1]

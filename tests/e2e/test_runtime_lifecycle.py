@@ -39,7 +39,7 @@ def test_runtime_sigterm_stops_everything_and_removes_its_files(tmp_path: Path) 
 
 
 @pytest.mark.parametrize("variable", ["PORT", "AWS_PORT"])
-def test_runtime_port_in_use_exits_with_a_one_line_error(
+def test_runtime_port_in_use_exits_with_a_one_line_error_and_leaves_no_state_folder(
     tmp_path: Path, taken_port: int, variable: str
 ) -> None:
     ports = {"port": taken_port, "aws_port": free_port()}
@@ -52,6 +52,7 @@ def test_runtime_port_in_use_exits_with_a_one_line_error(
     assert status == 1
     assert f"Cannot listen on {variable}={taken_port}" in runtime.log
     assert "Traceback" not in runtime.log
+    assert not runtime.state_dir.exists()
 
 
 def test_runtime_invalid_port_setting_names_the_variable(tmp_path: Path) -> None:

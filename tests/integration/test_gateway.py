@@ -368,3 +368,29 @@ def test_gateway_server_logs_any_other_connection_failure_with_its_traceback(
     assert record.exc_info is not None
     assert isinstance(record.exc_info[1], RuntimeError)
     assert capsys.readouterr().err == ""
+
+
+def test_gateway_bound_before_start_holds_the_port_and_serves_what_waited() -> None:
+    gateway = Gateway(FIXTURES / "template.yaml").bind()
+    try:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            waiting = pool.submit(httpx2.get, f"{gateway.url}/public", timeout=10)
+            time.sleep(0.3)
+            held_back = not waiting.done()
+            gateway.start()
+            response = waiting.result(timeout=10)
+    finally:
+        gateway.stop()
+
+    assert held_back
+    assert response.status_code == 200, response.text
+
+
+def test_gateway_bound_but_never_started_stops_and_frees_its_port() -> None:
+    gateway = Gateway(FIXTURES / "template.yaml").bind()
+    port = int(gateway.url.rsplit(":", 1)[1])
+
+    gateway.stop()
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", port))

@@ -4,8 +4,10 @@ the commands run with ``--no-wait``)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -47,6 +49,14 @@ def knowledge(api: tuple[str, str], *arguments: str) -> int:
         return main(["--api-url", api[0], "--token", api[1], *arguments])
     except SystemExit as exited:
         return int(exited.code or 0)
+
+
+def _printed(out: str) -> tuple[list[str], Any]:
+    """What the command printed on ``out``, apart from the in-process handlers' JSON log lines:
+    its lines, and the JSON document among them (``None`` when there is none)."""
+    lines = [line for line in out.splitlines() if not line.startswith('{"')]
+    text = "\n".join(lines)
+    return lines, json.loads(text[text.index("{") :]) if "{" in text else None
 
 
 def _external_ids(client: KnowledgeClient, base_name: str) -> list[str]:
@@ -161,3 +171,95 @@ def test_cli_ingest_into_an_unknown_base_id_creates_nothing(
     assert status == 1
     assert "knowledge_resource_unavailable" in capsys.readouterr().err
     assert client.bases_named(unknown) == []
+
+
+def test_cli_connection_options_after_the_command_search_the_api(
+    api: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = main(["search", "anything", "--json", "--api-url", api[0], "--token", api[1]])
+
+    output = capsys.readouterr()
+    assert status == 0, output.err
+    assert _printed(output.out)[1]["type"] == "knowledge_search"
+
+
+def test_cli_unknown_token_prints_a_hint_naming_the_current_dev_token_file(
+    api: tuple[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("KNOWLEDGE_STATE_DIR", str(tmp_path))
+    stale = "kn_" + "A" * 43
+
+    status = main(["search", "anything", "--api-url", api[0], "--token", stale])
+
+    error_line, hint = capsys.readouterr().err.splitlines()
+    assert status == 1
+    assert error_line.startswith("error: authentication_required: ")
+    assert hint == (
+        "hint: tokens issued by an earlier `make run` are gone: "
+        f"the current dev token is in {tmp_path / 'dev-token'}"
+    )
+    assert stale not in error_line + hint
+
+
+def test_cli_read_of_an_unknown_item_hints_that_ids_do_not_survive_a_restart(
+    api: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = knowledge(api, "read", "ki_01M8MSTVN5K0B8VGNB8TZTQEM9")
+
+    error_line, hint = capsys.readouterr().err.splitlines()
+    assert status == 1
+    assert error_line.startswith("error: knowledge_resource_unavailable: ")
+    assert hint == "hint: ids from an earlier run do not survive a restart; search again to get current ids"
+
+
+def test_cli_search_in_a_mistyped_base_suggests_the_close_names(
+    api: tuple[str, str], client: KnowledgeClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    client.create_base("fastapi")
+    client.create_base("fastapi-v2")
+
+    status = knowledge(api, "search", "cors", "--base", "fastpai")
+
+    assert status == 1
+    assert capsys.readouterr().err == (
+        "error: knowledge_resource_unavailable: No knowledge base named 'fastpai'. "
+        "Did you mean 'fastapi' or 'fastapi-v2'? `knowledge bases` lists them all.\n"
+    )
+
+
+def test_cli_bases_lists_every_base_as_a_table_or_json(
+    api: tuple[str, str], client: KnowledgeClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    listed = client.create_base("listed-base")
+    base_id = str(listed["knowledge_base_id"])
+
+    table_status = knowledge(api, "bases")
+    table = _printed(capsys.readouterr().out)[0]
+    json_status = knowledge(api, "bases", "--json")
+    answer = _printed(capsys.readouterr().out)[1]
+
+    assert (table_status, json_status) == (0, 0)
+    assert table[0].split() == ["id", "name", "scope", "status"]
+    assert [base_id, "listed-base", "tenant", "active"] in [line.split() for line in table[1:]]
+    assert listed in answer["knowledge_bases"]
+    assert len(answer["knowledge_bases"]) == len(table) - 1
+
+
+def test_cli_ingest_says_when_it_creates_the_base_and_names_close_ones(
+    api: tuple[str, str], client: KnowledgeClient, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    client.create_base("handbook")
+    (tmp_path / "note.md").write_text("# Note\n\nText.\n")
+
+    first = knowledge(api, "ingest", str(tmp_path), "--base", "handbok", "--no-wait")
+    first_error = capsys.readouterr().err
+    again = knowledge(api, "ingest", str(tmp_path), "--base", "handbok", "--no-wait")
+    again_error = capsys.readouterr().err
+
+    [created] = client.bases_named("handbok")
+    assert (first, again) == (0, 0)
+    assert first_error == (
+        f"created knowledge base handbok ({created['knowledge_base_id']}) "
+        "(existing bases with a close name: handbook)\n"
+    )
+    assert "created knowledge base" not in again_error

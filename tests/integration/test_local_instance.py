@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from knowledge_local.config import RuntimeSettings
-from knowledge_local.stack import InstanceRunningError, LocalStack
+from knowledge_local.stack import InstanceRunningError, LocalStack, PortInUseError
 from knowledge_local.state import Endpoints, running_instance, write_endpoints
 from tests.support.template import TEMPLATE
 
@@ -104,3 +104,55 @@ def test_local_stack_refuses_to_start_over_a_running_instance(tmp_path: Path, li
     assert "\n" not in message
     assert endpoints.read_text(encoding="utf-8") == before
     assert _port_is_free(aws_port)
+
+
+@pytest.fixture
+def taken_port() -> Iterator[int]:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        yield int(listener.getsockname()[1])
+
+
+@pytest.mark.parametrize("variable", ["PORT", "AWS_PORT"])
+def test_local_stack_on_a_taken_port_creates_no_state_directory(
+    tmp_path: Path, taken_port: int, variable: str
+) -> None:
+    state_dir = tmp_path / "knowledge" / "third"
+    ports = {"PORT": free_port(), "AWS_PORT": free_port(), variable: taken_port}
+    settings = RuntimeSettings(PORT=ports["PORT"], AWS_PORT=ports["AWS_PORT"], knowledge_state_dir=state_dir)
+    stack = LocalStack(settings, template=TEMPLATE)
+
+    with pytest.raises(PortInUseError, match=f"Cannot listen on {variable}={taken_port}"):
+        stack.start()
+    stack.stop()
+
+    assert list(tmp_path.iterdir()) == []
+    assert all(_port_is_free(port) for name, port in ports.items() if name != variable)
+
+
+@pytest.mark.parametrize("existed", [False, True])
+def test_local_stack_failing_after_the_ports_removes_only_the_directories_it_created(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, existed: bool
+) -> None:
+    state_dir = tmp_path / "knowledge" / "third"
+    if existed:
+        state_dir.mkdir(parents=True)
+        (state_dir / "notes.txt").write_text("kept")
+
+    def fail(*arguments: object) -> None:
+        raise RuntimeError("provisioning failed")
+
+    monkeypatch.setattr("knowledge_local.stack.provision", fail)
+    ports = {"PORT": free_port(), "AWS_PORT": free_port()}
+    settings = RuntimeSettings(PORT=ports["PORT"], AWS_PORT=ports["AWS_PORT"], knowledge_state_dir=state_dir)
+    stack = LocalStack(settings, template=TEMPLATE)
+
+    with pytest.raises(RuntimeError, match="provisioning failed"):
+        stack.start()
+
+    if existed:
+        assert [path.name for path in state_dir.iterdir()] == ["notes.txt"]
+    else:
+        assert list(tmp_path.iterdir()) == []
+    assert all(_port_is_free(port) for port in ports.values())

@@ -2,10 +2,26 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
-from knowledge_local.cli import _results_table, main, parse_duration
+from knowledge_local.cli import _bases_table, _results_table, main, parse_duration, redact
+from knowledge_local.client import ApiError, KnowledgeClient
 from knowledge_local.config import ConfigurationError, load_settings
+from knowledge_local.ingestion import similar_names
+
+TOKEN = "kn_9hJN21qwElGcgOEz7bymLWFvhW4DhXqaUjLarof5ePM"
+ITEM = "ki_01M8MSTVN5K0B8VGNB8TZTQEM9"
+CLOSED_API = "http://127.0.0.1:9"
+
+
+def _exit_status(arguments: list[str]) -> int:
+    try:
+        return main(arguments)
+    except SystemExit as exited:
+        return int(exited.code or 0)
 
 
 @pytest.mark.parametrize(
@@ -35,8 +51,8 @@ def test_cli_bad_expiry_is_a_usage_error(
         (["search", "q", "--alpha", "inf"], "--alpha"),
         (["search", "q", "--alpha", "-inf"], "--alpha"),
         (["search", "q", "--max-results", "nan"], "--max-results"),
-        (["read", "ki_1", "--offset", "inf"], "--offset"),
-        (["read", "ki_1", "--limit", "nan"], "--limit"),
+        (["read", "ki_01M8MSTVN5K0B8VGNB8TZTQEM9", "--offset", "inf"], "--offset"),
+        (["read", "ki_01M8MSTVN5K0B8VGNB8TZTQEM9", "--limit", "nan"], "--limit"),
         (["ingest", ".", "--base", "b", "--timeout", "nan"], "--timeout"),
         (["ingest", ".", "--base", "b", "--timeout", "inf"], "--timeout"),
         (["ingest", ".", "--base", "b", "--timeout", "0"], "--timeout"),
@@ -87,3 +103,149 @@ def test_load_settings_invalid_port_names_the_variable(monkeypatch: pytest.Monke
 
     with pytest.raises(ConfigurationError, match=r"^PORT: "):
         load_settings()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["search", "q"], ["read", ITEM], ["bases"], ["token", "create"], ["ingest", "README.md", "--base", "b"]],
+)
+@pytest.mark.parametrize("position", ["before", "after"])
+def test_cli_connection_options_before_or_after_the_command_reach_the_given_api(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, command: list[str], position: str
+) -> None:
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    monkeypatch.delenv("KNOWLEDGE_API_URL", raising=False)
+    monkeypatch.delenv("KNOWLEDGE_TOKEN", raising=False)
+    options = ["--api-url", CLOSED_API, "--token", TOKEN]
+    arguments = [*options, *command] if position == "before" else [*command, *options]
+
+    status = _exit_status(arguments)
+
+    error = capsys.readouterr().err
+    assert status == 1
+    assert error.startswith(f"error: unreachable: cannot reach the knowledge API at {CLOSED_API}")
+    assert TOKEN not in error
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ["search", "q", "--tokn", TOKEN],
+        ["search", "q", f"--tokn={TOKEN}"],
+        ["search", "q", TOKEN],
+        ["search", "q", "--mode", TOKEN],
+        ["read", TOKEN],
+        [TOKEN, "search"],
+    ],
+)
+def test_cli_usage_error_masks_a_token_it_repeats(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, arguments: list[str]
+) -> None:
+    monkeypatch.setenv("KNOWLEDGE_API_URL", CLOSED_API)
+
+    status = _exit_status(arguments)
+
+    error = capsys.readouterr().err
+    assert status == 2
+    assert TOKEN not in error
+    assert "kn_***" in error
+
+
+def test_cli_api_error_masks_a_token_in_its_message(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(self: KnowledgeClient, **arguments: object) -> dict[str, object]:
+        raise ApiError(400, "knowledge_invalid_request", f"bad value {TOKEN}")
+
+    monkeypatch.setattr(KnowledgeClient, "search_knowledge", refuse)
+
+    status = _exit_status(["search", "q", "--api-url", CLOSED_API, "--token", TOKEN])
+
+    error = capsys.readouterr().err
+    assert status == 1
+    assert error == "error: knowledge_invalid_request: bad value kn_***\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        (f"unrecognized arguments: {TOKEN}", "unrecognized arguments: kn_***"),
+        (f"Bearer {TOKEN}.", "Bearer kn_***."),
+        ("unrecognized arguments: --tokn plain-secret x", "unrecognized arguments: --tokn *** x"),
+        ("unrecognized arguments: --tokn=plain-secret", "unrecognized arguments: --tokn=***"),
+        ("argument --token: expected one argument", "argument --token: expected one argument"),
+        ("unknown_kn_value stays", "unknown_kn_value stays"),
+    ],
+)
+def test_redact_masks_tokens_and_token_option_values(text: str, masked: str) -> None:
+    assert redact(text) == masked
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["read", "<knowledge_item_id>"], "argument item: '<knowledge_item_id>' is a placeholder: "),
+        (["read", "ki_123"], "argument item: 'ki_123' is not a knowledge item id: "),
+        (["read", ITEM.lower()], f"argument item: '{ITEM.lower()}' is not a knowledge item id: "),
+        (["read", ""], "argument item: empty (an unset shell variable?): "),
+        (
+            ["read", ITEM, "--revision", "kr_1"],
+            "argument --revision: 'kr_1' is not a knowledge revision id: ",
+        ),
+        (["search", "q", "--base", "<base>"], "argument --base: '<base>' is a placeholder: "),
+        (["ingest", ".", "--base", " "], "argument --base: empty: "),
+    ],
+)
+def test_cli_placeholder_or_malformed_id_is_a_usage_error_before_any_request(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, arguments: list[str], message: str
+) -> None:
+    monkeypatch.setenv("KNOWLEDGE_API_URL", CLOSED_API)
+    monkeypatch.setenv("KNOWLEDGE_TOKEN", TOKEN)
+
+    status = _exit_status(arguments)
+
+    error = capsys.readouterr().err
+    assert status == 2
+    assert message in error
+    assert "unreachable" not in error
+
+
+@pytest.mark.parametrize(
+    ("name", "names", "close"),
+    [
+        ("fastpai", ["project-docs", "fastapi", "handbook"], ["fastapi"]),
+        ("FastAPI", ["fastapi", "runbooks"], ["fastapi"]),
+        ("handbok", ["handbook", "handbooks", "fastapi"], ["handbook", "handbooks"]),
+        ("zzz", ["fastapi", "handbook"], []),
+        ("fastapi", ["fastapi"], []),
+    ],
+)
+def test_similar_names_finds_close_names_ignoring_case(name: str, names: list[str], close: list[str]) -> None:
+    assert similar_names(name, names) == close
+
+
+def test_bases_table_aligns_id_name_scope_and_status() -> None:
+    bases: list[dict[str, Any]] = [
+        {
+            "knowledge_base_id": "kb_01M8MV2A1210QGTNJ28EFMF0Z9",
+            "name": "fastapi",
+            "scope": "tenant",
+            "team_id": None,
+            "status": "active",
+        },
+        {
+            "knowledge_base_id": "kb_01M8MVNYZFC4AD5BG1N31RTX5K",
+            "name": "team notes",
+            "scope": "team",
+            "team_id": "eng",
+            "status": "inactive",
+        },
+    ]
+
+    lines = _bases_table(bases).splitlines()
+
+    assert lines == [
+        "id                             name        scope     status",
+        "kb_01M8MV2A1210QGTNJ28EFMF0Z9  fastapi     tenant    active",
+        "kb_01M8MVNYZFC4AD5BG1N31RTX5K  team notes  team eng  inactive",
+    ]
