@@ -18,6 +18,25 @@ from knowledge.errors import (
 )
 from knowledge.observability import logger
 
+
+class RouteNotFoundError(KnowledgeError):
+    """No route (or, over MCP, no tool) has this name."""
+
+    code = "not_found"
+
+
+class MethodNotAllowedError(KnowledgeError):
+    """The path exists, but not with this method; ``details.allowed_methods`` lists the ones that do."""
+
+    code = "method_not_allowed"
+
+
+class PayloadTooLargeError(KnowledgeError):
+    """The request body is larger than the endpoint accepts."""
+
+    code = "payload_too_large"
+
+
 STATUS_BY_CODE: Mapping[str, int] = {
     "validation_error": 400,
     "knowledge_invalid_request": 400,

@@ -44,7 +44,13 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from knowledge.api.errors import error_envelope, from_validation_errors, unexpected_error_envelope
+from knowledge.api.errors import (
+    MethodNotAllowedError,
+    RouteNotFoundError,
+    error_envelope,
+    from_validation_errors,
+    unexpected_error_envelope,
+)
 from knowledge.api.principal import principal_from_event
 from knowledge.domain.contract import ErrorResponse
 from knowledge.errors import AuthenticationRequiredError, KnowledgeError, RequestValidationError
@@ -52,18 +58,6 @@ from knowledge.observability import metrics
 
 MAX_BODY_BYTES = 1_048_576
 """Default request body limit (1 MiB of UTF-8), checked before the body is parsed."""
-
-
-class RouteNotFoundError(KnowledgeError):
-    """No route has this path."""
-
-    code = "not_found"
-
-
-class MethodNotAllowedError(KnowledgeError):
-    """The path exists, but not with this method; ``details.allowed_methods`` lists the ones that do."""
-
-    code = "method_not_allowed"
 
 
 _ERROR_DESCRIPTIONS = {

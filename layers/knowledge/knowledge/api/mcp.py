@@ -61,7 +61,14 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from knowledge import __version__
-from knowledge.api.errors import error_envelope, from_validation_errors, unexpected_error_envelope
+from knowledge.api.errors import (
+    MethodNotAllowedError,
+    PayloadTooLargeError,
+    RouteNotFoundError,
+    error_envelope,
+    from_validation_errors,
+    unexpected_error_envelope,
+)
 from knowledge.api.http import MAX_BODY_BYTES
 from knowledge.api.principal import principal_from_event
 from knowledge.bootstrap import get_container
@@ -129,18 +136,6 @@ _VALUE_KEYWORDS = frozenset(
 _SCHEMA_MAP_KEYWORDS = frozenset({"properties", "$defs"})
 _SCHEMA_KEYWORDS = frozenset({"items", "additionalProperties", "not"})
 _SCHEMA_LIST_KEYWORDS = frozenset({"anyOf", "oneOf", "allOf"})
-
-
-class _MethodNotAllowedError(KnowledgeError):
-    code = "method_not_allowed"
-
-
-class _UnknownToolError(KnowledgeError):
-    code = "not_found"
-
-
-class _PayloadTooLargeError(KnowledgeError):
-    code = "payload_too_large"
 
 
 def input_schema() -> dict[str, Any]:
@@ -220,12 +215,12 @@ class McpApp:
             await _error_response(error, {"WWW-Authenticate": "Bearer"})(scope, receive, send)
             return
         if scope["method"] != "POST":
-            refusal = _MethodNotAllowedError("The MCP endpoint is stateless: use POST.")
+            refusal = MethodNotAllowedError("The MCP endpoint is stateless: use POST.")
             await _error_response(refusal, {"Allow": "POST"})(scope, receive, send)
             return
         body = await _read_body(receive, self._max_body_bytes)
         if body is None:
-            too_large = _PayloadTooLargeError(
+            too_large = PayloadTooLargeError(
                 "The request body is too large.", {"max_body_bytes": self._max_body_bytes}
             )
             await _error_response(too_large, {})(scope, receive, send)
@@ -303,7 +298,7 @@ async def _call_tool(
     ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
 ) -> types.CallToolResult:
     if params.name != TOOL_NAME:
-        unknown = _UnknownToolError(
+        unknown = RouteNotFoundError(
             f"Unknown tool {params.name!r}; this server offers {TOOL_NAME!r}.",
             {"tool": params.name, "available_tools": [TOOL_NAME]},
         )
