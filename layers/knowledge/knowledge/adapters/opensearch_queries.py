@@ -209,31 +209,18 @@ def superseded_chunks_query(items: Iterable[IndexedItem]) -> dict[str, Any]:
 
 
 def item_chunks_query(tenant_id: str, knowledge_item_id: str) -> dict[str, Any]:
-    return {
-        "query": {
-            "bool": {
-                "filter": [
-                    {"term": {"doc_type": CHUNK}},
-                    {"term": {"tenant_id": tenant_id}},
-                    {"term": {"knowledge_item_id": knowledge_item_id}},
-                ]
-            }
-        }
-    }
+    """Every chunk of one item of ``tenant_id``."""
+    return _tenant_chunks_query(tenant_id, "knowledge_item_id", knowledge_item_id)
 
 
 def base_chunks_query(tenant_id: str, knowledge_base_id: str) -> dict[str, Any]:
-    return {
-        "query": {
-            "bool": {
-                "filter": [
-                    {"term": {"doc_type": CHUNK}},
-                    {"term": {"tenant_id": tenant_id}},
-                    {"term": {"knowledge_base_id": knowledge_base_id}},
-                ]
-            }
-        }
-    }
+    """Every chunk of one base of ``tenant_id``."""
+    return _tenant_chunks_query(tenant_id, "knowledge_base_id", knowledge_base_id)
+
+
+def _tenant_chunks_query(tenant_id: str, field: str, value: str) -> dict[str, Any]:
+    terms = [{"doc_type": CHUNK}, {"tenant_id": tenant_id}, {field: value}]
+    return {"query": {"bool": {"filter": [{"term": term} for term in terms]}}}
 
 
 def visibility_query(visibility: VisibilityFilter) -> dict[str, Any]:
