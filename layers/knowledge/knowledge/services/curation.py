@@ -58,7 +58,7 @@ from knowledge.domain.models import (
 )
 from knowledge.domain.visibility import can_see
 from knowledge.errors import RequestValidationError, ResourceUnavailableError
-from knowledge.ports import KnowledgeStore, RuntimeSwitch
+from knowledge.ports import CatalogStore, RuntimeSwitch
 from knowledge.services.access import find_base, require_scope
 from knowledge.services.indexing import IndexingService
 from knowledge.services.upsert import Document, UpsertOutcome, upsert_by_external_id
@@ -69,7 +69,7 @@ class CurationService:
 
     def __init__(
         self,
-        store: KnowledgeStore,
+        store: CatalogStore,
         indexing: IndexingService,
         runtime_switch: RuntimeSwitch,
         *,

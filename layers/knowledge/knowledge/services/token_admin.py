@@ -31,7 +31,7 @@ from knowledge.domain.models import Permission, Principal, TokenRecord
 from knowledge.domain.tokens import is_token_id
 from knowledge.errors import InsufficientScopeError, ResourceUnavailableError
 from knowledge.observability import logger
-from knowledge.ports import KnowledgeStore
+from knowledge.ports import TokenStore
 from knowledge.services.access import require_scope
 from knowledge.services.tokens import TokenService
 
@@ -48,7 +48,7 @@ class TokenAdministration:
     """``POST /v1/tokens`` and ``DELETE /v1/tokens/{token_id}`` for a principal. Thread-safe if its
     ports are."""
 
-    def __init__(self, store: KnowledgeStore, tokens: TokenService) -> None:
+    def __init__(self, store: TokenStore, tokens: TokenService) -> None:
         self._store = store
         self._tokens = tokens
 

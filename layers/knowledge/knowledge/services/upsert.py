@@ -19,7 +19,7 @@ from enum import StrEnum
 
 from knowledge.domain.models import KnowledgeItem, Source
 from knowledge.errors import ConflictError, ResourceUnavailableError
-from knowledge.ports import KnowledgeStore
+from knowledge.ports import ItemStore
 
 MAX_ATTEMPTS = 5
 """Re-reads of an item whose version moved between our read and our write."""
@@ -62,7 +62,7 @@ def content_sha256(content: str) -> str:
 
 
 def upsert_by_external_id(
-    store: KnowledgeStore, tenant_id: str, knowledge_base_id: str, document: Document
+    store: ItemStore, tenant_id: str, knowledge_base_id: str, document: Document
 ) -> Upserted:
     """Create the item holding ``document.external_id``, or add a revision when the content, title or
     source changed, or publish the equal latest revision, or do nothing (see the module doc)."""
@@ -94,7 +94,7 @@ def upsert_by_external_id(
     )
 
 
-def _update(store: KnowledgeStore, item: KnowledgeItem, document: Document) -> Upserted:
+def _update(store: ItemStore, item: KnowledgeItem, document: Document) -> Upserted:
     latest = store.get_revision(item.tenant_id, item.knowledge_item_id, item.latest_revision_id)
     unchanged = (
         latest is not None
