@@ -23,7 +23,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from knowledge.adapters.dynamodb_store import DynamoDBKnowledgeStore
+from knowledge.adapters.dynamodb.knowledge_store import DynamoDBKnowledgeStore
 from knowledge.domain.ingestion import is_tenant_id
 from knowledge.domain.models import Permission
 from knowledge.observability import logger

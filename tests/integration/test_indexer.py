@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from knowledge.adapters.dynamodb_stream import decode_stream_record
+from knowledge.adapters.dynamodb.stream import decode_stream_record
 from knowledge.adapters.embedded_index import EmbeddedIndex
 from knowledge.adapters.embedding_cache import DynamoDBEmbeddingCache
 from knowledge.bootstrap import Container, use_container

@@ -16,7 +16,7 @@ from datetime import timedelta
 from functools import cache
 from typing import Any
 
-from knowledge.adapters.dynamodb_store import DynamoDBKnowledgeStore
+from knowledge.adapters.dynamodb.knowledge_store import DynamoDBKnowledgeStore
 from knowledge.adapters.embedded_index import EmbeddedIndex
 from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
 from knowledge.bootstrap import Container, build_container, use_container

@@ -71,7 +71,7 @@ class Container:
 
 
 def build_store(settings: Settings, *, dynamodb_client: Any = None) -> KnowledgeStore:
-    from knowledge.adapters.dynamodb_store import DynamoDBKnowledgeStore
+    from knowledge.adapters.dynamodb.knowledge_store import DynamoDBKnowledgeStore
 
     return DynamoDBKnowledgeStore(
         settings.table_name, dynamodb_client=dynamodb_client, page_size_chars=settings.page_size_chars

@@ -13,10 +13,10 @@ Errors: ``ResourceUnavailableError`` (the base is gone), ``ConflictError`` (the 
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from enum import StrEnum
 
+from knowledge.domain.lifecycle import content_sha256
 from knowledge.domain.models import KnowledgeItem, Source
 from knowledge.errors import ConflictError, ResourceUnavailableError
 from knowledge.ports import ItemStore
@@ -54,11 +54,6 @@ class Document:
     content: str
     source: Source | None
     publish: bool
-
-
-def content_sha256(content: str) -> str:
-    """SHA-256 hex digest of the UTF-8 content: the ``sha256`` a stored revision records."""
-    return hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
 def upsert_by_external_id(
