@@ -1,6 +1,7 @@
 """``SearchKnowledgeFunction``: ``POST /v1/tools/search_knowledge`` and ``GET /v1/openapi.json``.
 
-Routes and error mapping live in the layer (``knowledge.api.routes.search``, ``knowledge.api.http``).
+Routes and error mapping live in the layer (``knowledge.api.routes.search_knowledge``,
+``knowledge.api.http``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from knowledge.api.http import build_resolver
-from knowledge.api.routes.search import router
+from knowledge.api.routes.search_knowledge import router
 from knowledge.observability import logger, metrics, tracer
 
 app = build_resolver(router)

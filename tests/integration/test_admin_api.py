@@ -17,7 +17,7 @@ import pytest
 from knowledge.adapters.embedded_index import EmbeddedIndex
 from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
 from knowledge.bootstrap import use_container
-from knowledge.domain.tokens import hash_token
+from knowledge.domain.bearer_tokens import hash_token
 from knowledge.settings import Settings
 from knowledge_local.routes import load_routes
 from tests.conftest import TABLE_NAME

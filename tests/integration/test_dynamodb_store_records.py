@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from knowledge.domain.bearer_tokens import hash_token, new_token
 from knowledge.domain.models import TokenRecord
-from knowledge.domain.tokens import hash_token, new_token
 from knowledge.errors import RequestValidationError
 from tests.conftest import TABLE_NAME
 from tests.support.store import make_base, make_store, new_client

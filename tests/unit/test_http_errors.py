@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
-from knowledge.api.errors import error_envelope
+from knowledge.api.error_envelopes import error_envelope
 from knowledge.api.http import build_resolver, parse_json_body
 from knowledge.errors import ConflictError, DependencyUnavailableError, RequestValidationError
 from tests.support.events import lambda_context, load_event, with_body

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from knowledge.domain.bearer_tokens import hash_token, new_token
 from knowledge.domain.models import TokenRecord
-from knowledge.domain.tokens import hash_token, new_token
 from knowledge.errors import ConflictError, ResourceUnavailableError
 from knowledge.ports import KnowledgeStore
 

@@ -3,7 +3,7 @@
 ``build_resolver(*routers)`` returns a Powertools ``APIGatewayHttpResolver`` (HTTP API payload 2.0)
 with request and response validation on and every failure answered in the envelope of DESIGN §5,
 ``{"type": "error", "error": {"code", "message", "retryable", "details"}}``, with the status of
-``knowledge.api.errors.STATUS_BY_CODE``:
+``knowledge.api.error_envelopes.STATUS_BY_CODE``:
 
 - Powertools' request validation errors → ``from_validation_errors`` (400 ``validation_error``, or
   400 ``knowledge_invalid_request`` when the only problem is unknown fields);
@@ -44,7 +44,7 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from knowledge.api.errors import (
+from knowledge.api.error_envelopes import (
     MethodNotAllowedError,
     RouteNotFoundError,
     error_envelope,

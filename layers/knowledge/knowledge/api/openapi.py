@@ -16,7 +16,7 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer, Tag
 
-from knowledge.api.routes import admin, search
+from knowledge.api.routes import knowledge_admin, search_knowledge
 
 TITLE = "Knowledge service"
 API_VERSION = "1.0.0"
@@ -28,7 +28,7 @@ DESCRIPTION = (
     '`{"type":"error","error":{"code","message","retryable","details"}}`.'
 )
 
-ROUTERS: tuple[Router, ...] = (search.router, admin.router)
+ROUTERS: tuple[Router, ...] = (search_knowledge.router, knowledge_admin.router)
 """Every Router of the service, in document order."""
 
 # Powertools adds these for its own 422 answers, which this service never gives (it answers 400 and 500).

@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from knowledge.domain.ingestion import INGEST_MESSAGE, ArchiveMessage, UpsertMessage
+from knowledge.domain.ingest_messages import INGEST_MESSAGE, ArchiveMessage, UpsertMessage
 from knowledge.domain.models import KnowledgeItem
 from knowledge.errors import (
     ConflictError,

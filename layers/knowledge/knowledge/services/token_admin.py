@@ -26,9 +26,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-from knowledge.domain.curation import CreateTokenRequest, TokenResponse
+from knowledge.domain.bearer_tokens import is_token_id
 from knowledge.domain.models import Permission, Principal, TokenRecord
-from knowledge.domain.tokens import is_token_id
+from knowledge.domain.write_contract import CreateTokenRequest, TokenResponse
 from knowledge.errors import InsufficientScopeError, ResourceUnavailableError
 from knowledge.observability import logger
 from knowledge.ports import TokenStore

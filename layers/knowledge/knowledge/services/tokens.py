@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 
+from knowledge.domain.bearer_tokens import hash_token, new_token
 from knowledge.domain.models import TokenRecord
-from knowledge.domain.tokens import hash_token, new_token
 from knowledge.ports import TokenStore
 
 BEARER_PREFIX = "bearer "

@@ -45,7 +45,10 @@ from knowledge.api.idempotency import (
 )
 from knowledge.api.principal import principal_from_event
 from knowledge.bootstrap import get_container
-from knowledge.domain.curation import (
+from knowledge.domain.ingest_messages import EXTERNAL_ID_MAX_CHARS
+from knowledge.domain.models import Principal
+from knowledge.domain.text import Text
+from knowledge.domain.write_contract import (
     LIST_LIMIT_DEFAULT,
     LIST_LIMIT_MAX,
     ArchiveRequest,
@@ -66,9 +69,6 @@ from knowledge.domain.curation import (
     TokenResponse,
     UpdateKnowledgeBaseRequest,
 )
-from knowledge.domain.ingestion import EXTERNAL_ID_MAX_CHARS
-from knowledge.domain.models import Principal
-from knowledge.domain.text import Text
 from knowledge.services.curation import CurationService
 from knowledge.services.token_admin import TokenAdministration
 
