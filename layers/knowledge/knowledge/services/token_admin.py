@@ -94,10 +94,15 @@ class TokenAdministration:
         )
         return TokenResponse(token=token, token_id=record.token_hash, expires_at=record.expires_at)
 
+    def authorize_revoke(self, principal: Principal) -> None:
+        """``InsufficientScopeError`` unless ``principal`` may revoke tokens at all (``knowledge:admin``);
+        which tokens it may revoke ``revoke`` decides."""
+        require_scope(principal, Permission.ADMIN)
+
     def revoke(self, principal: Principal, token_id: str) -> None:
         """Revoke the token named ``token_id`` (idempotent). The authorizer caches its answers, so
         a revoked token may still be accepted for up to its cache time (300 s on AWS)."""
-        require_scope(principal, Permission.ADMIN)
+        self.authorize_revoke(principal)
         record = self._store.get_token(token_id) if is_token_id(token_id) else None
         if record is None or not _may_revoke(principal, record):
             raise ResourceUnavailableError()
