@@ -18,35 +18,26 @@
 | ``GET /v1/health`` | none | 200 ``{status, runtime_enabled}`` |
 
 Scopes are ``knowledge:<scope>``. Every write (``POST``, ``PATCH``, ``DELETE``) is registered with
-``write_route``, which pairs it with its permission check: the service's read-only ``authorize_*``
-check of scope and visibility, which a route middleware runs before the route, and before any
-``Idempotency-Key`` record is read (``knowledge.api.idempotency``; ``POST`` and ``PATCH`` accept the
-header), so a replay is never answered to a caller who may not make the write. Each route then
-parses, calls ``CurationService`` (tokens: ``TokenAdministration``) once and answers; errors are
-mapped by ``knowledge.api.http``.
+``knowledge.api.writes.write_route``, which pairs it with its permission check: the service's
+read-only ``authorize_*`` check of scope and visibility, run before the route and before any
+``Idempotency-Key`` record is read (``POST`` and ``PATCH`` accept the header), so a replay is never
+answered to a caller who may not make the write. Each route then parses, calls ``CurationService``
+(tokens: ``TokenAdministration``) once and answers; errors are mapped by ``knowledge.api.http``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated, Any
 
-from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Request, Response, content_types
+from aws_lambda_powertools.event_handler import Request, Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
-from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from pydantic import BaseModel
 
-from knowledge.api.http import RouteFunction, openapi_error_responses
-from knowledge.api.idempotency import (
-    IDEMPOTENCY_KEY_HEADER,
-    KEY_MAX_CHARS,
-    REPLAYED_HEADER,
-    Answer,
-    IdempotentWrites,
-)
-from knowledge.api.principal import CallerPrincipal, current_principal
+from knowledge.api.http import openapi_error_responses
+from knowledge.api.principal import CallerPrincipal
+from knowledge.api.writes import IdempotencyKey, write_route
 from knowledge.bootstrap import get_container
 from knowledge.domain.ingest_messages import EXTERNAL_ID_MAX_CHARS
 from knowledge.domain.models import Principal
@@ -91,20 +82,6 @@ TAG = "knowledge"
 
 router = Router()  # type: ignore[no-untyped-call]  # Powertools leaves Router.__init__ unannotated
 
-# Write routes declare the header so that it is validated and documented; ``write_route``'s middleware
-# reads it.
-IdempotencyKey = Annotated[
-    str | None,
-    Header(
-        alias=IDEMPOTENCY_KEY_HEADER,
-        min_length=1,
-        max_length=KEY_MAX_CHARS,
-        description=(
-            "Makes the write safe to retry: a repeat within an hour answers the first answer (with "
-            "`Idempotent-Replayed: true`) and changes nothing; the same key with another body is a 400."
-        ),
-    ),
-]
 Limit = Annotated[int, Query(ge=1, le=LIST_LIMIT_MAX, description=f"Page size, 1 to {LIST_LIMIT_MAX}.")]
 NextToken = Annotated[
     Text | None,
@@ -132,66 +109,6 @@ def _json(status: int, body: BaseModel) -> Response[Any]:
     return Response(
         status_code=status, content_type=content_types.APPLICATION_JSON, body=body.model_dump(mode="json")
     )
-
-
-WriteCheck = Callable[[Principal, Request], object]
-"""The read-only authorization of one write (scope, and visibility of its target), from the
-caller and the request (path parameters, body); it raises ``InsufficientScopeError`` or
-``ResourceUnavailableError``."""
-
-
-def write_route(
-    method: str,
-    rule: str,
-    *,
-    check: WriteCheck,
-    body: type[BaseModel] | None = None,
-    idempotent: bool = True,
-    secret: bool = False,
-    **openapi: Any,
-) -> Callable[[RouteFunction], RouteFunction]:
-    """Register a write route (``router.route`` with ``openapi``'s arguments) behind a route
-    middleware that runs ``check`` first, and then, when the request carries an
-    ``Idempotency-Key`` and the route is ``idempotent``, the route once per key: ``body`` (the
-    route's body model) gives the request's payload as compared with the first request's, and a
-    ``secret`` answer (a new token) is never stored."""
-    return router.route(rule, method, middlewares=[_guarded(check, body, idempotent, secret)], **openapi)
-
-
-def _guarded(
-    check: WriteCheck, body: type[BaseModel] | None, idempotent: bool, secret: bool
-) -> Callable[[APIGatewayHttpResolver, NextMiddleware], Response[Any]]:
-    def guard(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
-        request = app.request
-        principal = current_principal(request)
-        check(principal, request)
-        event = app.current_event
-        key = event.headers.get(IDEMPOTENCY_KEY_HEADER) if idempotent else None
-        if key is None:
-            return next_middleware(app)
-        container = get_container()
-        answer = IdempotentWrites(container.idempotency(), container.settings.idempotency_ttl_seconds).run(
-            lambda: _answer_of(next_middleware(app), secret=secret),
-            principal=principal,
-            route=f"{event.http_method} {event.path}",
-            key=key,
-            payload=body.model_validate(event.json_body).model_dump(mode="json")
-            if body is not None
-            else None,
-            context=app.lambda_context,
-        )
-        return Response(
-            status_code=answer.status,
-            content_type=content_types.APPLICATION_JSON,
-            body=dict(answer.body),
-            headers={REPLAYED_HEADER: "true"} if answer.replayed else None,
-        )
-
-    return guard
-
-
-def _answer_of(response: Response[Any], *, secret: bool) -> Answer:
-    return Answer(status=response.status_code, body=dict(response.body or {}), secret=secret)
 
 
 def _path_parameter(request: Request, name: str) -> str:
@@ -226,6 +143,7 @@ def _may_revoke_token(principal: Principal, request: Request) -> None:
 
 
 @write_route(
+    router,
     "POST",
     BASES_PATH,
     check=_may_create_base,
@@ -259,6 +177,7 @@ def list_knowledge_bases(
 
 
 @write_route(
+    router,
     "PATCH",
     BASE_PATH,
     check=_may_manage_base,
@@ -282,6 +201,7 @@ def update_knowledge_base(
 
 
 @write_route(
+    router,
     "POST",
     REINDEX_PATH,
     check=_may_manage_base,
@@ -301,6 +221,7 @@ def reindex_knowledge_base(
 
 
 @write_route(
+    router,
     "POST",
     ITEMS_PATH,
     check=_may_create_item,
@@ -361,6 +282,7 @@ def get_knowledge_item(knowledge_item_id: str, principal: CallerPrincipal) -> Kn
 
 
 @write_route(
+    router,
     "POST",
     REVISIONS_PATH,
     check=_may_write_item,
@@ -401,6 +323,7 @@ def list_knowledge_revisions(
 
 
 @write_route(
+    router,
     "POST",
     PUBLISH_PATH,
     check=_may_write_item,
@@ -420,6 +343,7 @@ def publish_knowledge_revision(
 
 
 @write_route(
+    router,
     "POST",
     ARCHIVE_PATH,
     check=_may_write_item,
@@ -442,6 +366,7 @@ def archive_knowledge_item(
 
 
 @write_route(
+    router,
     "POST",
     TOKENS_PATH,
     check=_may_issue_token,
@@ -469,6 +394,7 @@ def create_token(
 
 
 @write_route(
+    router,
     "DELETE",
     TOKEN_PATH,
     check=_may_revoke_token,
