@@ -1,4 +1,4 @@
-"""Domain errors. Each carries the public error code of DESIGN §5; HTTP statuses live in
+"""Domain errors. Each carries the public error code of DESIGN §5 (§9 for memory); HTTP statuses live in
 ``api.error_envelopes``.
 
 Messages are safe to show to callers: no stack traces, internal names or other tenants' data.
@@ -94,3 +94,39 @@ class IndexConfigurationError(KnowledgeError):
     """The search index was built with another embedding model or dimension than the one configured."""
 
     code = "dependency_unavailable"
+
+
+class ClaimTakenError(ConflictError):
+    """A note's claim (its semantic key or its content, ``domain.notes``) is held by another note;
+    services re-read and decide again."""
+
+    def __init__(self, message: str = "Another note holds this claim.") -> None:
+        super().__init__(message, current_version=None)
+
+
+class MemoryInvalidRequestError(KnowledgeError):
+    """A memory tool's argument is out of bounds, or a field is given without the one it needs."""
+
+    code = "memory_invalid_request"
+
+
+class MemoryUnavailableError(KnowledgeError):
+    """The note is absent, not visible to the caller, forgotten or expired: one answer for all, so
+    existence never leaks."""
+
+    code = "memory_unavailable"
+
+    def __init__(self, message: str = "The requested memory is unavailable.") -> None:
+        super().__init__(message)
+
+
+class MemoryConflictError(KnowledgeError):
+    """A note changed since the caller read it (a stale ``expected_version``, a lost race), or a
+    semantic key it needs is held by another note; ``details.current_version`` is the note's version
+    (``null`` when there is no such note)."""
+
+    code = "memory_conflict"
+
+    def __init__(self, message: str, current_version: int | None, **details: object) -> None:
+        super().__init__(message, {"current_version": current_version, **details})
+        self.current_version = current_version

@@ -18,6 +18,9 @@ from knowledge.domain.models import (
     Source,
     TokenRecord,
 )
+from knowledge.domain.note_lifecycle import NoteWrite
+from knowledge.domain.note_retrieval import IndexedNote, NoteLegHits, NoteQuery
+from knowledge.domain.notes import Note, NoteClaim
 from knowledge.domain.retrieval import IndexedItem, IndexQuery, LegHits
 
 
@@ -190,6 +193,60 @@ class TokenStore(Protocol):
     def revoke_token(self, token_hash: str) -> None: ...
 
 
+class NoteStore(Protocol):
+    """Notes and their immutable versions (DESIGN §9), with the claims that keep semantic keys and
+    contents unique among current notes (``domain.notes``).
+
+    Errors: ``ConflictError`` carrying the stored version when a note moved on from the version a
+    write expected (or exists, for a new note); ``ClaimTakenError`` when a claim to take is held by
+    another note that has not expired; ``ResourceUnavailableError`` when a note to mark is absent;
+    ``RequestValidationError`` for a ``next_token`` this listing did not issue;
+    ``DependencyUnavailableError`` (throttling, outage).
+    """
+
+    def get_note(self, tenant_id: str, note_id: str) -> Note | None: ...
+
+    def get_notes(self, tenant_id: str, note_ids: Sequence[str]) -> dict[str, Note]:
+        """The stored notes among ``note_ids`` by id; absent ones are left out."""
+        ...
+
+    def claim_holder(self, tenant_id: str, claim: NoteClaim) -> str | None:
+        """The id of the note holding ``claim`` (which may have expired or changed since)."""
+        ...
+
+    def commit_notes(self, tenant_id: str, writes: Sequence[NoteWrite]) -> None:
+        """Apply ``writes`` all at once or not at all: each note at its new version (created when
+        ``previous`` is ``None``, else only while stored at ``previous.version``) with its version
+        record, each claim of ``claim`` taken (or kept, its expiry refreshed) and each of ``release``
+        let go. At most 20 writes (else ``ValueError``), and no claim both released and taken in one
+        commit (DynamoDB refuses two operations on one record in a transaction)."""
+        ...
+
+    def set_note_indexed_version(self, tenant_id: str, note_id: str, version: int) -> None:
+        """Record that the index holds ``version`` while the note is still at it; ``version`` does
+        not move. ``ConflictError`` when it moved on, ``ResourceUnavailableError`` when it is gone."""
+        ...
+
+    def list_note_versions(
+        self, tenant_id: str, note_id: str, *, limit: int, next_token: str | None
+    ) -> Page[Note]:
+        """The note's versions, newest first, ``limit`` (≥ 1, else ``ValueError``) at a time."""
+        ...
+
+    def redact_note_versions(self, tenant_id: str, note_id: str) -> None:
+        """Replace the content of every stored version with ``[redacted]`` (idempotent)."""
+        ...
+
+    def delete_note(
+        self, tenant_id: str, note_id: str, *, claims: Sequence[NoteClaim], expected_version: int | None
+    ) -> None:
+        """Delete every record of the note: versions, pin, those of ``claims`` it holds, then the
+        note itself, only while at ``expected_version`` (``ConflictError`` otherwise).
+        ``expected_version=None`` leaves the note record alone: it is already gone (a TTL sweep),
+        and what remains of it is removed."""
+        ...
+
+
 class CatalogStore(BaseStore, ItemStore, Protocol):
     """Bases with their items and revisions: what the write API and the queue change."""
 
@@ -198,10 +255,10 @@ class CorpusStore(CatalogStore, ContentStore, Protocol):
     """The catalog and the revisions' content: what search and the indexer read."""
 
 
-class KnowledgeStore(CorpusStore, TokenStore, Protocol):
+class KnowledgeStore(CorpusStore, TokenStore, NoteStore, Protocol):
     """The source of truth (DESIGN §3): every aggregate in one store, which ``bootstrap`` builds
-    once and hands to each service as the narrowest of the ports above that it needs. Notes and
-    pins (DESIGN §9) join as aggregates of their own (``NoteStore``, ``PinStore``).
+    once and hands to each service as the narrowest of the ports above that it needs. Pins
+    (DESIGN §9) will join as an aggregate of their own (``PinStore``).
 
     Every method but the token ones is scoped by ``tenant_id``. Getters return ``None`` for absent
     records; visibility is the services' job.
@@ -255,6 +312,30 @@ class SearchIndex(Protocol):
     def remove_base(self, tenant_id: str, knowledge_base_id: str) -> None: ...
 
     def search(self, query: IndexQuery) -> LegHits: ...
+
+    def refresh(self) -> None: ...
+
+
+class NoteIndex(Protocol):
+    """Notes with BM25 and kNN search (DESIGN §9), apart from knowledge: one document per note at
+    its current version, filtered inside each leg (``NoteFilter``).
+
+    Errors: ``IndexConfigurationError`` when the index was built for another embedding model or
+    dimension; ``DependencyUnavailableError`` when the engine is unreachable.
+    """
+
+    def ensure_ready(self, *, model_id: str, dimension: int) -> None: ...
+
+    def upsert_notes(self, notes: Sequence[IndexedNote]) -> list[bool]:
+        """Index each note; ``False`` for one whose held version (or tombstone) is newer or equal
+        to a tombstone. One result per note, in order."""
+        ...
+
+    def remove_note(self, tenant_id: str, note_id: str, *, version: int) -> None:
+        """Remove the note and remember ``version``: a later upsert at or below it is ignored."""
+        ...
+
+    def search(self, query: NoteQuery) -> NoteLegHits: ...
 
     def refresh(self) -> None: ...
 

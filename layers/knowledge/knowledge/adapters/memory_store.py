@@ -14,11 +14,13 @@ stores share nothing.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
-from knowledge.adapters import next_tokens
+from knowledge.adapters.memory_listing import found as _found
+from knowledge.adapters.memory_listing import page as _page
+from knowledge.adapters.memory_notes import InMemoryNoteStore
 from knowledge.domain import ids, lifecycle
 from knowledge.domain.models import (
     BaseStatus,
@@ -38,8 +40,6 @@ from knowledge.ports import Clock
 if TYPE_CHECKING:
     from knowledge.ports import KnowledgeStore
 
-T = TypeVar("T")
-
 _RACE_LOST = "The record was changed by another writer; re-read it and retry with its current version."
 
 
@@ -47,8 +47,8 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-class InMemoryKnowledgeStore:
-    """Bases, items, revisions and their content, and tokens in dictionaries.
+class InMemoryKnowledgeStore(InMemoryNoteStore):
+    """Bases, items, revisions and their content, tokens, and notes (``memory_notes``) in dictionaries.
 
     ``clock`` returns aware UTC datetimes; ``page_size_chars`` (1..90,000, else ``ValueError``) is
     recorded on new revisions as the DynamoDB store records its page size.
@@ -66,6 +66,7 @@ class InMemoryKnowledgeStore:
         self._contents: dict[tuple[str, str, str], str] = {}
         self._external_ids: dict[tuple[str, str, str], str] = {}
         self._tokens: dict[str, TokenRecord] = {}
+        self._init_notes()
 
     # Bases
 
@@ -349,46 +350,6 @@ def _item_id(item: KnowledgeItem) -> str:
 
 def _revision_id(revision: Revision) -> str:
     return revision.knowledge_revision_id
-
-
-def _found(records: dict[tuple[str, str], T], tenant_id: str, record_ids: Iterable[str]) -> dict[str, T]:
-    return {
-        record_id: records[tenant_id, record_id]
-        for record_id in dict.fromkeys(record_ids)
-        if (tenant_id, record_id) in records
-    }
-
-
-def _page(
-    listing: str,
-    entries: list[T],
-    key: Callable[[T], str],
-    *,
-    limit: int,
-    next_token: str | None,
-    newest_first: bool = False,
-) -> Page[T]:
-    """Up to ``limit`` of ``entries`` in id order (descending when ``newest_first``) after the
-    token's last id; the next token names the last entry when more follow."""
-    if limit < 1:
-        raise ValueError("limit must be at least 1")
-    ordered = sorted(entries, key=key, reverse=newest_first)
-    if next_token is not None:
-        after = _last_id(listing, next_token)
-        ordered = [entry for entry in ordered if (key(entry) < after if newest_first else key(entry) > after)]
-    page = ordered[:limit]
-    token = next_tokens.encode({"l": listing, "k": key(page[-1])}) if len(ordered) > limit else None
-    return Page[T](entries=page, next_token=token)
-
-
-def _last_id(listing: str, token: str) -> str:
-    payload = next_tokens.decode(token)
-    if payload.get("l") != listing:
-        raise next_tokens.foreign()
-    last = payload.get("k")
-    if not isinstance(last, str):
-        raise next_tokens.malformed()
-    return last
 
 
 if TYPE_CHECKING:

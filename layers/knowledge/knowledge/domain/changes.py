@@ -12,9 +12,10 @@ from enum import StrEnum
 from typing import TypeVar
 
 from knowledge.domain.models import KnowledgeBase, KnowledgeItem, Revision, TokenRecord
+from knowledge.domain.notes import Note
 
-StoredRecord = KnowledgeBase | KnowledgeItem | Revision | TokenRecord
-RecordT = TypeVar("RecordT", KnowledgeBase, KnowledgeItem)
+StoredRecord = KnowledgeBase | KnowledgeItem | Revision | TokenRecord | Note
+RecordT = TypeVar("RecordT", KnowledgeBase, KnowledgeItem, Note)
 
 
 class ChangeKind(StrEnum):
@@ -46,6 +47,13 @@ class StoreChange:
         """``(old, new)`` when the record is a knowledge base, else ``None``."""
         if isinstance(self.old, KnowledgeBase) or isinstance(self.new, KnowledgeBase):
             return _as(self.old, KnowledgeBase), _as(self.new, KnowledgeBase)
+        return None
+
+    @property
+    def note(self) -> tuple[Note | None, Note | None] | None:
+        """``(old, new)`` when the record is a note's ``META``, else ``None``."""
+        if isinstance(self.old, Note) or isinstance(self.new, Note):
+            return _as(self.old, Note), _as(self.new, Note)
         return None
 
 

@@ -1,4 +1,5 @@
-"""Prefixed ULIDs (``kb_``, ``ki_``, ``kr_``): 26 Crockford base32 characters, sortable by creation time.
+"""Prefixed ULIDs (``kb_``, ``ki_``, ``kr_``, ``nt_``, ``pn_``): 26 Crockford base32 characters,
+sortable by creation time.
 
 ULID spec: 48-bit millisecond timestamp then 80 random bits (https://github.com/ulid/spec).
 Within one process, ids from the same millisecond stay increasing (the random part is bumped).
@@ -18,8 +19,10 @@ _last = (0, 0)
 KB_PREFIX = "kb_"
 ITEM_PREFIX = "ki_"
 REVISION_PREFIX = "kr_"
+NOTE_PREFIX = "nt_"
+PIN_PREFIX = "pn_"
 
-_ID_RE = re.compile(r"^(kb|ki|kr)_[0-9A-HJKMNP-TV-Z]{26}$")
+_ID_RE = re.compile(r"^(kb|ki|kr|nt|pn)_[0-9A-HJKMNP-TV-Z]{26}$")
 
 
 def _encode(value: int) -> str:
@@ -54,6 +57,10 @@ def new_item_id() -> str:
 
 def new_revision_id() -> str:
     return REVISION_PREFIX + new_ulid()
+
+
+def new_note_id() -> str:
+    return NOTE_PREFIX + new_ulid()
 
 
 def is_well_formed(identifier: str, prefix: str) -> bool:

@@ -8,6 +8,10 @@
 | page              | ``T#{tenant}#ITEM#{item}``                | ``PAGE#{rev}#{n:06d}``   |
 | external-id guard | ``T#{tenant}#KB#{kb}#EXT#{sha256(ext)}``  | ``META``                 |
 | token             | ``TOKEN#{sha256(token)}``                 | ``META``                 |
+| note              | ``T#{tenant}#NOTE#{note}``                | ``META``                 |
+| note version      | ``T#{tenant}#NOTE#{note}``                | ``VER#{n:06d}``          |
+| pin of a note     | ``T#{tenant}#NOTE#{note}``                | ``PIN``                  |
+| note claim        | ``T#{tenant}#NOTECLAIM#{sha256(claim)}``  | ``META``                 |
 
 GSI1 lists the items of a base (``GSI1PK = T#{tenant}#KB#{kb}``, ``GSI1SK = ITEM#{item}``) and the
 bases of a tenant (``GSI1PK = T#{tenant}#BASES``, ``GSI1SK = KB#{kb}``).
@@ -27,8 +31,12 @@ REVISION_PREFIX = "REV#"
 PAGE_PREFIX = "PAGE#"
 ITEM_INDEX_PREFIX = "ITEM#"
 BASE_INDEX_PREFIX = "KB#"
+NOTE_VERSION_PREFIX = "VER#"
+PIN = "PIN"
 MAX_PAGE_NUMBER = 999_999
 """Page numbers are zero-padded to six digits so that they sort as numbers."""
+MAX_NOTE_VERSION = 999_999
+"""Note versions are zero-padded to six digits too."""
 
 
 class TableKey(NamedTuple):
@@ -115,3 +123,34 @@ def item_index_key(tenant_id: str, knowledge_base_id: str, knowledge_item_id: st
 def base_index_key(tenant_id: str, knowledge_base_id: str) -> TableKey:
     """GSI1 key listing a base under its tenant."""
     return TableKey(bases_partition(tenant_id), BASE_INDEX_PREFIX + _part(knowledge_base_id))
+
+
+def note_partition(tenant_id: str, note_id: str) -> str:
+    """``T#{tenant}#NOTE#{note}``: the note, its versions and its pin share this partition."""
+    return f"T#{_part(tenant_id)}#NOTE#{_part(note_id)}"
+
+
+def note_key(tenant_id: str, note_id: str) -> TableKey:
+    return TableKey(note_partition(tenant_id, note_id), META)
+
+
+def note_version_sort_key(version: int) -> str:
+    """``VER#{version:06d}``; raises ``ValueError`` outside 1..999,999."""
+    if not 1 <= version <= MAX_NOTE_VERSION:
+        raise ValueError(f"note version must be within 1..{MAX_NOTE_VERSION}")
+    return f"{NOTE_VERSION_PREFIX}{version:06d}"
+
+
+def note_version_key(tenant_id: str, note_id: str, version: int) -> TableKey:
+    return TableKey(note_partition(tenant_id, note_id), note_version_sort_key(version))
+
+
+def pin_key(tenant_id: str, note_id: str) -> TableKey:
+    """The pin of a note (DESIGN §9): one per note, beside it."""
+    return TableKey(note_partition(tenant_id, note_id), PIN)
+
+
+def note_claim_key(tenant_id: str, digest: str) -> TableKey:
+    """A claim held by one note at a time: its semantic key, or its content (``domain.notes``).
+    ``digest`` is the claim's hex SHA-256, so any text works."""
+    return TableKey(f"T#{_part(tenant_id)}#NOTECLAIM#{_part(digest)}", META)

@@ -36,12 +36,15 @@ class ItemStatus(StrEnum):
 
 
 class Permission(StrEnum):
-    """Token scopes (DESIGN §6)."""
+    """Token scopes (DESIGN §6 and §9). ``memory:*`` are the notes' scopes; a token holds exactly
+    the scopes it was issued with, and ``platform:admin`` implies every one."""
 
     READ = "knowledge:read"
     WRITE = "knowledge:write"
     ADMIN = "knowledge:admin"
     PLATFORM_ADMIN = "platform:admin"
+    MEMORY_READ = "memory:read"
+    MEMORY_WRITE = "memory:write"
 
 
 class _Frozen(BaseModel):

@@ -4,7 +4,9 @@ A record holds its keys (``PK``/``SK``, and ``GSI1PK``/``GSI1SK`` where listed),
 discriminator, and one attribute per model field under the field's own name. ``None`` fields are
 absent; timestamps are ISO-8601 UTC strings (``2026-01-31T12:00:00.000000Z``); sets of strings are
 sorted lists (DynamoDB rejects empty sets); ``Source`` is a map. Tokens add ``expiration`` (epoch
-seconds, the table's TTL attribute). Pages hold ``text``, a slice of the revision's content.
+seconds, the table's TTL attribute). Pages hold ``text``, a slice of the revision's content. Notes,
+their versions and their claims carry ``expiration`` too, once the note has an ``expires_at``;
+floats (a note's ``importance``) are stored as numbers.
 
 Items travel as low-level attribute values (``{"S": "..."}``), converted with boto3's
 ``TypeSerializer`` / ``TypeDeserializer``.
@@ -25,6 +27,7 @@ from pydantic import BaseModel
 
 from knowledge.domain import keys
 from knowledge.domain.models import ItemStatus, KnowledgeBase, KnowledgeItem, Revision, TokenRecord
+from knowledge.domain.notes import Note, NoteClaim, expiration
 
 RawItem = dict[str, Any]
 """A DynamoDB item in low-level form: attribute name → attribute value (``{"S": ...}``, ``{"N": ...}``)."""
@@ -44,6 +47,9 @@ class Entity(StrEnum):
     PAGE = "page"
     EXTERNAL_ID = "external_id"
     TOKEN = "token"
+    NOTE = "note"
+    NOTE_VERSION = "note_version"
+    NOTE_CLAIM = "note_claim"
 
 
 def timestamp(moment: datetime) -> str:
@@ -62,6 +68,8 @@ def _plain(value: Any) -> Any:
         return sorted(value)
     if isinstance(value, BaseModel):
         return {name: _plain(field) for name, field in value if field is not None}
+    if isinstance(value, float):
+        return Decimal(repr(value))
     return value
 
 
@@ -198,6 +206,43 @@ def decode_token(item: Mapping[str, Any]) -> TokenRecord:
     return _model(TokenRecord, item)
 
 
+def encode_note(note: Note) -> RawItem:
+    """A note's ``META`` record at its current version."""
+    return _record(
+        Entity.NOTE, keys.note_key(note.tenant_id, note.note_id), note, expiration=expiration(note.expires_at)
+    )
+
+
+def decode_note(item: Mapping[str, Any]) -> Note:
+    return _model(Note, item)
+
+
+def encode_note_version(note: Note) -> RawItem:
+    """The immutable ``VER#{n:06d}`` record of one version (no ``indexed_version``: that is a mark)."""
+    return _record(
+        Entity.NOTE_VERSION,
+        keys.note_version_key(note.tenant_id, note.note_id, note.version),
+        note.model_copy(update={"indexed_version": None}),
+        expiration=expiration(note.expires_at),
+    )
+
+
+def encode_note_claim(note: Note, claim: NoteClaim) -> RawItem:
+    """The record of a claim held by ``note``; it expires with the note."""
+    table_key = keys.note_claim_key(note.tenant_id, claim.digest)
+    return serialize(
+        {
+            "PK": table_key.pk,
+            "SK": table_key.sk,
+            "entity": Entity.NOTE_CLAIM.value,
+            "tenant_id": note.tenant_id,
+            "note_id": note.note_id,
+            "kind": claim.kind,
+            "expiration": expiration(note.expires_at),
+        }
+    )
+
+
 @dataclass(frozen=True)
 class Update:
     """The parts of an ``UpdateItem`` expression: ``SET #f = :f, ...`` and ``REMOVE #g, ...``."""
@@ -243,13 +288,14 @@ def entity_of(item: Mapping[str, Any]) -> Entity | None:
         return None
 
 
-Record = KnowledgeBase | KnowledgeItem | Revision | TokenRecord
+Record = KnowledgeBase | KnowledgeItem | Revision | TokenRecord | Note
 
 _DECODERS: dict[Entity, Callable[[Mapping[str, Any]], Record]] = {
     Entity.BASE: decode_base,
     Entity.ITEM: decode_item,
     Entity.REVISION: decode_revision,
     Entity.TOKEN: decode_token,
+    Entity.NOTE: decode_note,
 }
 
 

@@ -23,7 +23,12 @@ from botocore.exceptions import ConnectionError as BotocoreConnectionError
 
 from knowledge.adapters.dynamodb.codec import Entity, entity_of
 from knowledge.domain.models import ItemStatus
-from knowledge.errors import ConflictError, DependencyUnavailableError, ResourceUnavailableError
+from knowledge.errors import (
+    ClaimTakenError,
+    ConflictError,
+    DependencyUnavailableError,
+    ResourceUnavailableError,
+)
 from knowledge.observability import logger
 
 _UNAVAILABLE_CODES = frozenset(
@@ -58,6 +63,8 @@ def unavailable(code: str) -> DependencyUnavailableError:
 def _refusal(old: Mapping[str, Any] | None) -> Exception:
     if not old:
         return ResourceUnavailableError()
+    if entity_of(old) is Entity.NOTE_CLAIM:
+        return ClaimTakenError()
     if entity_of(old) is Entity.ITEM and old.get("status", {}).get("S") == ItemStatus.ARCHIVED:
         return ResourceUnavailableError()
     version = old.get("version", {}).get("N")

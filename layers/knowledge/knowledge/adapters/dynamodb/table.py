@@ -27,6 +27,7 @@ from knowledge.ports import Clock
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import (
+        DeleteItemInputTypeDef,
         QueryInputTypeDef,
         TransactWriteItemTypeDef,
         UpdateItemInputTypeDef,
@@ -113,6 +114,16 @@ class DynamoDBTable:
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
         }
+
+    def put(self, item: RawItem) -> None:
+        """Replace the record under ``item``'s key unconditionally (a rewrite of a record's own content)."""
+        with translated_errors():
+            self._client.put_item(TableName=self.name, Item=item)
+
+    def delete(self, request: DeleteItemInputTypeDef) -> None:
+        """One conditional ``DeleteItem``."""
+        with translated_errors():
+            self._client.delete_item(**request)
 
     def update(self, request: UpdateItemInputTypeDef) -> RawItem:
         """One ``UpdateItem``; returns its ``Attributes`` (empty unless ``ReturnValues`` asks for them)."""

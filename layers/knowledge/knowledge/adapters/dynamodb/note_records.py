@@ -1,0 +1,165 @@
+"""Notes on the table (DESIGN §9): ``T#{tenant}#NOTE#{note}`` holds ``META`` (the note at its current
+version) and one immutable ``VER#{n:06d}`` record per version; a claim (``domain.notes``) is a
+record of its own, ``T#{tenant}#NOTECLAIM#{sha256}`` / ``META``, naming the note that holds it.
+
+A commit is one ``TransactWriteItems``: per note, the ``META`` put conditioned on the version read
+(or on no record, for a new note), the new version record (write-once), each claim taken while free,
+already this note's, or held by a note that expired, and each released claim deleted while it is
+this note's (or gone).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from knowledge.adapters.dynamodb import codec
+from knowledge.adapters.dynamodb.paging import TABLE_KEY, Listing
+from knowledge.adapters.dynamodb.table import EXISTS, VERSION_IS_EXPECTED, TableRecords, all_of
+from knowledge.domain import keys
+from knowledge.domain.models import Page
+from knowledge.domain.note_lifecycle import MAX_NOTE_WRITES, NoteWrite, redacted
+from knowledge.domain.notes import Note, NoteClaim, expiration
+from knowledge.observability import logger
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
+
+CLAIM_IS_TAKEABLE = "attribute_not_exists(PK) OR #note_id = :note_id OR #expiration <= :now"
+"""Condition clause of a claim to take: free, this note's, or held by a note that has expired."""
+
+CLAIM_IS_OURS = "attribute_not_exists(PK) OR #note_id = :note_id"
+"""Condition clause of a claim to release: this note's, or gone already."""
+
+
+class DynamoDBNoteStore(TableRecords):
+    """The ``NoteStore`` port."""
+
+    def get_note(self, tenant_id: str, note_id: str) -> Note | None:
+        record = self._table.get(keys.note_key(tenant_id, note_id))
+        return codec.decode_note(record) if record is not None else None
+
+    def get_notes(self, tenant_id: str, note_ids: Sequence[str]) -> dict[str, Note]:
+        records = self._table.batch_get(keys.note_key(tenant_id, note_id) for note_id in note_ids)
+        notes = (codec.decode_note(record) for record in records)
+        return {note.note_id: note for note in notes}
+
+    def claim_holder(self, tenant_id: str, claim: NoteClaim) -> str | None:
+        record = self._table.get(keys.note_claim_key(tenant_id, claim.digest))
+        return str(record["note_id"]["S"]) if record is not None else None
+
+    def commit_notes(self, tenant_id: str, writes: Sequence[NoteWrite]) -> None:
+        if not 1 <= len(writes) <= MAX_NOTE_WRITES:
+            raise ValueError(f"a commit changes 1..{MAX_NOTE_WRITES} notes")
+        now = expiration(self._clock())
+        transaction: list[TransactWriteItemTypeDef] = []
+        for write in writes:
+            note = write.note.model_copy(update={"indexed_version": None})
+            transaction.append(self._note_put(note, write.previous))
+            transaction.append(self._table.put_new_write(codec.encode_note_version(note)))
+            transaction.extend(self._claim_put(note, claim, now) for claim in write.claim)
+            transaction.extend(self._claim_delete(note, claim) for claim in write.release)
+        self._table.transact(transaction)
+        for write in writes:
+            logger.info(
+                "note written",
+                extra={"tenant_id": tenant_id, "note_id": write.note.note_id, "version": write.note.version},
+            )
+
+    def set_note_indexed_version(self, tenant_id: str, note_id: str, version: int) -> None:
+        change = codec.update({"indexed_version": version})
+        self._table.update(
+            {
+                "TableName": self._table.name,
+                "Key": codec.key(keys.note_key(tenant_id, note_id)),
+                "UpdateExpression": change.expression,
+                "ConditionExpression": all_of(EXISTS, VERSION_IS_EXPECTED),
+                "ExpressionAttributeNames": {**change.names, "#version": "version"},
+                "ExpressionAttributeValues": {**change.values, **codec.serialize({":expected": version})},
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        )
+
+    def list_note_versions(
+        self, tenant_id: str, note_id: str, *, limit: int, next_token: str | None
+    ) -> Page[Note]:
+        listing = Listing("note-versions", "PK", keys.note_partition(tenant_id, note_id), TABLE_KEY)
+        records, token = self._table.query_listing(
+            listing, keys.NOTE_VERSION_PREFIX, limit=limit, next_token=next_token, newest_first=True
+        )
+        return Page[Note](entries=[codec.decode_note(record) for record in records], next_token=token)
+
+    def redact_note_versions(self, tenant_id: str, note_id: str) -> None:
+        partition = keys.note_partition(tenant_id, note_id)
+        first = keys.note_version_sort_key(1)
+        last = keys.note_version_sort_key(keys.MAX_NOTE_VERSION)
+        for record in self._table.query_range(partition, first, last):
+            version = codec.decode_note(record)
+            if version.content != redacted(version).content:
+                self._table.put(codec.encode_note_version(redacted(version)))
+
+    def delete_note(
+        self, tenant_id: str, note_id: str, *, claims: Sequence[NoteClaim], expected_version: int | None
+    ) -> None:
+        partition = keys.note_partition(tenant_id, note_id)
+        versions = self._table.query_range(
+            partition, keys.note_version_sort_key(1), keys.note_version_sort_key(keys.MAX_NOTE_VERSION)
+        )
+        held = [
+            keys.note_claim_key(tenant_id, claim.digest)
+            for claim in claims
+            if self.claim_holder(tenant_id, claim) == note_id
+        ]
+        leftovers = [keys.TableKey(record["PK"]["S"], record["SK"]["S"]) for record in versions]
+        self._table.delete_quietly([*leftovers, keys.pin_key(tenant_id, note_id), *held])
+        if expected_version is not None:
+            self._table.delete(
+                {
+                    "TableName": self._table.name,
+                    "Key": codec.key(keys.note_key(tenant_id, note_id)),
+                    "ConditionExpression": all_of(EXISTS, VERSION_IS_EXPECTED),
+                    "ExpressionAttributeNames": {"#version": "version"},
+                    "ExpressionAttributeValues": codec.serialize({":expected": expected_version}),
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                }
+            )
+        logger.info("note deleted", extra={"tenant_id": tenant_id, "note_id": note_id})
+
+    def _note_put(self, note: Note, previous: Note | None) -> TransactWriteItemTypeDef:
+        if previous is None:
+            return self._table.put_new_write(codec.encode_note(note))
+        return {
+            "Put": {
+                "TableName": self._table.name,
+                "Item": codec.encode_note(note),
+                "ConditionExpression": all_of(EXISTS, VERSION_IS_EXPECTED),
+                "ExpressionAttributeNames": {"#version": "version"},
+                "ExpressionAttributeValues": codec.serialize({":expected": previous.version}),
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }
+
+    def _claim_put(self, note: Note, claim: NoteClaim, now: int | None) -> TransactWriteItemTypeDef:
+        values: dict[str, Any] = {":note_id": note.note_id, ":now": now}
+        return {
+            "Put": {
+                "TableName": self._table.name,
+                "Item": codec.encode_note_claim(note, claim),
+                "ConditionExpression": CLAIM_IS_TAKEABLE,
+                "ExpressionAttributeNames": {"#note_id": "note_id", "#expiration": "expiration"},
+                "ExpressionAttributeValues": codec.serialize(values),
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }
+
+    def _claim_delete(self, note: Note, claim: NoteClaim) -> TransactWriteItemTypeDef:
+        return {
+            "Delete": {
+                "TableName": self._table.name,
+                "Key": codec.key(keys.note_claim_key(note.tenant_id, claim.digest)),
+                "ConditionExpression": CLAIM_IS_OURS,
+                "ExpressionAttributeNames": {"#note_id": "note_id"},
+                "ExpressionAttributeValues": codec.serialize({":note_id": note.note_id}),
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }

@@ -1,0 +1,132 @@
+"""The ``NoteStore`` port in process memory, as a part of ``InMemoryKnowledgeStore`` (which holds the
+lock and the clock). Every method runs under the store's lock, so a commit applies whole or not at
+all, as the DynamoDB transaction does."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from knowledge.adapters.memory_listing import found, page
+from knowledge.domain.models import Page
+from knowledge.domain.note_lifecycle import MAX_NOTE_WRITES, NoteWrite, redacted
+from knowledge.domain.notes import Note, NoteClaim
+from knowledge.errors import ClaimTakenError, ConflictError, ResourceUnavailableError
+from knowledge.ports import Clock
+
+_RACE_LOST = "The note was changed by another writer; re-read it and retry with its current version."
+
+
+@dataclass(frozen=True)
+class _Claim:
+    note_id: str
+    expires_at: datetime | None
+
+
+class InMemoryNoteStore:
+    """Notes, their versions and their claims in dictionaries."""
+
+    _lock: threading.RLock
+    _clock: Clock
+
+    def _init_notes(self) -> None:
+        self._notes: dict[tuple[str, str], Note] = {}
+        self._note_versions: dict[tuple[str, str], dict[int, Note]] = {}
+        self._claims: dict[tuple[str, str], _Claim] = {}
+
+    def get_note(self, tenant_id: str, note_id: str) -> Note | None:
+        with self._lock:
+            return self._notes.get((tenant_id, note_id))
+
+    def get_notes(self, tenant_id: str, note_ids: Sequence[str]) -> dict[str, Note]:
+        with self._lock:
+            return found(self._notes, tenant_id, note_ids)
+
+    def claim_holder(self, tenant_id: str, claim: NoteClaim) -> str | None:
+        with self._lock:
+            held = self._claims.get((tenant_id, claim.digest))
+            return held.note_id if held is not None else None
+
+    def commit_notes(self, tenant_id: str, writes: Sequence[NoteWrite]) -> None:
+        if not 1 <= len(writes) <= MAX_NOTE_WRITES:
+            raise ValueError(f"a commit changes 1..{MAX_NOTE_WRITES} notes")
+        with self._lock:
+            now = self._clock()
+            for write in writes:
+                self._check_write(tenant_id, write, now)
+            for write in writes:
+                note = write.note.model_copy(update={"indexed_version": None})
+                self._notes[tenant_id, note.note_id] = note
+                self._note_versions.setdefault((tenant_id, note.note_id), {})[note.version] = note
+                for claim in write.release:
+                    self._claims.pop((tenant_id, claim.digest), None)
+                for claim in write.claim:
+                    self._claims[tenant_id, claim.digest] = _Claim(note.note_id, note.expires_at)
+
+    def set_note_indexed_version(self, tenant_id: str, note_id: str, version: int) -> None:
+        with self._lock:
+            note = self._notes.get((tenant_id, note_id))
+            if note is None:
+                raise ResourceUnavailableError()
+            if note.version != version:
+                raise ConflictError(_RACE_LOST, current_version=note.version)
+            self._notes[tenant_id, note_id] = note.model_copy(update={"indexed_version": version})
+
+    def list_note_versions(
+        self, tenant_id: str, note_id: str, *, limit: int, next_token: str | None
+    ) -> Page[Note]:
+        with self._lock:
+            versions = list(self._note_versions.get((tenant_id, note_id), {}).values())
+        listing = f"note-versions:{tenant_id}:{note_id}"
+        return page(listing, versions, _version_key, limit=limit, next_token=next_token, newest_first=True)
+
+    def redact_note_versions(self, tenant_id: str, note_id: str) -> None:
+        with self._lock:
+            versions = self._note_versions.get((tenant_id, note_id), {})
+            for number, version in versions.items():
+                versions[number] = redacted(version)
+
+    def delete_note(
+        self, tenant_id: str, note_id: str, *, claims: Sequence[NoteClaim], expected_version: int | None
+    ) -> None:
+        with self._lock:
+            note = self._notes.get((tenant_id, note_id))
+            if expected_version is not None:
+                if note is None:
+                    raise ResourceUnavailableError()
+                if note.version != expected_version:
+                    raise ConflictError(_RACE_LOST, current_version=note.version)
+            self._note_versions.pop((tenant_id, note_id), None)
+            for claim in claims:
+                held = self._claims.get((tenant_id, claim.digest))
+                if held is not None and held.note_id == note_id:
+                    del self._claims[tenant_id, claim.digest]
+            if expected_version is not None:
+                del self._notes[tenant_id, note_id]
+
+    def _check_write(self, tenant_id: str, write: NoteWrite, now: datetime) -> None:
+        note_id = write.note.note_id
+        stored = self._notes.get((tenant_id, note_id))
+        if write.previous is None and stored is not None:
+            raise ConflictError(_RACE_LOST, current_version=stored.version)
+        if write.previous is not None:
+            if stored is None:
+                raise ResourceUnavailableError()
+            if stored.version != write.previous.version:
+                raise ConflictError(_RACE_LOST, current_version=stored.version)
+        for claim in write.claim:
+            held = self._claims.get((tenant_id, claim.digest))
+            if held is None or held.note_id == note_id:
+                continue
+            if held.expires_at is None or held.expires_at > now:
+                raise ClaimTakenError()
+        for claim in write.release:
+            held = self._claims.get((tenant_id, claim.digest))
+            if held is not None and held.note_id != note_id:
+                raise ClaimTakenError()
+
+
+def _version_key(note: Note) -> str:
+    return f"{note.version:06d}"

@@ -1,0 +1,107 @@
+"""Value types of note retrieval (DESIGN §9), shared by the note index adapters and ``search_memory``.
+
+A note is indexed whole, one document at its current version; superseded notes stay in the index
+(``include_superseded`` finds them) and forgotten ones leave it. Every filter of ``NoteFilter``
+applies inside each leg, before ranking, so hidden notes never take a top-k slot.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from knowledge.domain.models import Scope
+from knowledge.domain.notes import MemoryType, path_ancestors
+from knowledge.domain.retrieval import Leg
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class IndexedNote(_Frozen):
+    """What a note index stores of one note version: its filters, its text and its embedding
+    (L2-normalized). ``version`` is the note's version; an index never lets a lower one replace a
+    higher one."""
+
+    tenant_id: str
+    note_id: str
+    version: int = Field(ge=1)
+    owner_id: str
+    team_id: str | None = None
+    scope: Scope
+    agent_id: str | None = None
+    memory_type: MemoryType
+    path: str
+    content: str
+    superseded: bool = False
+    expires_at: datetime | None = None
+    vector: list[float]
+
+
+class NoteFilter(_Frozen):
+    """Which notes a search may return: the caller's visible notes (``can_see_note``: tenant, then
+    own, ``tenant``-scoped, or ``team``-scoped with one of ``team_ids``), narrowed by the optional
+    filters, unexpired at ``now``, and not superseded unless ``include_superseded``. ``path_prefix``
+    (normalized) matches the path itself and every path below it."""
+
+    tenant_id: str
+    subject_id: str
+    team_ids: frozenset[str] = frozenset()
+    scope: Scope | None = None
+    team_id: str | None = None
+    agent_id: str | None = None
+    memory_type: MemoryType | None = None
+    path_prefix: str | None = None
+    include_superseded: bool = False
+    now: datetime
+
+    def admits(self, note: IndexedNote) -> bool:
+        """The filter evaluated on one indexed note (what in-process indexes and tests use)."""
+        if note.tenant_id != self.tenant_id or not self._visible(note):
+            return False
+        wanted = (
+            (self.scope, note.scope),
+            (self.team_id, note.team_id),
+            (self.agent_id, note.agent_id),
+            (self.memory_type, note.memory_type),
+        )
+        if any(value is not None and value != held for value, held in wanted):
+            return False
+        if self.path_prefix is not None and self.path_prefix not in path_ancestors(note.path):
+            return False
+        if note.superseded and not self.include_superseded:
+            return False
+        return note.expires_at is None or note.expires_at > self.now
+
+    def _visible(self, note: IndexedNote) -> bool:
+        if note.owner_id == self.subject_id or note.scope is Scope.TENANT:
+            return True
+        return note.scope is Scope.TEAM and note.team_id is not None and note.team_id in self.team_ids
+
+
+class NoteQuery(_Frozen):
+    """One search of notes over both legs; ``k`` is the number of notes each leg returns."""
+
+    text: str
+    vector: list[float] | None = None
+    filter: NoteFilter
+    k: int = Field(ge=1)
+    legs: frozenset[Leg] = frozenset({Leg.LEXICAL, Leg.SEMANTIC})
+
+
+class NoteHit(_Frozen):
+    """A note returned by one leg at the version the index holds; ``score`` is BM25 (lexical) or
+    cosine similarity in [-1, 1] (semantic)."""
+
+    note_id: str
+    version: int
+    score: float
+
+
+class NoteLegHits(_Frozen):
+    """Each leg's hits, best first (ties by note id); a leg that was not run is empty."""
+
+    lexical: list[NoteHit] = []
+    semantic: list[NoteHit] = []
