@@ -11,9 +11,10 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from knowledge.domain.fusion import LegScore, fuse
 from knowledge.domain.models import Scope
 from knowledge.domain.notes import MemoryType, path_ancestors
-from knowledge.domain.retrieval import Leg
+from knowledge.domain.retrieval import ChunkHit, Leg, LegHits, SearchMode
 
 
 class _Frozen(BaseModel):
@@ -105,3 +106,47 @@ class NoteLegHits(_Frozen):
 
     lexical: list[NoteHit] = []
     semantic: list[NoteHit] = []
+
+
+class FusedNote(_Frozen):
+    """One note after fusion: ``final`` and each leg's score (``None`` for a leg that did not return
+    it), exactly as ``fusion.fuse`` scores an item."""
+
+    note_id: str
+    version: int
+    final: float
+    lexical: LegScore | None = None
+    semantic: LegScore | None = None
+
+
+def fuse_notes(legs: NoteLegHits, mode: SearchMode, alpha: float) -> list[FusedNote]:
+    """Notes ranked by ``mode`` with the knowledge search's own fusion (``fusion.fuse``: the same
+    modes, min–max normalization, RRF k = 60 and tie-break by id). A note is one document, so it
+    enters each leg as an item with a single chunk; ``ValueError`` when ``alpha`` is NaN."""
+    as_items = LegHits(
+        lexical=[_as_chunk(hit) for hit in legs.lexical], semantic=[_as_chunk(hit) for hit in legs.semantic]
+    )
+    versions = {hit.note_id: hit.version for hit in [*legs.lexical, *legs.semantic]}
+    return [
+        FusedNote(
+            note_id=hit.knowledge_item_id,
+            version=versions[hit.knowledge_item_id],
+            final=hit.final,
+            lexical=hit.lexical,
+            semantic=hit.semantic,
+        )
+        for hit in fuse(as_items, mode, alpha)
+    ]
+
+
+def _as_chunk(hit: NoteHit) -> ChunkHit:
+    return ChunkHit(
+        knowledge_base_id="",
+        knowledge_item_id=hit.note_id,
+        knowledge_revision_id="",
+        ordinal=0,
+        start=0,
+        end=0,
+        text="",
+        score=hit.score,
+    )

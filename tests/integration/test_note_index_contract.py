@@ -1,0 +1,177 @@
+"""The ``NoteIndex`` contract (DESIGN §9), run against every note index adapter: both legs, every
+filter inside every leg, external versions and configuration."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from knowledge.domain.models import Scope
+from knowledge.domain.note_retrieval import IndexedNote, NoteFilter, NoteQuery
+from knowledge.domain.notes import MemoryType
+from knowledge.domain.retrieval import Leg
+from knowledge.errors import IndexConfigurationError
+from knowledge.ports import NoteIndex
+from tests.support.index import DIMENSION, MODEL_ID, at_angle, axis
+from tests.support.note_index import NOTE_ADAPTERS, open_note_index
+
+NOW = datetime(2026, 6, 1, tzinfo=UTC)
+TENANT = "tenant-a"
+WORD = "zebra"
+
+
+@pytest.fixture(params=NOTE_ADAPTERS)
+def index(request: pytest.FixtureRequest) -> Iterator[NoteIndex]:
+    with open_note_index(request.param) as opened:
+        yield opened
+
+
+def note(note_id: str, content: str = f"the {WORD} crossed the savanna", **fields: Any) -> IndexedNote:
+    values: dict[str, Any] = {
+        "tenant_id": TENANT,
+        "note_id": note_id,
+        "version": 1,
+        "owner_id": "me",
+        "scope": Scope.PRIVATE,
+        "memory_type": MemoryType.FACT,
+        "path": "/",
+        "content": content,
+        "vector": axis(0),
+        **fields,
+    }
+    return IndexedNote(**values)
+
+
+def probe(leg: Leg, k: int = 10, **filters: Any) -> NoteQuery:
+    values: dict[str, Any] = {"tenant_id": TENANT, "subject_id": "me", "now": NOW, **filters}
+    return NoteQuery(text=WORD, vector=axis(0), filter=NoteFilter(**values), k=k, legs=frozenset({leg}))
+
+
+def found(index: NoteIndex, query: NoteQuery) -> list[str]:
+    legs = index.search(query)
+    return [hit.note_id for hit in [*legs.lexical, *legs.semantic]]
+
+
+every_leg = pytest.mark.parametrize("leg", [Leg.LEXICAL, Leg.SEMANTIC])
+
+
+@every_leg
+def test_search_after_upsert_finds_the_note_at_its_version(index: NoteIndex, leg: Leg) -> None:
+    index.upsert_notes([note("nt_1", version=3), note("nt_2", "nothing alike here", vector=axis(4))])
+
+    legs = index.search(probe(leg))
+    hits = legs.lexical if leg is Leg.LEXICAL else legs.semantic
+
+    assert hits[0].note_id == "nt_1"
+    assert hits[0].version == 3
+    assert hits[0].score > 0
+
+
+@every_leg
+@pytest.mark.parametrize(
+    ("fields", "filters"),
+    [
+        ({"tenant_id": "tenant-b"}, {}),
+        ({"owner_id": "someone-else"}, {}),
+        (
+            {"owner_id": "someone-else", "scope": Scope.TEAM, "team_id": "red"},
+            {"team_ids": frozenset({"blue"})},
+        ),
+        ({}, {"scope": Scope.TENANT}),
+        ({"agent_id": "agent-1"}, {"agent_id": "agent-2"}),
+        ({}, {"memory_type": MemoryType.PREFERENCE}),
+        ({"path": "/projects/alphabet"}, {"path_prefix": "/projects/alpha"}),
+        ({"superseded": True}, {}),
+        ({"expires_at": NOW - timedelta(seconds=1)}, {}),
+    ],
+    ids=[
+        "other-tenant",
+        "private-of-other",
+        "other-team",
+        "scope",
+        "agent",
+        "type",
+        "path",
+        "superseded",
+        "expired",
+    ],
+)
+def test_search_filters_apply_inside_every_leg(
+    index: NoteIndex, leg: Leg, fields: dict[str, Any], filters: dict[str, Any]
+) -> None:
+    index.upsert_notes([note("nt_hidden", **fields)])
+
+    assert found(index, probe(leg, **filters)) == []
+
+
+@every_leg
+@pytest.mark.parametrize(
+    ("fields", "filters"),
+    [
+        ({"owner_id": "someone-else", "scope": Scope.TENANT}, {}),
+        (
+            {"owner_id": "someone-else", "scope": Scope.TEAM, "team_id": "red"},
+            {"team_ids": frozenset({"red"})},
+        ),
+        ({"path": "/projects/alpha/design"}, {"path_prefix": "/projects/alpha"}),
+        ({"superseded": True}, {"include_superseded": True}),
+        ({"expires_at": NOW + timedelta(seconds=1), "agent_id": "a"}, {"agent_id": "a"}),
+    ],
+    ids=["tenant-scope", "own-team", "path-below", "superseded-asked", "unexpired"],
+)
+def test_search_admitted_notes_are_found_on_every_leg(
+    index: NoteIndex, leg: Leg, fields: dict[str, Any], filters: dict[str, Any]
+) -> None:
+    index.upsert_notes([note("nt_seen", **fields)])
+
+    assert found(index, probe(leg, **filters)) == ["nt_seen"]
+
+
+@every_leg
+def test_search_hidden_notes_never_take_a_top_k_slot(index: NoteIndex, leg: Leg) -> None:
+    hidden = [note(f"nt_h{n}", f"{WORD} " * 5, owner_id="other") for n in range(5)]
+    index.upsert_notes([*hidden, note("nt_mine", f"a {WORD} and many other words", vector=at_angle(0.8))])
+
+    assert found(index, probe(leg, k=1)) == ["nt_mine"]
+
+
+def test_upsert_notes_older_version_is_refused(index: NoteIndex) -> None:
+    assert index.upsert_notes([note("nt_1", version=2)]) == [True]
+
+    assert index.upsert_notes([note("nt_1", "older text", version=1)]) == [False]
+    assert index.search(probe(Leg.LEXICAL)).lexical[0].version == 2
+
+
+def test_remove_note_leaves_a_tombstone_that_refuses_its_version(index: NoteIndex) -> None:
+    index.upsert_notes([note("nt_1", version=1)])
+
+    index.remove_note(TENANT, "nt_1", version=2)
+
+    assert found(index, probe(Leg.LEXICAL)) == []
+    assert index.upsert_notes([note("nt_1", version=2)]) == [False]
+    assert index.upsert_notes([note("nt_1", version=3)]) == [True]
+    assert found(index, probe(Leg.SEMANTIC)) == ["nt_1"]
+
+
+def test_upsert_notes_replaces_the_text_of_a_note(index: NoteIndex) -> None:
+    index.upsert_notes([note("nt_1", version=1)])
+
+    index.upsert_notes([note("nt_1", "the okapi is shy", version=2)])
+
+    assert found(index, probe(Leg.LEXICAL)) == []
+
+
+def test_ensure_ready_with_another_model_is_a_configuration_error(index: NoteIndex) -> None:
+    with pytest.raises(IndexConfigurationError):
+        index.ensure_ready(model_id="another-model", dimension=DIMENSION)
+    index.ensure_ready(model_id=MODEL_ID, dimension=DIMENSION)
+
+
+def test_search_query_of_stop_words_only_matches_nothing_lexically(index: NoteIndex) -> None:
+    index.upsert_notes([note("nt_1", "the and of")])
+
+    query = probe(Leg.LEXICAL).model_copy(update={"text": "the and"})
+    assert index.search(query).lexical == []
