@@ -28,6 +28,9 @@ class HashingEmbedder:
     def dimension(self) -> int:
         return self._dimension
 
+    def forget(self, texts: Sequence[str]) -> None:
+        """No cache of its own: nothing to drop."""
+
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         self.calls += 1
         self.texts_embedded += len(texts)

@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from knowledge.domain.chunking import Chunker
-from knowledge.ports import Embedder, KnowledgeStore, RuntimeSwitch, SearchIndex
+from knowledge.ports import Embedder, KnowledgeStore, NoteIndex, RuntimeSwitch, SearchIndex
 from knowledge.services.curation import CurationService
 from knowledge.services.indexing import IndexingService
 from knowledge.services.ingest import IngestService
+from knowledge.services.memory_search import MemorySearchService
+from knowledge.services.note_indexing import NoteIndexingService
+from knowledge.services.notes import NoteService
 from knowledge.services.search import SearchService
 from knowledge.services.token_admin import TokenAdministration
 from knowledge.services.tokens import TokenService
@@ -39,6 +43,7 @@ class Container:
     embedder: Embedder
     runtime_switch: RuntimeSwitch
     chunker: Chunker
+    note_index: NoteIndex
     idempotency_store: BasePersistenceLayer | None = None
     """Where write routes keep ``Idempotency-Key`` answers; built on first use when not given."""
     search: SearchService = field(init=False)
@@ -47,12 +52,24 @@ class Container:
     curation: CurationService = field(init=False)
     token_admin: TokenAdministration = field(init=False)
     ingest: IngestService = field(init=False)
+    notes: NoteService = field(init=False)
+    memory_search: MemorySearchService = field(init=False)
     _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         self.search = SearchService(self.store, self.index, self.embedder, self.runtime_switch)
         self.tokens = TokenService(self.store)
-        self.indexing = IndexingService(self.store, self.index, self.embedder, self.chunker)
+        self.notes = NoteService(self.store, self.embedder, self.runtime_switch, utc_now)
+        self.memory_search = MemorySearchService(
+            self.store, self.note_index, self.embedder, self.runtime_switch, utc_now
+        )
+        self.indexing = IndexingService(
+            self.store,
+            self.index,
+            self.embedder,
+            self.chunker,
+            notes=NoteIndexingService(self.store, self.note_index, self.embedder),
+        )
         self.token_admin = TokenAdministration(self.store, self.tokens)
         self.curation = CurationService(
             self.store,
@@ -148,6 +165,18 @@ def build_index(settings: Settings) -> SearchIndex:
     return EmbeddedIndex()
 
 
+def build_note_index(settings: Settings) -> NoteIndex:
+    """The notes' own index (DESIGN §9): in process (the embedded engines)."""
+    from knowledge.adapters.embedded_note_index import EmbeddedNoteIndex
+
+    return EmbeddedNoteIndex()
+
+
+def utc_now() -> datetime:
+    """The services' clock: aware UTC."""
+    return datetime.now(UTC)
+
+
 def build_runtime_switch(settings: Settings) -> RuntimeSwitch:
     from knowledge.adapters.runtime_switch import ParameterRuntimeSwitch, StaticRuntimeSwitch
 
@@ -168,12 +197,15 @@ def build_container(
     embedder: Embedder | None = None,
     runtime_switch: RuntimeSwitch | None = None,
     idempotency_store: BasePersistenceLayer | None = None,
+    note_index: NoteIndex | None = None,
 ) -> Container:
     """Build every adapter from ``settings``; any of them can be passed in instead."""
     # ``is None``, not ``or``: an empty index (or any adapter with ``__len__``) is falsy.
     embedder = embedder if embedder is not None else build_embedder(settings)
     index = index if index is not None else build_index(settings)
     index.ensure_ready(model_id=embedder.model_id, dimension=embedder.dimension)
+    note_index = note_index if note_index is not None else build_note_index(settings)
+    note_index.ensure_ready(model_id=embedder.model_id, dimension=embedder.dimension)
     return Container(
         settings=settings,
         store=store if store is not None else build_store(settings),
@@ -182,6 +214,7 @@ def build_container(
         runtime_switch=runtime_switch if runtime_switch is not None else build_runtime_switch(settings),
         chunker=Chunker(max_tokens=settings.chunk_tokens, overlap_tokens=settings.chunk_overlap_tokens),
         idempotency_store=idempotency_store,
+        note_index=note_index,
     )
 
 

@@ -279,6 +279,11 @@ class Embedder(Protocol):
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
 
+    def forget(self, texts: Sequence[str]) -> None:
+        """Drop any cached vector of ``texts`` (a hard forget purges a note's embeddings); an
+        embedder without a cache has nothing to drop."""
+        ...
+
 
 class EmbeddingCache(Protocol):
     """Vectors by content key (``sha256(model_id, text)``), so unchanged text is never embedded twice."""
@@ -286,6 +291,8 @@ class EmbeddingCache(Protocol):
     def get_many(self, keys: Sequence[str]) -> Mapping[str, list[float]]: ...
 
     def put_many(self, vectors: Mapping[str, list[float]]) -> None: ...
+
+    def delete_many(self, keys: Sequence[str]) -> None: ...
 
 
 class SearchIndex(Protocol):

@@ -114,6 +114,9 @@ class BedrockEmbedder:
     def dimension(self) -> int:
         return self._dimension
 
+    def forget(self, texts: Sequence[str]) -> None:
+        """No cache of its own: nothing to drop."""
+
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One unit vector per text, in input order; ``[]`` for no texts.
 

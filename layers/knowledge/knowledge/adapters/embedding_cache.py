@@ -105,6 +105,11 @@ class InMemoryEmbeddingCache:
             while len(self._entries) > self._max_entries:
                 self._entries.popitem(last=False)
 
+    def delete_many(self, keys: Sequence[str]) -> None:
+        with self._lock:
+            for key in keys:
+                self._entries.pop(key, None)
+
 
 class SqliteEmbeddingCache:
     """``EmbeddingCache`` in a SQLite file (WAL journal), shared by threads and by processes.
@@ -178,6 +183,13 @@ class SqliteEmbeddingCache:
         except sqlite3.OperationalError as error:
             logger.warning("embedding cache write failed", extra={"cache": "sqlite", "error": str(error)})
 
+    def delete_many(self, keys: Sequence[str]) -> None:
+        try:
+            with self._lock, self._connection:
+                self._connection.executemany("DELETE FROM embedding WHERE key = ?", [(key,) for key in keys])
+        except sqlite3.OperationalError as error:
+            logger.warning("embedding cache delete failed", extra={"cache": "sqlite", "error": str(error)})
+
 
 class DynamoDBEmbeddingCache:
     """``EmbeddingCache`` as items of the knowledge table, for Lambda.
@@ -228,6 +240,13 @@ class DynamoDBEmbeddingCache:
                 self._batch_write([{"PutRequest": {"Item": item}} for item in chunk])
         except (ClientError, BotoCoreError) as error:
             self._log_failure("embedding cache write failed", error)
+
+    def delete_many(self, keys: Sequence[str]) -> None:
+        try:
+            for chunk in _chunks(list(dict.fromkeys(keys)), self._WRITE_CHUNK):
+                self._batch_write([{"DeleteRequest": {"Key": _key_attributes(key)}} for key in chunk])
+        except (ClientError, BotoCoreError) as error:
+            self._log_failure("embedding cache delete failed", error)
 
     def _item(self, key: str, vector: Sequence[float]) -> dict[str, Any]:
         item: dict[str, Any] = {
@@ -345,3 +364,8 @@ class CachedEmbedder:
         )
         # Copies: duplicate texts must not share one mutable list.
         return [list(vectors[key]) for key in keys]
+
+    def forget(self, texts: Sequence[str]) -> None:
+        """Drop the cached vectors of ``texts``; the next ``embed`` of them computes them again."""
+        model_id, dimension = self._inner.model_id, self._inner.dimension
+        self._cache.delete_many([embedding_key(model_id, dimension, text) for text in texts])

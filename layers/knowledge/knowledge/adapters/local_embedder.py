@@ -94,6 +94,9 @@ class LocalEmbedder:
         """Load the model now rather than on the first ``embed`` (e.g. during a Lambda init phase)."""
         self._ensure_runtime()
 
+    def forget(self, texts: Sequence[str]) -> None:
+        """No cache of its own: nothing to drop."""
+
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One 384-float unit vector per text, in input order; ``[]`` for no texts.
 

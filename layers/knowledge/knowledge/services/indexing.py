@@ -19,7 +19,8 @@ What the index holds for an item (``sync_item``):
   against the store (read-time truth), so a chunk that slips in meanwhile is never answered.
 
 A base whose ``status`` changed (``sync_base``): inactive or gone → ``remove_base``; active → every
-listed item is re-synced, a page at a time. Other records (revisions, pages, guards, tokens,
+listed item is re-synced, a page at a time. Notes go to ``NoteIndexingService``. Other records
+(revisions, pages, guards, tokens,
 embedding-cache and idempotency records) and item writes that left ``version`` unchanged (the
 indexer's own ``set_indexed_revision``) are ignored, so the indexer never feeds itself.
 
@@ -32,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from knowledge.domain.changes import ChangeKind, StoreChange
 from knowledge.domain.chunking import Chunker
@@ -41,6 +43,9 @@ from knowledge.errors import ConflictError, DependencyUnavailableError, Resource
 from knowledge.observability import logger
 from knowledge.ports import CorpusStore, Embedder, SearchIndex
 from knowledge.services.documents import build_indexed_item
+
+if TYPE_CHECKING:
+    from knowledge.services.note_indexing import NoteIndexingService
 
 REINDEX_PAGE_SIZE = 50
 """Items read, embedded and written to the index per step of a base re-index."""
@@ -107,7 +112,16 @@ class IndexingBatch:
 class IndexingService:
     """Builds index entries from the store. Thread-safe if its ports are."""
 
-    def __init__(self, store: CorpusStore, index: SearchIndex, embedder: Embedder, chunker: Chunker) -> None:
+    def __init__(
+        self,
+        store: CorpusStore,
+        index: SearchIndex,
+        embedder: Embedder,
+        chunker: Chunker,
+        notes: NoteIndexingService | None = None,
+    ) -> None:
+        """``notes`` indexes the notes the stream reports (their changes are ignored without it)."""
+        self._notes = notes
         self._store = store
         self._index = index
         self._embedder = embedder
@@ -123,6 +137,8 @@ class IndexingService:
         ``synced`` collects ``(tenant_id, id)`` of items and bases already synced in this batch; a
         later change of one of them is answered ``SUPERSEDED`` without reading the store again.
         """
+        if change.note is not None:
+            return self._notes.apply(change) if self._notes is not None else IndexAction.IGNORED
         seen = synced if synced is not None else set()
         items = change.item
         if items is not None:

@@ -28,7 +28,7 @@ from knowledge.domain.contract import (
     SourceRef,
 )
 from knowledge.domain.excerpts import EXCERPT_MAX_CHARS, citation, make_excerpt, reference
-from knowledge.domain.fusion import FusedHit, fuse
+from knowledge.domain.fusion import FusedHit, LegScore, fuse
 from knowledge.domain.models import (
     ItemStatus,
     KnowledgeBase,
@@ -109,7 +109,7 @@ class SearchService:
         narrow_to = arguments.knowledge_base_id or None
         if narrow_to is not None:
             self._visible_base(principal, narrow_to)
-        legs = _legs_for(mode)
+        legs = legs_for(mode)
         vector = self._embedder.embed([query])[0] if Leg.SEMANTIC in legs else None
         visibility = VisibilityFilter.for_principal(principal, narrow_to=narrow_to)
         accepted = self._ranked_candidates(
@@ -259,7 +259,7 @@ def _check_bounds(arguments: SearchKnowledgeArguments) -> None:
         raise InvalidRequestError("A parameter is out of bounds.", {"fields": problems})
 
 
-def _legs_for(mode: SearchMode) -> frozenset[Leg]:
+def legs_for(mode: SearchMode) -> frozenset[Leg]:
     if mode is SearchMode.LEXICAL:
         return frozenset({Leg.LEXICAL})
     if mode is SearchMode.SEMANTIC:
@@ -279,7 +279,6 @@ def _is_current_hit(principal: Principal, hit: FusedHit, item: KnowledgeItem, ba
 def _result(entry: _Accepted, revision: Revision, query: str) -> SearchResult:
     hit = entry.hit
     excerpt = make_excerpt(hit.chunk.text, hit.chunk.start, query, max_chars=EXCERPT_MAX_CHARS)
-    lexical, semantic = hit.lexical, hit.semantic
     return SearchResult(
         knowledge_base_id=hit.knowledge_base_id,
         knowledge_item_id=hit.knowledge_item_id,
@@ -303,13 +302,19 @@ def _result(entry: _Accepted, revision: Revision, query: str) -> SearchResult:
             excerpt.end,
         ),
         published_at=revision.published_at,
-        scores=Scores(
-            final=hit.final,
-            lexical=lexical.raw if lexical else None,
-            lexical_normalized=lexical.normalized if lexical else None,
-            lexical_rank=lexical.rank if lexical else None,
-            semantic=semantic.raw if semantic else None,
-            semantic_normalized=semantic.normalized if semantic else None,
-            semantic_rank=semantic.rank if semantic else None,
-        ),
+        scores=scores_of(hit.final, hit.lexical, hit.semantic),
+    )
+
+
+def scores_of(final: float, lexical: LegScore | None, semantic: LegScore | None) -> Scores:
+    """The ``scores`` object of a result: the final score and each leg's raw score, min–max
+    normalized score and rank (nulls for a leg that did not return the hit)."""
+    return Scores(
+        final=final,
+        lexical=lexical.raw if lexical else None,
+        lexical_normalized=lexical.normalized if lexical else None,
+        lexical_rank=lexical.rank if lexical else None,
+        semantic=semantic.raw if semantic else None,
+        semantic_normalized=semantic.normalized if semantic else None,
+        semantic_rank=semantic.rank if semantic else None,
     )

@@ -1,0 +1,264 @@
+"""The memory tools' contract (DESIGN §9): arguments of ``remember``, ``search_memory`` and
+``forget_memory`` and every answer, the one definition REST, MCP and the queue validate against.
+
+Types are strict and unknown fields refused (``validation_error``); bounds (content 1–8,000
+characters, ``importance`` 0–1, ``limit`` 1–50, ``ttl_seconds`` ≥ 1) and fields that need another
+(``team_id`` without ``scope: "team"``, ``expected_version`` without ``memory_id`` or
+``semantic_key``, ``expires_at`` with ``ttl_seconds``) are published in the schema and enforced by
+the service, which answers ``memory_invalid_request``. ``null`` means "use the default". Timestamps
+are ISO-8601 UTC; lengths count Unicode code points.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+
+from knowledge.domain.contract import MAX_RESULTS_MAX, MAX_RESULTS_MIN, MODES, QUERY_MAX_CHARS, Scores
+from knowledge.domain.notes import CONTENT_MAX_CHARS, DEFAULT_IMPORTANCE, LABEL_MAX_CHARS, PATH_MAX_CHARS
+from knowledge.domain.notes import SEMANTIC_KEY_MAX_CHARS as KEY_MAX_CHARS
+from knowledge.domain.text import Text
+
+ID_MAX_CHARS = 128
+DEFAULT_SEARCH_LIMIT = 10
+MAX_SUPERSEDES = 19
+"""A remember supersedes at most this many notes (one commit holds the new note and them)."""
+TTL_MAX_SECONDS = 10 * 366 * 86_400
+
+ScopeName = Literal["private", "team", "tenant"]
+MemoryTypeName = Literal["fact", "preference", "decision", "event", "working", "identity"]
+ForgetModeName = Literal["soft", "redact", "hard"]
+
+
+class _Arguments(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_means_default(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            return {key: value for key, value in data.items() if value is not None}
+        return data
+
+
+class RememberArguments(_Arguments):
+    """``remember``: keep one durable fact the agent was asked to keep."""
+
+    content: Text = Field(
+        description=f"The fact to keep, 1 to {CONTENT_MAX_CHARS:,} characters.",
+        json_schema_extra={"minLength": 1, "maxLength": CONTENT_MAX_CHARS},
+    )
+    path: Text = Field(default="/", max_length=PATH_MAX_CHARS, description="A /-separated topic.")
+    memory_type: MemoryTypeName = Field(default="fact", description="What kind of memory this is.")
+    scope: ScopeName = Field(
+        default="private", description="Who may see it: the writer, a team, or the whole tenant."
+    )
+    team_id: Text | None = Field(
+        default=None, max_length=LABEL_MAX_CHARS, description="Required for team scope."
+    )
+    agent_id: Text | None = Field(
+        default=None, max_length=LABEL_MAX_CHARS, description="The agent it is about."
+    )
+    importance: float = Field(
+        default=DEFAULT_IMPORTANCE,
+        allow_inf_nan=False,
+        description="0.0 to 1.0.",
+        json_schema_extra={"minimum": 0.0, "maximum": 1.0},
+    )
+    semantic_key: Text | None = Field(
+        default=None,
+        max_length=KEY_MAX_CHARS,
+        description="A stable name for the fact (unique per tenant, owner and scope): remembering under "
+        "it again updates the note.",
+    )
+    memory_id: Text | None = Field(default=None, max_length=ID_MAX_CHARS, description="A note to update.")
+    expected_version: int | None = Field(
+        default=None,
+        description="With memory_id or semantic_key: the version last read (optimistic lock).",
+        json_schema_extra={"minimum": 1},
+    )
+    supersedes: list[Text] = Field(
+        default_factory=list,
+        description="Notes this one replaces: they leave search (readable by id).",
+        json_schema_extra={"maxItems": MAX_SUPERSEDES},
+    )
+    expires_at: AwareDatetime | None = Field(
+        default=None,
+        strict=False,  # JSON carries datetimes as ISO-8601 strings
+        description="When the note expires (ISO-8601 with a zone); not with ttl_seconds.",
+    )
+    ttl_seconds: int | None = Field(
+        default=None,
+        description="Seconds until the note expires; not with expires_at.",
+        json_schema_extra={"minimum": 1, "maximum": TTL_MAX_SECONDS},
+    )
+    pin: bool = Field(default=False, description="Reserved for pins (recall_context); must be false.")
+
+
+class SearchMemoryArguments(_Arguments):
+    """``search_memory``: strict, targeted retrieval over the caller's visible current notes."""
+
+    query: Text = Field(
+        description="What to look for.", json_schema_extra={"minLength": 1, "maxLength": QUERY_MAX_CHARS}
+    )
+    limit: int = Field(
+        default=DEFAULT_SEARCH_LIMIT,
+        description="Maximum results from 1 to 50.",
+        json_schema_extra={"minimum": MAX_RESULTS_MIN, "maximum": MAX_RESULTS_MAX},
+    )
+    mode: Text = Field(
+        default="hybrid",
+        description="hybrid, lexical, semantic or rrf; anything else is hybrid.",
+        json_schema_extra={"examples": list(MODES)},
+    )
+    alpha: float = Field(
+        default=0.5,
+        allow_inf_nan=False,
+        description="Hybrid lexical weight, clamped to 0.0 through 1.0.",
+        json_schema_extra={"minimum": 0.0, "maximum": 1.0},
+    )
+    scope: ScopeName | None = Field(default=None, description="Only notes of this scope.")
+    team_id: Text | None = Field(
+        default=None, max_length=LABEL_MAX_CHARS, description="Only this team's notes."
+    )
+    agent_id: Text | None = Field(
+        default=None, max_length=LABEL_MAX_CHARS, description="Only this agent's notes."
+    )
+    memory_type: MemoryTypeName | None = Field(default=None, description="Only notes of this type.")
+    path_prefix: Text | None = Field(
+        default=None, max_length=PATH_MAX_CHARS, description="Only notes at this path or below it."
+    )
+    include_superseded: bool = Field(default=False, description="Also superseded notes.")
+    explain: bool = Field(default=False, description="Add every leg's scores to each result.")
+
+
+class ForgetMemoryArguments(_Arguments):
+    """``forget_memory``: hide (soft), redact or delete (hard) one note."""
+
+    note_id: Text = Field(max_length=ID_MAX_CHARS, description="The note to forget.")
+    mode: ForgetModeName = Field(
+        default="soft",
+        description="soft: hidden, restorable; redact: every version's content replaced and out of the "
+        "index; hard: the note, its versions, its pin and its index entry deleted.",
+    )
+
+
+class NoteView(BaseModel):
+    """A note as the memory tools answer it (one version)."""
+
+    note_id: str
+    version: int
+    content: str
+    path: str
+    memory_type: str
+    scope: str
+    owner_id: str
+    agent_id: str | None
+    team_id: str | None
+    importance: float
+    semantic_key: str | None
+    pinned: bool
+    status: str
+    supersedes: list[str]
+    superseded_by: str | None
+    expires_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class MemoryResponse(BaseModel):
+    """``remember`` and ``restore``: what happened and the note as stored."""
+
+    type: Literal["memory"] = "memory"
+    result: Literal["created", "updated", "unchanged", "duplicate", "restored"]
+    note: NoteView
+
+
+class MemorySearchResult(BaseModel):
+    note_id: str
+    version: int
+    content: str
+    path: str
+    memory_type: str
+    scope: str
+    owner_id: str
+    agent_id: str | None
+    team_id: str | None
+    importance: float
+    pinned: bool
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime | None
+    superseded_by: str | None
+    score: float
+    scores: Scores | None = None
+
+
+class MemorySearchResponse(BaseModel):
+    type: Literal["memory_search"] = "memory_search"
+    query: str
+    mode: str
+    alpha: float
+    results: list[MemorySearchResult]
+
+
+class MemoryForgottenResponse(BaseModel):
+    type: Literal["memory_forgotten"] = "memory_forgotten"
+    note_id: str
+    mode: str
+
+
+class NoteVersionsResponse(BaseModel):
+    """``GET /v1/notes/{note}/versions``: newest first, ``next_token`` while more follow."""
+
+    versions: list[NoteView]
+    next_token: str | None
+
+
+def remember_problems(arguments: RememberArguments, team_ids: frozenset[str]) -> list[dict[str, str]]:
+    """The bounds and field dependencies ``arguments`` break (``memory_invalid_request``), as
+    ``{"field", "problem"}`` entries; ``team_ids`` are the caller's teams."""
+    ttl = arguments.ttl_seconds
+    rules = [
+        (not arguments.content.strip(), "content", "must not be blank"),
+        (
+            len(arguments.content) > CONTENT_MAX_CHARS,
+            "content",
+            f"must be at most {CONTENT_MAX_CHARS} characters",
+        ),
+        (not 0.0 <= arguments.importance <= 1.0, "importance", "must be between 0.0 and 1.0"),
+        (
+            ttl is not None and not 1 <= ttl <= TTL_MAX_SECONDS,
+            "ttl_seconds",
+            f"must be between 1 and {TTL_MAX_SECONDS}",
+        ),
+        (
+            arguments.expires_at is not None and ttl is not None,
+            "ttl_seconds",
+            "is not allowed with expires_at",
+        ),
+        (arguments.scope == "team" and arguments.team_id is None, "team_id", "is required for team scope"),
+        (arguments.team_id is not None and arguments.scope != "team", "team_id", "needs scope team"),
+        (
+            arguments.team_id is not None and arguments.team_id not in team_ids,
+            "team_id",
+            "must be one of the caller's teams",
+        ),
+        (
+            arguments.expected_version is not None
+            and arguments.memory_id is None
+            and arguments.semantic_key is None,
+            "expected_version",
+            "needs memory_id or semantic_key",
+        ),
+        (
+            arguments.expected_version is not None and arguments.expected_version < 1,
+            "expected_version",
+            "must be 1 or more",
+        ),
+        (len(arguments.supersedes) > MAX_SUPERSEDES, "supersedes", f"names at most {MAX_SUPERSEDES} notes"),
+        (arguments.pin, "pin", "pins are not available yet"),
+    ]
+    return [{"field": field, "problem": problem} for broken, field, problem in rules if broken]

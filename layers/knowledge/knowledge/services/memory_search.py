@@ -1,0 +1,158 @@
+"""The ``search_memory`` use case (DESIGN §9): the knowledge search's legs, filters, fusion and
+read-time truth over the caller's notes, never over knowledge.
+
+Each leg returns ``k = max(50, 4 × limit)`` notes already filtered (``NoteFilter``: visible,
+narrowed by the arguments, unexpired, not superseded unless asked); ``fuse_notes`` ranks them as
+``fusion.fuse`` ranks items; then every candidate is checked against the store (batched): the note
+exists, is visible, active, unexpired, not superseded unless asked, and the index held its current
+version. Stale candidates are dropped and ``k`` grows fourfold (up to 1,000) while the answer is
+short and a leg came back full.
+
+Errors: ``RuntimeDisabledError``, ``InsufficientScopeError`` (``memory:read``),
+``MemoryInvalidRequestError`` (blank query, ``limit`` outside 1–50), ``DependencyUnavailableError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from knowledge.domain.contract import MAX_RESULTS_MAX, MAX_RESULTS_MIN
+from knowledge.domain.memory_contract import MemorySearchResponse, MemorySearchResult, SearchMemoryArguments
+from knowledge.domain.models import Permission, Principal, Scope
+from knowledge.domain.note_retrieval import FusedNote, NoteFilter, NoteQuery, fuse_notes
+from knowledge.domain.notes import MemoryType, Note, can_see_note, normalize_path
+from knowledge.domain.retrieval import Leg, SearchMode
+from knowledge.errors import MemoryInvalidRequestError, RuntimeDisabledError
+from knowledge.observability import logger
+from knowledge.ports import Clock, Embedder, NoteIndex, NoteStore, RuntimeSwitch
+from knowledge.services.access import require_scope
+from knowledge.services.search import MAX_CANDIDATES, MIN_CANDIDATES, legs_for, normalize_mode, scores_of
+
+
+class MemorySearchService:
+    """Runs ``search_memory`` for an authenticated principal. Thread-safe if its ports are."""
+
+    def __init__(
+        self,
+        store: NoteStore,
+        index: NoteIndex,
+        embedder: Embedder,
+        runtime_switch: RuntimeSwitch,
+        clock: Clock,
+    ) -> None:
+        self._store = store
+        self._index = index
+        self._embedder = embedder
+        self._switch = runtime_switch
+        self._clock = clock
+
+    def search_memory(self, principal: Principal, arguments: SearchMemoryArguments) -> MemorySearchResponse:
+        if not self._switch.is_enabled():
+            raise RuntimeDisabledError("The knowledge runtime is disabled; try again later.")
+        require_scope(principal, Permission.MEMORY_READ)
+        query = arguments.query.strip()
+        problems = []
+        if not query:
+            problems.append({"field": "query", "problem": "must not be blank"})
+        if not MAX_RESULTS_MIN <= arguments.limit <= MAX_RESULTS_MAX:
+            problems.append(
+                {"field": "limit", "problem": f"must be between {MAX_RESULTS_MIN} and {MAX_RESULTS_MAX}"}
+            )
+        if problems:
+            raise MemoryInvalidRequestError(
+                "A search_memory argument is out of bounds.", {"fields": problems}
+            )
+        mode = normalize_mode(arguments.mode)
+        alpha = min(1.0, max(0.0, arguments.alpha))
+        legs = legs_for(mode)
+        vector = self._embedder.embed([query])[0] if Leg.SEMANTIC in legs else None
+        now = self._clock()
+        note_filter = NoteFilter(
+            tenant_id=principal.tenant_id,
+            subject_id=principal.subject_id,
+            team_ids=principal.team_ids,
+            scope=Scope(arguments.scope) if arguments.scope else None,
+            team_id=arguments.team_id,
+            agent_id=arguments.agent_id,
+            memory_type=MemoryType(arguments.memory_type) if arguments.memory_type else None,
+            path_prefix=normalize_path(arguments.path_prefix) if arguments.path_prefix is not None else None,
+            include_superseded=arguments.include_superseded,
+            now=now,
+        )
+        accepted = self._ranked(principal, query, vector, note_filter, legs, mode, alpha, arguments.limit)
+        results = [_result(hit, note, arguments.explain) for hit, note in accepted]
+        logger.info(
+            "memory searched",
+            extra={"mode": mode.value, "results": len(results), "tenant_id": principal.tenant_id},
+        )
+        return MemorySearchResponse(query=arguments.query, mode=mode.value, alpha=alpha, results=results)
+
+    def _ranked(
+        self,
+        principal: Principal,
+        query: str,
+        vector: list[float] | None,
+        note_filter: NoteFilter,
+        legs: frozenset[Leg],
+        mode: SearchMode,
+        alpha: float,
+        wanted: int,
+    ) -> list[tuple[FusedNote, Note]]:
+        k = max(MIN_CANDIDATES, 4 * wanted)
+        while True:
+            hits = self._index.search(
+                NoteQuery(text=query, vector=vector, filter=note_filter, k=k, legs=legs)
+            )
+            accepted = self._truth_check(principal, fuse_notes(hits, mode, alpha), note_filter, wanted)
+            exhausted = len(hits.lexical) < k and len(hits.semantic) < k
+            if len(accepted) >= wanted or exhausted or k >= MAX_CANDIDATES:
+                return accepted[:wanted]
+            k = min(MAX_CANDIDATES, k * 4)
+
+    def _truth_check(
+        self, principal: Principal, fused: Sequence[FusedNote], note_filter: NoteFilter, wanted: int
+    ) -> list[tuple[FusedNote, Note]]:
+        accepted: list[tuple[FusedNote, Note]] = []
+        batch_size = max(wanted, 25)
+        for start in range(0, len(fused), batch_size):
+            batch = fused[start : start + batch_size]
+            notes = self._store.get_notes(principal.tenant_id, [hit.note_id for hit in batch])
+            for hit in batch:
+                note = notes.get(hit.note_id)
+                if note is not None and _is_true(
+                    principal, note, hit, note_filter.include_superseded, note_filter.now
+                ):
+                    accepted.append((hit, note))
+                    if len(accepted) >= wanted:
+                        return accepted
+        return accepted
+
+
+def _is_true(
+    principal: Principal, note: Note, hit: FusedNote, include_superseded: bool, now: datetime
+) -> bool:
+    current = note.is_current(now) or (include_superseded and note.is_readable(now))
+    return current and note.version == hit.version and can_see_note(principal, note)
+
+
+def _result(hit: FusedNote, note: Note, explain: bool) -> MemorySearchResult:
+    return MemorySearchResult(
+        note_id=note.note_id,
+        version=note.version,
+        content=note.content,
+        path=note.path,
+        memory_type=note.memory_type.value,
+        scope=note.scope.value,
+        owner_id=note.owner_id,
+        agent_id=note.agent_id,
+        team_id=note.team_id,
+        importance=note.importance,
+        pinned=note.pinned,
+        created_at=note.created_at,
+        updated_at=note.updated_at,
+        expires_at=note.expires_at,
+        superseded_by=note.superseded_by,
+        score=hit.final,
+        scores=scores_of(hit.final, hit.lexical, hit.semantic) if explain else None,
+    )

@@ -1,0 +1,398 @@
+"""The memory write and read use cases (DESIGN §9): ``remember``, ``forget_memory``, restore, and
+reading a note and its versions.
+
+Visibility is §5's rule for notes (``can_see_note``); a note the caller cannot see, that does not
+exist, is forgotten or has expired is ``MemoryUnavailableError``, one answer for all. Every change
+is a conditional commit (``NoteStore.commit_notes``); a lost race on a claim (another writer kept
+the same fact or key at the same moment) is decided again from the store, up to ``ATTEMPTS``
+times, so concurrent writers of one fact end with one note.
+
+Errors: ``RuntimeDisabledError``, ``InsufficientScopeError`` (``memory:write`` / ``memory:read``),
+``MemoryInvalidRequestError`` (bounds, a field that needs another), ``MemoryUnavailableError``,
+``MemoryConflictError`` (stale ``expected_version``, carrying the current version),
+``DependencyUnavailableError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from knowledge.domain import ids
+from knowledge.domain.memory_contract import (
+    ForgetMemoryArguments,
+    MemoryForgottenResponse,
+    MemoryResponse,
+    NoteVersionsResponse,
+    NoteView,
+    RememberArguments,
+    remember_problems,
+)
+from knowledge.domain.models import Permission, Principal, Scope
+from knowledge.domain.note_lifecycle import (
+    NoteDraft,
+    NoteWrite,
+    draft_of,
+    forgotten_note,
+    is_unchanged,
+    new_note,
+    restored_note,
+    revised_note,
+    superseded_note,
+)
+from knowledge.domain.notes import (
+    REDACTED,
+    ForgetMode,
+    MemoryType,
+    Note,
+    NoteClaim,
+    NoteStatus,
+    can_see_note,
+    claims_of,
+    content_claim,
+    key_claim,
+    normalize_path,
+)
+from knowledge.errors import (
+    ClaimTakenError,
+    ConflictError,
+    MemoryConflictError,
+    MemoryInvalidRequestError,
+    MemoryUnavailableError,
+    ResourceUnavailableError,
+    RuntimeDisabledError,
+)
+from knowledge.observability import logger
+from knowledge.ports import Clock, Embedder, NoteStore, RuntimeSwitch
+from knowledge.services.access import require_scope
+
+ATTEMPTS = 4
+"""Decisions a write makes before a claim race is reported as ``memory_conflict``."""
+VERSIONS_LIMIT_DEFAULT, VERSIONS_LIMIT_MAX = 20, 100
+
+
+@dataclass(frozen=True)
+class Remembered:
+    """What ``remember`` did: ``result`` and the note as stored; ``created`` answers 201."""
+
+    response: MemoryResponse
+
+    @property
+    def created(self) -> bool:
+        return self.response.result == "created"
+
+
+class NoteService:
+    """Runs the memory writes and reads for an authenticated principal. ``embedder`` is the one
+    whose content-hash cache a hard forget purges. Thread-safe if its ports are."""
+
+    def __init__(
+        self, store: NoteStore, embedder: Embedder | None, runtime_switch: RuntimeSwitch, clock: Clock
+    ) -> None:
+        self._store = store
+        self._embedder = embedder
+        self._switch = runtime_switch
+        self._clock = clock
+
+    # -- remember ---------------------------------------------------------------------------------
+
+    def remember(self, principal: Principal, arguments: RememberArguments) -> Remembered:
+        """Create, update (by ``memory_id`` or ``semantic_key``) or recognize a duplicate of a note."""
+        self._begin(principal, Permission.MEMORY_WRITE)
+        draft = self._draft(principal, arguments)
+        for _ in range(ATTEMPTS):
+            try:
+                return Remembered(self._remember_once(principal, arguments, draft))
+            except ClaimTakenError:
+                continue
+        raise MemoryConflictError("Other writers keep changing this memory; retry.", current_version=None)
+
+    def _remember_once(
+        self, principal: Principal, arguments: RememberArguments, draft: NoteDraft
+    ) -> MemoryResponse:
+        tenant, now = principal.tenant_id, self._clock()
+        target = self._target(principal, arguments, draft)
+        supersedes = self._superseded(principal, arguments, exclude=target.note_id if target else None)
+        if target is not None:
+            merged = _merged(target, draft, arguments)
+            if is_unchanged(target, merged, [note.note_id for note in supersedes]):
+                return MemoryResponse(result="unchanged", note=view(target))
+            note = revised_note(target, merged, supersedes=[n.note_id for n in supersedes], now=now)
+            writes = [self._replacing(target, note)]
+            result: Literal["created", "updated"] = "updated"
+        else:
+            candidate = new_note(
+                tenant, principal.subject_id, draft, supersedes=[n.note_id for n in supersedes], now=now
+            )
+            duplicate = self._holder(principal, content_claim(candidate))
+            if duplicate is not None:
+                return MemoryResponse(result="duplicate", note=view(duplicate))
+            note = candidate
+            writes = [NoteWrite(previous=None, note=note, claim=tuple(claims_of(note)))]
+            result = "created"
+        writes.extend(
+            NoteWrite(
+                previous=old, note=superseded_note(old, note.note_id, now=now), release=tuple(claims_of(old))
+            )
+            for old in supersedes
+            if old.superseded_by != note.note_id
+        )
+        self._commit(tenant, writes, target)
+        logger.info("note remembered", extra={"tenant_id": tenant, "note_id": note.note_id, "result": result})
+        return MemoryResponse(result=result, note=view(note))
+
+    def _draft(self, principal: Principal, arguments: RememberArguments) -> NoteDraft:
+        now = self._clock()
+        expires_at = arguments.expires_at
+        if arguments.ttl_seconds is not None and arguments.ttl_seconds >= 1:
+            expires_at = now + timedelta(seconds=arguments.ttl_seconds)
+        problems = remember_problems(arguments, principal.team_ids)
+        if expires_at is not None and expires_at <= now:
+            problems.append({"field": "expires_at", "problem": "must be in the future"})
+        if problems:
+            raise MemoryInvalidRequestError("A remember argument is out of bounds.", {"fields": problems})
+        return NoteDraft(
+            content=arguments.content,
+            scope=Scope(arguments.scope),
+            team_id=arguments.team_id,
+            agent_id=arguments.agent_id,
+            path=normalize_path(arguments.path),
+            memory_type=MemoryType(arguments.memory_type),
+            importance=arguments.importance,
+            semantic_key=arguments.semantic_key,
+            expires_at=expires_at,
+        )
+
+    def _target(self, principal: Principal, arguments: RememberArguments, draft: NoteDraft) -> Note | None:
+        """The note to update: by ``memory_id`` (must be readable), else the current holder of the
+        semantic key; ``None`` for a new note. Checks ``expected_version``."""
+        if arguments.memory_id is not None:
+            target: Note | None = self.readable(principal, arguments.memory_id)
+        elif arguments.semantic_key is not None:
+            target = self._holder(
+                principal, key_claim(principal.subject_id, draft.scope, arguments.semantic_key)
+            )
+        else:
+            return None
+        expected = arguments.expected_version
+        current = target.version if target is not None else None
+        if expected is not None and expected != current:
+            raise MemoryConflictError("The memory changed since it was read.", current_version=current)
+        return target
+
+    def _superseded(
+        self, principal: Principal, arguments: RememberArguments, exclude: str | None
+    ) -> list[Note]:
+        notes = []
+        for note_id in dict.fromkeys(arguments.supersedes):
+            if note_id == exclude:
+                raise MemoryInvalidRequestError(
+                    "A note cannot supersede itself.",
+                    {"fields": [{"field": "supersedes", "problem": "names the note"}]},
+                )
+            notes.append(self.readable(principal, note_id))
+        return notes
+
+    def _holder(self, principal: Principal, claim: NoteClaim) -> Note | None:
+        """The current note visible to the caller that holds ``claim``, if any."""
+        holder_id = self._store.claim_holder(principal.tenant_id, claim)
+        if holder_id is None:
+            return None
+        note = self._store.get_note(principal.tenant_id, holder_id)
+        if note is None or not note.is_current(self._clock()) or not can_see_note(principal, note):
+            return None
+        return note
+
+    def _held(self, note: Note) -> tuple[NoteClaim, ...]:
+        """The claims of ``note`` that it holds (a claim may have passed to another note since)."""
+        return tuple(
+            claim
+            for claim in claims_of(note)
+            if self._store.claim_holder(note.tenant_id, claim) == note.note_id
+        )
+
+    def _replacing(self, previous: Note, note: Note) -> NoteWrite:
+        """The write of ``note`` over ``previous``: its claims taken (or refreshed), the claims
+        ``previous`` held and ``note`` no longer needs released."""
+        held = tuple(claims_of(note)) if note.is_current(note.updated_at) else ()
+        released = tuple(claim for claim in self._held(previous) if claim not in held)
+        return NoteWrite(previous=previous, note=note, claim=held, release=released)
+
+    def _forgetting(self, note: Note, mode: ForgetMode, now: datetime) -> NoteWrite:
+        return NoteWrite(previous=note, note=forgotten_note(note, mode, now=now), release=self._held(note))
+
+    def _commit(self, tenant_id: str, writes: Sequence[NoteWrite], target: Note | None) -> None:
+        try:
+            self._store.commit_notes(tenant_id, writes)
+        except ClaimTakenError:
+            raise
+        except ConflictError as error:
+            current = error.current_version if target is not None else None
+            raise MemoryConflictError(
+                "The memory changed while it was written; re-read it and retry.", current
+            ) from error
+        except ResourceUnavailableError as error:
+            raise MemoryUnavailableError() from error
+
+    # -- forget and restore -----------------------------------------------------------------------
+
+    def forget(self, principal: Principal, arguments: ForgetMemoryArguments) -> MemoryForgottenResponse:
+        """Forget a note ``soft`` (hidden, restorable), ``redact`` (content of every version replaced)
+        or ``hard`` (deleted with its versions, pin and cached embeddings; the stream removes its
+        index entry). A softly forgotten or expired note can still be redacted or deleted."""
+        self._begin(principal, Permission.MEMORY_WRITE)
+        mode = ForgetMode(arguments.mode)
+        note = self._visible(principal, arguments.note_id)
+        now = self._clock()
+        if mode is ForgetMode.SOFT:
+            if not note.is_readable(now):
+                raise MemoryUnavailableError()
+            self._commit(principal.tenant_id, [self._forgetting(note, mode, now)], note)
+        elif mode is ForgetMode.REDACT:
+            if note.forgotten_mode is not ForgetMode.REDACT:
+                self._commit(principal.tenant_id, [self._forgetting(note, mode, now)], note)
+            self._store.redact_note_versions(principal.tenant_id, note.note_id)
+        else:
+            self._delete(principal.tenant_id, note)
+        logger.info(
+            "note forgotten",
+            extra={"tenant_id": principal.tenant_id, "note_id": note.note_id, "mode": mode.value},
+        )
+        return MemoryForgottenResponse(note_id=note.note_id, mode=mode.value)
+
+    def restore(self, principal: Principal, note_id: str) -> MemoryResponse:
+        """Make a softly forgotten note active again (a new version). An active note is answered
+        ``unchanged``; a redacted one cannot come back (``memory_invalid_request``)."""
+        self._begin(principal, Permission.MEMORY_WRITE)
+        note = self._visible(principal, note_id)
+        if note.status is NoteStatus.ACTIVE:
+            if not note.is_readable(self._clock()):
+                raise MemoryUnavailableError()
+            return MemoryResponse(result="unchanged", note=view(note))
+        if note.forgotten_mode is not ForgetMode.SOFT:
+            raise MemoryInvalidRequestError(
+                "Only a softly forgotten memory can be restored.", {"mode": "redact"}
+            )
+        restored = restored_note(note, now=self._clock())
+        claims = tuple(claims_of(restored)) if restored.superseded_by is None else ()
+        try:
+            self._commit(principal.tenant_id, [NoteWrite(previous=note, note=restored, claim=claims)], note)
+        except ClaimTakenError as error:
+            raise MemoryConflictError(
+                "Another current memory now holds this content or key.", current_version=note.version
+            ) from error
+        return MemoryResponse(result="restored", note=view(restored))
+
+    def _delete(self, tenant_id: str, note: Note) -> None:
+        texts: list[str] = []
+        next_token: str | None = None
+        while True:
+            page = self._store.list_note_versions(
+                tenant_id, note.note_id, limit=VERSIONS_LIMIT_MAX, next_token=next_token
+            )
+            texts.extend(version.content for version in page.entries if version.content != REDACTED)
+            next_token = page.next_token
+            if next_token is None:
+                break
+        try:
+            self._store.delete_note(
+                tenant_id, note.note_id, claims=claims_of(note), expected_version=note.version
+            )
+        except ConflictError as error:
+            raise MemoryConflictError(
+                "The memory changed while it was forgotten; retry.", error.current_version
+            ) from error
+        if self._embedder is not None and texts:
+            self._embedder.forget(list(dict.fromkeys(texts)))
+
+    # -- reads ------------------------------------------------------------------------------------
+
+    def get_note(self, principal: Principal, note_id: str) -> NoteView:
+        """The note at its current version (superseded notes included)."""
+        self._begin(principal, Permission.MEMORY_READ)
+        return view(self.readable(principal, note_id))
+
+    def list_versions(
+        self, principal: Principal, note_id: str, *, limit: int | None, next_token: str | None
+    ) -> NoteVersionsResponse:
+        """The note's versions, newest first, ``limit`` (1–100, default 20) at a time."""
+        self._begin(principal, Permission.MEMORY_READ)
+        size = VERSIONS_LIMIT_DEFAULT if limit is None else limit
+        if not 1 <= size <= VERSIONS_LIMIT_MAX:
+            raise MemoryInvalidRequestError(
+                f"limit must be between 1 and {VERSIONS_LIMIT_MAX}.", {"fields": [{"field": "limit"}]}
+            )
+        note = self.readable(principal, note_id)
+        page = self._store.list_note_versions(
+            principal.tenant_id, note.note_id, limit=size, next_token=next_token
+        )
+        return NoteVersionsResponse(
+            versions=[view(version) for version in page.entries], next_token=page.next_token
+        )
+
+    def readable(self, principal: Principal, note_id: str) -> Note:
+        """The visible, active, unexpired note ``note_id``, else ``MemoryUnavailableError``."""
+        note = self._visible(principal, note_id)
+        if not note.is_readable(self._clock()):
+            raise MemoryUnavailableError()
+        return note
+
+    def _visible(self, principal: Principal, note_id: str) -> Note:
+        if not ids.is_well_formed(note_id, ids.NOTE_PREFIX):
+            raise MemoryUnavailableError()
+        note = self._store.get_note(principal.tenant_id, note_id)
+        if note is None or not can_see_note(principal, note):
+            raise MemoryUnavailableError()
+        return note
+
+    def _begin(self, principal: Principal, scope: Permission) -> None:
+        if not self._switch.is_enabled():
+            raise RuntimeDisabledError("The knowledge runtime is disabled; try again later.")
+        require_scope(principal, scope)
+
+
+def view(note: Note) -> NoteView:
+    """The public shape of one note version."""
+    return NoteView(
+        note_id=note.note_id,
+        version=note.version,
+        content=note.content,
+        path=note.path,
+        memory_type=note.memory_type.value,
+        scope=note.scope.value,
+        owner_id=note.owner_id,
+        agent_id=note.agent_id,
+        team_id=note.team_id,
+        importance=note.importance,
+        semantic_key=note.semantic_key,
+        pinned=note.pinned,
+        status=note.status.value,
+        supersedes=list(note.supersedes),
+        superseded_by=note.superseded_by,
+        expires_at=note.expires_at,
+        created_at=note.created_at,
+        updated_at=note.updated_at,
+    )
+
+
+def _merged(note: Note, draft: NoteDraft, arguments: RememberArguments) -> NoteDraft:
+    """``draft`` where the caller gave a field, else the note's own value (an update changes what it
+    names). An expiry, given either way, replaces the old one."""
+    given = arguments.model_fields_set
+    kept = draft_of(note)
+    changes: dict[str, Any] = {}
+    for name in (
+        "content",
+        "scope",
+        "team_id",
+        "agent_id",
+        "path",
+        "memory_type",
+        "importance",
+        "semantic_key",
+    ):
+        changes[name] = getattr(draft, name) if name in given else getattr(kept, name)
+    changes["expires_at"] = draft.expires_at if {"expires_at", "ttl_seconds"} & given else kept.expires_at
+    return NoteDraft(**changes)

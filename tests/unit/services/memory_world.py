@@ -1,0 +1,93 @@
+"""The memory services over in-process fakes, with the stream played by hand: after each write the
+test calls ``world.sync()``, as the indexer would on the table's stream."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from knowledge.adapters.embedded_note_index import EmbeddedNoteIndex
+from knowledge.adapters.embedding_cache import CachedEmbedder, InMemoryEmbeddingCache
+from knowledge.adapters.memory_store import InMemoryKnowledgeStore
+from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
+from knowledge.domain.memory_contract import (
+    ForgetMemoryArguments,
+    MemoryResponse,
+    MemorySearchResponse,
+    RememberArguments,
+    SearchMemoryArguments,
+)
+from knowledge.domain.models import Permission, Principal
+from knowledge.services.memory_search import MemorySearchService
+from knowledge.services.note_indexing import NoteIndexingService
+from knowledge.services.notes import NoteService
+from tests.support.embedding import HashingEmbedder
+from tests.unit.services.conftest import TENANT, caller
+
+READ, WRITE = Permission.MEMORY_READ, Permission.MEMORY_WRITE
+
+
+def agent(subject_id: str = "alice", *scopes: Permission, **kwargs: Any) -> Principal:
+    """A principal holding ``scopes`` (both memory scopes when none are named)."""
+    return caller(subject_id, *(scopes or (READ, WRITE)), **kwargs)
+
+
+class ManualClock:
+    """Aware UTC time that moves only when told to."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2026, 6, 1, 9, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+@dataclass
+class MemoryWorld:
+    clock: ManualClock = field(default_factory=ManualClock)
+    cache: InMemoryEmbeddingCache = field(default_factory=InMemoryEmbeddingCache)
+    enabled: bool = True
+
+    def __post_init__(self) -> None:
+        self.store = InMemoryKnowledgeStore(clock=self.clock)
+        self.embedder = CachedEmbedder(HashingEmbedder(), self.cache)
+        self.index = EmbeddedNoteIndex()
+        self.index.ensure_ready(model_id=self.embedder.model_id, dimension=self.embedder.dimension)
+        switch = StaticRuntimeSwitch(self.enabled)
+        self.notes = NoteService(self.store, self.embedder, switch, self.clock)
+        self.search_service = MemorySearchService(self.store, self.index, self.embedder, switch, self.clock)
+        self.indexing = NoteIndexingService(self.store, self.index, self.embedder)
+        self.known: dict[tuple[str, str], int] = {}
+
+    def remember(
+        self, principal: Principal, content: str, *, sync: bool = True, **arguments: Any
+    ) -> MemoryResponse:
+        answer = self.notes.remember(principal, RememberArguments(content=content, **arguments)).response
+        self.known[principal.tenant_id, answer.note.note_id] = answer.note.version
+        for superseded in arguments.get("supersedes", []):
+            self.known.setdefault((principal.tenant_id, superseded), 1)
+        if sync:
+            self.sync()
+        return answer
+
+    def forget(self, principal: Principal, note_id: str, mode: str = "soft") -> None:
+        self.notes.forget(principal, ForgetMemoryArguments(note_id=note_id, mode=mode))  # type: ignore[arg-type]
+        self.sync()
+
+    def search(self, principal: Principal, query: str, **arguments: Any) -> MemorySearchResponse:
+        return self.search_service.search_memory(principal, SearchMemoryArguments(query=query, **arguments))
+
+    def found(self, principal: Principal, query: str, **arguments: Any) -> list[str]:
+        return [result.content for result in self.search(principal, query, **arguments).results]
+
+    def sync(self) -> None:
+        """Index every note written so far, as the stream consumer would."""
+        for (tenant_id, note_id), version in self.known.items():
+            self.indexing.sync_note(tenant_id, note_id, last_known_version=version)
+
+
+TENANT_ID = TENANT
