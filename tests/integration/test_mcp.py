@@ -172,7 +172,7 @@ def test_mcp_tools_list_publishes_spec_schema(gateway: Gateway, world: SearchWor
 
     tools = session(gateway, world.token(), use).tools
 
-    assert [tool.name for tool in tools] == ["search_knowledge"]
+    assert [tool.name for tool in tools] == ["search_knowledge", "remember", "search_memory", "forget_memory"]
     tool = tools[0]
     assert tool.description is not None
     assert tool.description.startswith("Read authorized Knowledge Base content either by ranked query")
@@ -374,9 +374,12 @@ def test_mcp_unexpected_failure_returns_internal_error_without_internals(
 
 
 def test_mcp_unknown_tool_returns_not_found_error(gateway: Gateway, reader: str) -> None:
-    body = error_payload(call_tool(gateway, reader, {"query": "deploy"}, name="search_memory"), "not_found")
+    body = error_payload(call_tool(gateway, reader, {"query": "deploy"}, name="read_minds"), "not_found")
 
-    assert body["error"]["details"] == {"tool": "search_memory", "available_tools": ["search_knowledge"]}
+    assert body["error"]["details"] == {
+        "tool": "read_minds",
+        "available_tools": ["search_knowledge", "remember", "search_memory", "forget_memory"],
+    }
 
 
 def test_mcp_server_without_principal_refuses_tool_call() -> None:

@@ -42,12 +42,15 @@ STATUS_BY_CODE: Mapping[str, int] = {
     "knowledge_invalid_request": 400,
     "knowledge_query_required": 400,
     "knowledge_item_required": 400,
+    "memory_invalid_request": 400,
     "authentication_required": 401,
     "insufficient_scope": 403,
     "knowledge_resource_unavailable": 404,
+    "memory_unavailable": 404,
     "not_found": 404,
     "method_not_allowed": 405,
     "knowledge_conflict": 409,
+    "memory_conflict": 409,
     "payload_too_large": 413,
     "knowledge_runtime_disabled": 503,
     "dependency_unavailable": 503,
@@ -76,9 +79,12 @@ def unexpected_error_envelope(error: BaseException) -> tuple[int, ErrorResponse]
     return 500, body
 
 
-def from_validation_errors(errors: Iterable[Mapping[str, Any]]) -> KnowledgeError:
-    """Translate pydantic errors: unknown fields are a request-shape problem
-    (``knowledge_invalid_request``); anything else is a malformed value (``validation_error``)."""
+def from_validation_errors(
+    errors: Iterable[Mapping[str, Any]], invalid_request: type[KnowledgeError] = InvalidRequestError
+) -> KnowledgeError:
+    """Translate pydantic errors: unknown fields are a request-shape problem (``invalid_request``:
+    ``knowledge_invalid_request``, or ``memory_invalid_request`` for the memory tools); anything
+    else is a malformed value (``validation_error``)."""
     problems = [
         {
             "field": ".".join(str(part) for part in error.get("loc", ()) if part != "body") or "body",
@@ -88,5 +94,5 @@ def from_validation_errors(errors: Iterable[Mapping[str, Any]]) -> KnowledgeErro
     ]
     types = {str(error.get("type", "")) for error in errors}
     if types and types <= {"extra_forbidden"}:
-        return InvalidRequestError("The request has fields the tool does not accept.", {"fields": problems})
+        return invalid_request("The request has fields the tool does not accept.", {"fields": problems})
     return RequestValidationError("The request has a malformed value.", {"fields": problems})

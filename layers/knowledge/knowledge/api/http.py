@@ -54,7 +54,12 @@ from knowledge.api.error_envelopes import (
 )
 from knowledge.api.principal import principal_from_event
 from knowledge.domain.contract import ErrorResponse
-from knowledge.errors import AuthenticationRequiredError, KnowledgeError, RequestValidationError
+from knowledge.errors import (
+    AuthenticationRequiredError,
+    InvalidRequestError,
+    KnowledgeError,
+    RequestValidationError,
+)
 from knowledge.observability import metrics
 
 RouteFunction = TypeVar("RouteFunction", bound=Callable[..., Any])
@@ -65,11 +70,12 @@ MAX_BODY_BYTES = 1_048_576
 
 _ERROR_DESCRIPTIONS = {
     400: "Malformed or contradictory arguments (validation_error, knowledge_invalid_request, "
-    "knowledge_query_required, knowledge_item_required).",
+    "knowledge_query_required, knowledge_item_required, memory_invalid_request).",
     401: "No, bad, expired or revoked bearer token (authentication_required).",
     403: "The token lacks the required scope (insufficient_scope).",
-    404: "Absent, unauthorized, inactive or unpublished resource (knowledge_resource_unavailable).",
-    409: "A version race on a write (knowledge_conflict; details.current_version).",
+    404: "Absent, unauthorized, inactive or unpublished resource (knowledge_resource_unavailable; "
+    "memory_unavailable for notes, forgotten ones included).",
+    409: "A version race on a write (knowledge_conflict or memory_conflict; details.current_version).",
     500: "An unexpected error (internal_error); no internals are disclosed.",
     503: "The runtime switch is off (knowledge_runtime_disabled, in a knowledge_unavailable envelope) "
     "or a dependency is down or throttled (dependency_unavailable, retryable).",
@@ -178,8 +184,13 @@ def _rule_pattern(rule: str) -> re.Pattern[str]:
     return re.compile("[^/]+".join(re.escape(part) for part in parts))
 
 
-def build_resolver(*routers: Router, max_body_bytes: int = MAX_BODY_BYTES) -> ServiceResolver:
-    """A resolver serving ``routers`` with validation on and the error handlers of this module."""
+def build_resolver(
+    *routers: Router,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    invalid_request: type[KnowledgeError] = InvalidRequestError,
+) -> ServiceResolver:
+    """A resolver serving ``routers`` with validation on and the error handlers of this module;
+    unknown fields in a body answer ``invalid_request``'s code."""
     resolver = ServiceResolver(
         enable_validation=True,
         # A response that does not match its own model is our bug: 500, not the caller's 4xx.
@@ -191,7 +202,7 @@ def build_resolver(*routers: Router, max_body_bytes: int = MAX_BODY_BYTES) -> Se
     for router in routers:
         resolver.include_router(router)
     resolver.use([_count_request])
-    _ErrorAnswers(resolver).register()
+    _ErrorAnswers(resolver, invalid_request).register()
     return resolver
 
 
@@ -204,8 +215,9 @@ def _count_request(app: APIGatewayHttpResolver, next_middleware: NextMiddleware)
 class _ErrorAnswers:
     """The exception handlers of one resolver; each answers a Powertools ``Response`` in the envelope."""
 
-    def __init__(self, resolver: ServiceResolver) -> None:
+    def __init__(self, resolver: ServiceResolver, invalid_request: type[KnowledgeError]) -> None:
         self._resolver = resolver
+        self._invalid_request = invalid_request
 
     def register(self) -> None:
         handlers: dict[type[Exception], Callable[[Any], Response[str]]] = {
@@ -222,7 +234,7 @@ class _ErrorAnswers:
             self._resolver.exception_handler(exception_class)(handler)
 
     def invalid_body(self, error: BodyValidationError) -> Response[str]:
-        return self._invalid(from_validation_errors(error.errors()))
+        return self._invalid(from_validation_errors(error.errors(), self._invalid_request))
 
     def undecodable_body(self, error: ValueError) -> Response[str]:
         return self._invalid(RequestValidationError("The request body is not valid UTF-8 JSON."))

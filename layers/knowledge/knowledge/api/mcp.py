@@ -1,4 +1,5 @@
-"""The MCP boundary: the ``search_knowledge`` tool over stateless Streamable HTTP with JSON responses.
+"""The MCP boundary: the tools of ``knowledge.api.mcp_tools`` over stateless Streamable HTTP with JSON
+responses.
 
 Protocol: the MCP SDK's low-level ``Server`` serves ``initialize``, ``ping``, ``tools/list`` and
 ``tools/call`` (plus the SDK's own ``server/discover`` for 2026-07-28 clients) through its
@@ -29,10 +30,11 @@ parser's or pydantic's text, input echo and documentation links included):
 
 Both JSON-RPC errors have ``"id": null`` and no ``data``. The body is then handed on unchanged.
 
-Tool calls: arguments are validated by ``SearchKnowledgeArguments`` (the SDK does not validate
+Tool calls: arguments are validated by the tool's arguments model (the SDK does not validate
 them), so malformed input carries the project's codes (``validation_error``,
-``knowledge_invalid_request``). Success is one text content item holding the response model's JSON
-(contract field names, the same JSON as REST). Every error is the error envelope's JSON as text with
+``knowledge_invalid_request`` or ``memory_invalid_request``). Success is one text content item
+holding the response model's JSON (contract field names, the same JSON as REST). Every error is
+the error envelope's JSON as text with
 ``isError: true`` (``{"type":"knowledge_unavailable"}`` when the runtime switch is off); an unknown
 tool name is a ``not_found`` envelope. The service is synchronous (boto3), so it runs in a worker
 thread (``anyio.to_thread``) and never blocks the event loop.
@@ -46,7 +48,6 @@ no token to send. The same holds for the local gateway.
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
 import anyio.to_thread
@@ -70,19 +71,13 @@ from knowledge.api.error_envelopes import (
     unexpected_error_envelope,
 )
 from knowledge.api.http import MAX_BODY_BYTES
+from knowledge.api.mcp_tools import TOOLS
 from knowledge.api.principal import principal_from_event
-from knowledge.bootstrap import get_container
-from knowledge.domain.contract import (
-    ErrorResponse,
-    KnowledgeReadResponse,
-    KnowledgeSearchResponse,
-    SearchKnowledgeArguments,
-)
+from knowledge.domain.contract import ErrorResponse
 from knowledge.domain.models import Principal
 from knowledge.errors import AuthenticationRequiredError, KnowledgeError
 from knowledge.observability import logger, metrics
 
-TOOL_NAME = "search_knowledge"
 SERVER_NAME = "knowledge"
 MCP_PATH = "/mcp"
 EVENT_SCOPE_KEY = "aws.event"
@@ -90,81 +85,17 @@ EVENT_SCOPE_KEY = "aws.event"
 PRINCIPAL_SCOPE_KEY = "knowledge.principal"
 """Where the authenticated ``Principal`` travels from the HTTP layer to the tool handler."""
 
-TOOL_DESCRIPTION = (
-    "Read authorized Knowledge Base content either by ranked query over published current revisions "
-    "or by one exact item/revision with bounded content pagination. Use query for ranked search, or "
-    "knowledge_item_id for an addressed read (add knowledge_revision_id only when the exact immutable "
-    "revision matters); query and the addressed IDs are mutually exclusive.\n\n"
-    'Query returns JSON text with {"type":"knowledge_search","results":[...]} where each result '
-    "includes the current knowledge item/revision IDs, title, bounded excerpt, source/citation, "
-    "reference, and scores. Addressed read returns JSON text with type='knowledge', owner/team/scope, "
-    "base/item/revision IDs, title, bounded content, locator, source, reference, content_offset, "
-    "content_limit, content_total_chars, and content_truncated. A result's locator.offset is a valid "
-    "offset for a follow-up addressed read. Errors return JSON text "
-    '{"type":"error","error":{"code","message","retryable","details"}} with isError true '
-    '({"type":"knowledge_unavailable"} when the knowledge runtime is switched off).'
-)
-
 SERVER_INSTRUCTIONS = (
-    "Knowledge Base search for agents. Call search_knowledge with a query for ranked results over "
-    "published knowledge, or with knowledge_item_id to read one item in bounded windows."
+    "Knowledge Base search and agent memory. Call search_knowledge with a query for ranked results "
+    "over published knowledge, or with knowledge_item_id to read one item in bounded windows. Call "
+    "remember to keep a fact you were asked to keep, search_memory to find your notes, and "
+    "forget_memory to drop one. Knowledge and memory never mix."
 )
-
-# JSON Schema keywords kept in the published inputSchema; pydantic's ``title`` per field and
-# ``examples`` are dropped because some MCP clients reject keywords outside this common core.
-_VALUE_KEYWORDS = frozenset(
-    {
-        "type",
-        "description",
-        "default",
-        "enum",
-        "const",
-        "minimum",
-        "maximum",
-        "exclusiveMinimum",
-        "exclusiveMaximum",
-        "minLength",
-        "maxLength",
-        "pattern",
-        "format",
-        "required",
-        "minItems",
-        "maxItems",
-        "$ref",
-    }
-)
-_SCHEMA_MAP_KEYWORDS = frozenset({"properties", "$defs"})
-_SCHEMA_KEYWORDS = frozenset({"items", "additionalProperties", "not"})
-_SCHEMA_LIST_KEYWORDS = frozenset({"anyOf", "oneOf", "allOf"})
-
-
-def input_schema() -> dict[str, Any]:
-    """The tool's ``inputSchema``: ``SearchKnowledgeArguments``' JSON Schema (descriptions,
-    defaults, ``minimum``/``maximum``/``maxLength`` bounds, ``additionalProperties: false``)
-    reduced to plain JSON Schema keywords: no generated titles, no ``examples``, no model docstring."""
-    schema = _clean_schema(SearchKnowledgeArguments.model_json_schema())
-    schema.pop("description", None)
-    return schema
-
-
-@cache
-def tool_definition() -> types.Tool:
-    """The one tool this server lists: name, description (the spec's Purpose and Returns),
-    ``inputSchema`` and read-only annotations."""
-    return types.Tool(
-        name=TOOL_NAME,
-        title="Search knowledge",
-        description=TOOL_DESCRIPTION,
-        input_schema=input_schema(),
-        annotations=types.ToolAnnotations(
-            read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-        ),
-    )
 
 
 def build_server() -> Server[Any]:
-    """The MCP server: ``tools/list`` lists ``search_knowledge``; ``tools/call`` runs it for the
-    principal found at ``ctx.request.scope[PRINCIPAL_SCOPE_KEY]``; ``ping`` is the SDK's."""
+    """The MCP server: ``tools/list`` lists every tool of ``mcp_tools.TOOLS``; ``tools/call`` runs one
+    for the principal found at ``ctx.request.scope[PRINCIPAL_SCOPE_KEY]``; ``ping`` is the SDK's."""
     return Server(
         SERVER_NAME,
         version=__version__,
@@ -285,42 +216,38 @@ def _error_response(error: KnowledgeError, headers: dict[str, str]) -> JSONRespo
 
 
 def _input_schema_for(name: str) -> dict[str, Any] | None:
-    return tool_definition().input_schema if name == TOOL_NAME else None
+    tool = TOOLS.get(name)
+    return tool.definition.input_schema if tool is not None else None
 
 
 async def _list_tools(
     ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
-    return types.ListToolsResult(tools=[tool_definition()])
+    return types.ListToolsResult(tools=[tool.definition for tool in TOOLS.values()])
 
 
 async def _call_tool(
     ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
 ) -> types.CallToolResult:
-    if params.name != TOOL_NAME:
+    tool = TOOLS.get(params.name)
+    if tool is None:
         unknown = RouteNotFoundError(
-            f"Unknown tool {params.name!r}; this server offers {TOOL_NAME!r}.",
-            {"tool": params.name, "available_tools": [TOOL_NAME]},
+            f"Unknown tool {params.name!r}; this server offers {', '.join(TOOLS)}.",
+            {"tool": params.name, "available_tools": list(TOOLS)},
         )
         return _error_result(error_envelope(unknown)[1])
     try:
         principal = _principal(ctx)
-        arguments = SearchKnowledgeArguments.model_validate(params.arguments or {})
-        response = await anyio.to_thread.run_sync(_search, principal, arguments)
+        arguments = tool.arguments.model_validate(params.arguments or {})
+        response = await anyio.to_thread.run_sync(tool.run, principal, arguments)
     except ValidationError as error:
-        return _error_result(error_envelope(from_validation_errors(error.errors()))[1])
+        return _error_result(error_envelope(from_validation_errors(error.errors(), tool.invalid_request))[1])
     except KnowledgeError as error:
-        logger.info("mcp tool call refused", extra={"tool": TOOL_NAME, "code": error.code})
+        logger.info("mcp tool call refused", extra={"tool": tool.name, "code": error.code})
         return _error_result(error_envelope(error)[1])
     except Exception as error:
         return _error_result(unexpected_error_envelope(error)[1])
     return types.CallToolResult(content=[types.TextContent(text=response.model_dump_json())])
-
-
-def _search(
-    principal: Principal, arguments: SearchKnowledgeArguments
-) -> KnowledgeSearchResponse | KnowledgeReadResponse:
-    return get_container().search.search_knowledge(principal, arguments)
 
 
 def _principal(ctx: ServerRequestContext[Any, Any]) -> Principal:
@@ -333,17 +260,3 @@ def _principal(ctx: ServerRequestContext[Any, Any]) -> Principal:
 
 def _error_result(body: ErrorResponse) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=body.model_dump_json())], is_error=True)
-
-
-def _clean_schema(node: dict[str, Any]) -> dict[str, Any]:
-    cleaned: dict[str, Any] = {}
-    for key, value in node.items():
-        if key in _VALUE_KEYWORDS:
-            cleaned[key] = value
-        elif key in _SCHEMA_MAP_KEYWORDS:
-            cleaned[key] = {name: _clean_schema(child) for name, child in value.items()}
-        elif key in _SCHEMA_LIST_KEYWORDS:
-            cleaned[key] = [_clean_schema(child) for child in value]
-        elif key in _SCHEMA_KEYWORDS:
-            cleaned[key] = _clean_schema(value) if isinstance(value, dict) else value
-    return cleaned

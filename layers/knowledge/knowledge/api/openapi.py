@@ -20,15 +20,15 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer, Tag
 
 from knowledge.api.http import openapi_error_responses
-from knowledge.api.routes import knowledge_admin, search_knowledge
+from knowledge.api.routes import knowledge_admin, memory, search_knowledge
 
 TITLE = "Knowledge service"
 API_VERSION = "1.0.0"
 BEARER_SCHEME = "bearerAuth"
 DESCRIPTION = (
-    "Multi-tenant knowledge search for AI agents: the search_knowledge tool and the write API over "
-    "REST. Every route but this document and the health check needs `Authorization: Bearer <token>`. "
-    "Errors are "
+    "Multi-tenant knowledge search for AI agents: the search_knowledge tool, the memory tools "
+    "(remember, search_memory, forget_memory) and the write API over REST. Every route but this "
+    "document and the health check needs `Authorization: Bearer <token>`. Errors are "
     '`{"type":"error","error":{"code","message","retryable","details"}}`.'
 )
 
@@ -49,7 +49,14 @@ def openapi_json() -> dict[str, Any]:
     return openapi_document()
 
 
-ROUTERS: tuple[Router, ...] = (search_knowledge.router, knowledge_admin.router, router)
+ROUTERS: tuple[Router, ...] = (
+    search_knowledge.router,
+    memory.remember_router,
+    memory.search_memory_router,
+    memory.forget_memory_router,
+    knowledge_admin.router,
+    router,
+)
 """Every Router of the service."""
 
 # Powertools adds these for its own 422 answers, which this service never gives (it answers 400 and 500).
@@ -76,6 +83,7 @@ def _document_json() -> str:
             description=DESCRIPTION,
             tags=[
                 Tag(name="tools", description="Agent tools."),
+                Tag(name="memory", description="Notes: the agents' own durable memories (DESIGN §9)."),
                 Tag(
                     name="knowledge",
                     description="Knowledge bases, items, revisions and tokens (the write API).",

@@ -100,7 +100,7 @@ class NoteService:
 
     def remember(self, principal: Principal, arguments: RememberArguments) -> Remembered:
         """Create, update (by ``memory_id`` or ``semantic_key``) or recognize a duplicate of a note."""
-        self._begin(principal, Permission.MEMORY_WRITE)
+        self.authorize(principal, Permission.MEMORY_WRITE)
         draft = self._draft(principal, arguments)
         for _ in range(ATTEMPTS):
             try:
@@ -242,7 +242,7 @@ class NoteService:
         """Forget a note ``soft`` (hidden, restorable), ``redact`` (content of every version replaced)
         or ``hard`` (deleted with its versions, pin and cached embeddings; the stream removes its
         index entry). A softly forgotten or expired note can still be redacted or deleted."""
-        self._begin(principal, Permission.MEMORY_WRITE)
+        self.authorize(principal, Permission.MEMORY_WRITE)
         mode = ForgetMode(arguments.mode)
         note = self._visible(principal, arguments.note_id)
         now = self._clock()
@@ -265,7 +265,7 @@ class NoteService:
     def restore(self, principal: Principal, note_id: str) -> MemoryResponse:
         """Make a softly forgotten note active again (a new version). An active note is answered
         ``unchanged``; a redacted one cannot come back (``memory_invalid_request``)."""
-        self._begin(principal, Permission.MEMORY_WRITE)
+        self.authorize(principal, Permission.MEMORY_WRITE)
         note = self._visible(principal, note_id)
         if note.status is NoteStatus.ACTIVE:
             if not note.is_readable(self._clock()):
@@ -311,14 +311,14 @@ class NoteService:
 
     def get_note(self, principal: Principal, note_id: str) -> NoteView:
         """The note at its current version (superseded notes included)."""
-        self._begin(principal, Permission.MEMORY_READ)
+        self.authorize(principal, Permission.MEMORY_READ)
         return view(self.readable(principal, note_id))
 
     def list_versions(
         self, principal: Principal, note_id: str, *, limit: int | None, next_token: str | None
     ) -> NoteVersionsResponse:
         """The note's versions, newest first, ``limit`` (1–100, default 20) at a time."""
-        self._begin(principal, Permission.MEMORY_READ)
+        self.authorize(principal, Permission.MEMORY_READ)
         size = VERSIONS_LIMIT_DEFAULT if limit is None else limit
         if not 1 <= size <= VERSIONS_LIMIT_MAX:
             raise MemoryInvalidRequestError(
@@ -347,7 +347,9 @@ class NoteService:
             raise MemoryUnavailableError()
         return note
 
-    def _begin(self, principal: Principal, scope: Permission) -> None:
+    def authorize(self, principal: Principal, scope: Permission) -> None:
+        """``RuntimeDisabledError`` when the switch is off, ``InsufficientScopeError`` without
+        ``scope``: the read-only check every memory call starts with."""
         if not self._switch.is_enabled():
             raise RuntimeDisabledError("The knowledge runtime is disabled; try again later.")
         require_scope(principal, scope)

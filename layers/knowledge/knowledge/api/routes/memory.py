@@ -1,0 +1,197 @@
+"""REST routes of the memory tools (DESIGN §9), one router per function:
+
+| route | function | scope | answer |
+|---|---|---|---|
+| ``POST /v1/tools/remember`` | RememberFunction | memory:write | 201 created, else 200 ``memory`` |
+| ``POST /v1/tools/search_memory`` | SearchMemoryFunction | memory:read | 200 ``memory_search`` |
+| ``GET /v1/notes/{note_id}`` | SearchMemoryFunction | memory:read | 200 the note |
+| ``GET /v1/notes/{note_id}/versions`` | SearchMemoryFunction | memory:read | 200 ``{versions, next_token}`` |
+| ``POST /v1/tools/forget_memory`` | ForgetMemoryFunction | memory:write | 200 ``memory_forgotten`` |
+| ``POST /v1/notes/{note_id}/restore`` | ForgetMemoryFunction | memory:write | 200 ``memory`` |
+
+Writes are ``write_route``s: the scope is checked before any ``Idempotency-Key`` record is read,
+and a repeated key answers the first answer (answers are bound to the caller). Errors are mapped by
+``knowledge.api.http`` (unknown fields: ``memory_invalid_request``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Request, Response, content_types
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+from aws_lambda_powertools.metrics import MetricUnit
+from pydantic import BaseModel
+
+from knowledge.api.http import openapi_error_responses
+from knowledge.api.principal import CallerPrincipal
+from knowledge.api.writes import IdempotencyKey, write_route
+from knowledge.bootstrap import get_container
+from knowledge.domain.memory_contract import (
+    ForgetMemoryArguments,
+    MemoryForgottenResponse,
+    MemoryResponse,
+    MemorySearchResponse,
+    NoteVersionsResponse,
+    NoteView,
+    RememberArguments,
+    SearchMemoryArguments,
+)
+from knowledge.domain.models import Permission, Principal
+from knowledge.domain.text import Text
+from knowledge.observability import metrics
+from knowledge.services.notes import VERSIONS_LIMIT_MAX, NoteService
+
+REMEMBER_PATH = "/v1/tools/remember"
+SEARCH_MEMORY_PATH = "/v1/tools/search_memory"
+FORGET_MEMORY_PATH = "/v1/tools/forget_memory"
+NOTE_PATH = "/v1/notes/<note_id>"
+NOTE_VERSIONS_PATH = "/v1/notes/<note_id>/versions"
+NOTE_RESTORE_PATH = "/v1/notes/<note_id>/restore"
+TAG = "memory"
+
+remember_router = Router()  # type: ignore[no-untyped-call]  # Powertools leaves Router.__init__ unannotated
+search_memory_router = Router()  # type: ignore[no-untyped-call]
+forget_memory_router = Router()  # type: ignore[no-untyped-call]
+
+WRITE_ERRORS = (400, 401, 403, 404, 409, 500, 503)
+READ_ERRORS = (400, 401, 403, 404, 500, 503)
+Limit = Annotated[
+    int | None, Query(ge=1, le=VERSIONS_LIMIT_MAX, description=f"Page size, 1 to {VERSIONS_LIMIT_MAX}.")
+]
+NextToken = Annotated[
+    Text | None,
+    Query(min_length=1, max_length=2_048, description="The opaque `next_token` of the previous page."),
+]
+
+
+def _notes() -> NoteService:
+    return get_container().notes
+
+
+def _responses(success: int, description: str, *errors: int) -> dict[int, OpenAPIResponse]:
+    return {success: {"description": description}, **openapi_error_responses(*errors)}
+
+
+def _json(status: int, body: BaseModel) -> Response[Any]:
+    return Response(
+        status_code=status, content_type=content_types.APPLICATION_JSON, body=body.model_dump(mode="json")
+    )
+
+
+def _may_write(principal: Principal, request: Request) -> None:
+    _notes().authorize(principal, Permission.MEMORY_WRITE)
+
+
+@write_route(
+    remember_router,
+    "POST",
+    REMEMBER_PATH,
+    check=_may_write,
+    body=RememberArguments,
+    operation_id="remember",
+    summary="Keep a durable fact the agent was asked to remember (a note, never knowledge).",
+    description=(
+        "Needs `memory:write`. A new note (201 `created`), a `duplicate` of a visible current note with "
+        "the same scope, path and content (200, nothing written), or, with `semantic_key` or "
+        "`memory_id`, a new version of that note (`updated`, or `unchanged`). A stale "
+        "`expected_version` is 409 `memory_conflict` with `details.current_version`."
+    ),
+    tags=["tools", TAG],
+    status_code=201,
+    responses=_responses(
+        201, "The note was created; 200 for updated, unchanged or duplicate.", *WRITE_ERRORS
+    ),
+)
+def remember(
+    arguments: Annotated[RememberArguments, Body()],
+    principal: CallerPrincipal,
+    idempotency_key: IdempotencyKey = None,
+) -> Response[MemoryResponse]:
+    remembered = _notes().remember(principal, arguments)
+    metrics.add_metric(name="MemoryRemembered", unit=MetricUnit.Count, value=1)
+    return _json(201 if remembered.created else 200, remembered.response)
+
+
+@search_memory_router.post(
+    SEARCH_MEMORY_PATH,
+    operation_id="search_memory",
+    summary="Strict, targeted retrieval over the caller's notes (never knowledge).",
+    description=(
+        "Needs `memory:read`. The same legs, fusion and read-time truth check as search_knowledge, over "
+        "the caller's visible, active, unexpired notes (superseded ones only with `include_superseded`)."
+    ),
+    tags=["tools", TAG],
+    responses=_responses(200, "Ranked notes (memory_search).", *READ_ERRORS),
+)
+def search_memory(
+    arguments: Annotated[SearchMemoryArguments, Body()], principal: CallerPrincipal
+) -> MemorySearchResponse:
+    response = get_container().memory_search.search_memory(principal, arguments)
+    metrics.add_metric(name="SearchMemoryAnswered", unit=MetricUnit.Count, value=1)
+    return response
+
+
+@search_memory_router.get(
+    NOTE_PATH,
+    operation_id="get_note",
+    summary="One note at its current version (superseded notes too).",
+    tags=[TAG],
+    responses=_responses(200, "The note.", *READ_ERRORS),
+)
+def get_note(note_id: str, principal: CallerPrincipal) -> NoteView:
+    return _notes().get_note(principal, note_id)
+
+
+@search_memory_router.get(
+    NOTE_VERSIONS_PATH,
+    operation_id="list_note_versions",
+    summary="The note's immutable versions, newest first.",
+    tags=[TAG],
+    responses=_responses(200, "One page of versions.", *READ_ERRORS),
+)
+def list_note_versions(
+    note_id: str, principal: CallerPrincipal, limit: Limit = None, next_token: NextToken = None
+) -> NoteVersionsResponse:
+    return _notes().list_versions(principal, note_id, limit=limit, next_token=next_token)
+
+
+@write_route(
+    forget_memory_router,
+    "POST",
+    FORGET_MEMORY_PATH,
+    check=_may_write,
+    body=ForgetMemoryArguments,
+    operation_id="forget_memory",
+    summary="Forget a note: soft (restorable), redact (every version's content replaced) or hard.",
+    description=(
+        "Needs `memory:write`. Absent, unauthorized and forgotten notes answer 404 `memory_unavailable`."
+    ),
+    tags=["tools", TAG],
+    responses=_responses(200, "The note was forgotten (memory_forgotten).", *WRITE_ERRORS),
+)
+def forget_memory(
+    arguments: Annotated[ForgetMemoryArguments, Body()],
+    principal: CallerPrincipal,
+    idempotency_key: IdempotencyKey = None,
+) -> Response[MemoryForgottenResponse]:
+    return _json(200, _notes().forget(principal, arguments))
+
+
+@write_route(
+    forget_memory_router,
+    "POST",
+    NOTE_RESTORE_PATH,
+    check=_may_write,
+    operation_id="restore_note",
+    summary="Bring back a softly forgotten note (a new version).",
+    description="Needs `memory:write`. A redacted note cannot come back (400 `memory_invalid_request`).",
+    tags=[TAG],
+    responses=_responses(200, "The restored note (memory, result restored or unchanged).", *WRITE_ERRORS),
+)
+def restore_note(
+    note_id: str, principal: CallerPrincipal, idempotency_key: IdempotencyKey = None
+) -> Response[MemoryResponse]:
+    return _json(200, _notes().restore(principal, note_id))

@@ -1,0 +1,236 @@
+"""The memory tools wired end to end in process: the authorizer and the real Remember, SearchMemory
+and ForgetMemory handlers over moto DynamoDB, with the table's stream drained into the real indexer
+handler. Covers the answers' shapes, every §9 error code at the HTTP boundary, idempotent writes,
+each way of forgetting, and that knowledge and memory never mix."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from knowledge.bootstrap import use_container
+from tests.support.memory import call, forget, found, memory_token, remember, search_memory
+from tests.support.rest import SearchWorld, error_body, new_world, result_items
+from tests.support.streams import StreamReader, drain
+
+
+@pytest.fixture
+def world(table: Any) -> Iterator[SearchWorld]:
+    built = new_world()
+    yield built
+    use_container(None)
+
+
+@pytest.fixture
+def stream(world: SearchWorld) -> StreamReader:
+    return StreamReader()
+
+
+@pytest.fixture
+def alice(world: SearchWorld) -> str:
+    return memory_token(world, "alice", team_ids=["red"])
+
+
+def _created(alice: str, stream: StreamReader, content: str, **arguments: Any) -> dict[str, Any]:
+    reply = remember(alice, content, **arguments)
+    assert reply.status in (200, 201), reply.text
+    drain(stream)
+    note: dict[str, Any] = reply.body["note"]
+    return note
+
+
+def test_remember_answers_201_with_the_note_and_search_finds_it_after_the_stream(
+    alice: str, stream: StreamReader
+) -> None:
+    reply = remember(alice, "The staging cluster is called kestrel.", path="/ops", memory_type="fact")
+
+    assert reply.status == 201
+    assert reply.body["type"] == "memory"
+    assert reply.body["result"] == "created"
+    note = reply.body["note"]
+    assert set(note) >= {"note_id", "version", "content", "path", "scope", "owner_id", "pinned", "created_at"}
+    assert found(alice, "kestrel cluster") == []
+    drain(stream)
+    assert found(alice, "kestrel cluster") == ["The staging cluster is called kestrel."]
+
+
+def test_remember_duplicate_and_update_answer_200(alice: str, stream: StreamReader) -> None:
+    first = _created(alice, stream, "Builds run on arm64.", semantic_key="build.arch")
+
+    duplicate = remember(alice, "Builds run on arm64.")
+    updated = remember(alice, "Builds run on x86_64.", semantic_key="build.arch")
+
+    assert (duplicate.status, duplicate.body["result"]) == (200, "duplicate")
+    assert (updated.status, updated.body["result"], updated.body["note"]["version"]) == (200, "updated", 2)
+    drain(stream)
+    assert found(alice, "builds run") == ["Builds run on x86_64."]
+    assert updated.body["note"]["note_id"] == first["note_id"]
+
+
+def test_get_note_and_versions_newest_first_with_next_token(alice: str, stream: StreamReader) -> None:
+    for n in range(3):
+        note = _created(alice, stream, f"Deploy window is slot {n}.", semantic_key="deploy.window")
+    path = f"/v1/notes/{note['note_id']}"
+
+    current = call("GET", path, None, alice)
+    first = call("GET", f"{path}/versions", None, alice, query={"limit": "2"})
+    rest = call(
+        "GET", f"{path}/versions", None, alice, query={"limit": "2", "next_token": first.body["next_token"]}
+    )
+
+    assert (current.status, current.body["version"]) == (200, 3)
+    assert [v["version"] for v in first.body["versions"]] == [3, 2]
+    assert [v["content"] for v in rest.body["versions"]] == ["Deploy window is slot 0."]
+    assert rest.body["next_token"] is None
+
+
+def test_remember_with_an_idempotency_key_replays_the_first_answer(alice: str, stream: StreamReader) -> None:
+    headers = {"Idempotency-Key": "note-1"}
+    body = {"content": "The on-call phone is in drawer 3."}
+
+    first = call("POST", "/v1/tools/remember", body, alice, headers=headers)
+    again = call("POST", "/v1/tools/remember", body, alice, headers=headers)
+    other = call("POST", "/v1/tools/remember", {"content": "Something else."}, alice, headers=headers)
+
+    assert first.status == again.status == 201
+    assert again.body == first.body
+    assert again.headers.get("Idempotent-Replayed") == "true"
+    error_body(400, "validation_error", other)
+
+
+def test_memory_tools_without_a_token_are_401(world: SearchWorld) -> None:
+    error_body(401, "authentication_required", remember("Bearer kn_not-a-token", "A fact."))
+    error_body(401, "authentication_required", search_memory("Bearer kn_not-a-token", "fact"))
+
+
+def test_memory_tools_without_memory_scopes_are_403(world: SearchWorld) -> None:
+    knowledge_reader = world.token(subject_id="alice")
+
+    write = error_body(403, "insufficient_scope", remember(knowledge_reader, "A fact."))
+    read = error_body(403, "insufficient_scope", search_memory(knowledge_reader, "fact"))
+
+    assert write["details"] == {"required_scope": "memory:write"}
+    assert read["details"] == {"required_scope": "memory:read"}
+
+
+def test_platform_admin_token_uses_the_memory_tools(world: SearchWorld) -> None:
+    admin = world.token(subject_id="root", scopes=("platform:admin",))
+
+    assert remember(admin, "Admins can keep notes too.").status == 201
+
+
+def test_absent_and_unauthorized_notes_answer_the_same_bytes(
+    world: SearchWorld, alice: str, stream: StreamReader
+) -> None:
+    private = _created(alice, stream, "Alice's private note.")
+    mallory = memory_token(world, "mallory")
+    outsider = memory_token(world, "alice", tenant_id="globex")
+    absent = "nt_01ARZ3NDEKTSV4RRFFQ69G5FAV"
+
+    replies = [
+        call("GET", f"/v1/notes/{private['note_id']}", None, mallory),
+        call("GET", f"/v1/notes/{private['note_id']}", None, outsider),
+        call("GET", f"/v1/notes/{absent}", None, alice),
+        call("GET", "/v1/notes/not-an-id", None, alice),
+    ]
+
+    assert {reply.status for reply in replies} == {404}
+    assert len({reply.text for reply in replies}) == 1
+    assert replies[0].code == "memory_unavailable"
+    assert forget(mallory, private["note_id"], "hard").text == replies[0].text
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code"),
+    [
+        ({"content": "A fact.", "colour": "red"}, 400, "memory_invalid_request"),
+        ({"content": 42}, 400, "validation_error"),
+        ({"content": "A fact.", "importance": 3}, 400, "memory_invalid_request"),
+        ({"content": "A fact.", "scope": "team"}, 400, "memory_invalid_request"),
+        ({"content": "A fact.", "expires_at": "yesterday"}, 400, "validation_error"),
+    ],
+)
+def test_remember_bad_input_answers_its_code(
+    alice: str, body: dict[str, Any], status: int, code: str
+) -> None:
+    error_body(status, code, call("POST", "/v1/tools/remember", body, alice))
+
+
+def test_search_memory_out_of_bounds_limit_is_memory_invalid_request(alice: str) -> None:
+    error_body(400, "memory_invalid_request", search_memory(alice, "fact", limit=0))
+
+
+def test_remember_stale_expected_version_is_409_with_the_current_version(
+    alice: str, stream: StreamReader
+) -> None:
+    note = _created(alice, stream, "v1", semantic_key="k")
+    _created(alice, stream, "v2", semantic_key="k")
+
+    reply = remember(alice, "v3", memory_id=note["note_id"], expected_version=1)
+
+    assert error_body(409, "memory_conflict", reply)["details"]["current_version"] == 2
+
+
+def test_forget_soft_then_restore_over_rest(alice: str, stream: StreamReader) -> None:
+    note = _created(alice, stream, "The garage code is 5512.")
+
+    forgotten = forget(alice, note["note_id"], "soft")
+    drain(stream)
+    assert (forgotten.status, forgotten.body) == (
+        200,
+        {"type": "memory_forgotten", "note_id": note["note_id"], "mode": "soft"},
+    )
+    assert found(alice, "garage code") == []
+
+    restored = call("POST", f"/v1/notes/{note['note_id']}/restore", None, alice)
+    drain(stream)
+    assert (restored.status, restored.body["result"]) == (200, "restored")
+    assert found(alice, "garage code") == ["The garage code is 5512."]
+
+
+def test_forget_hard_removes_the_note_everywhere(
+    world: SearchWorld, alice: str, stream: StreamReader
+) -> None:
+    note = _created(alice, stream, "Delete the quokka fact.")
+
+    assert forget(alice, note["note_id"], "hard").status == 200
+    drain(stream)
+
+    assert found(alice, "quokka fact") == []
+    assert len(world.container.note_index) == 0  # type: ignore[union-attr,arg-type]
+    error_body(404, "memory_unavailable", call("GET", f"/v1/notes/{note['note_id']}/versions", None, alice))
+    error_body(404, "memory_unavailable", forget(alice, note["note_id"], "hard"))
+
+
+def test_forget_redact_leaves_only_redacted_versions(
+    world: SearchWorld, alice: str, stream: StreamReader
+) -> None:
+    note = _created(alice, stream, "My locker is 118.")
+
+    assert forget(alice, note["note_id"], "redact").status == 200
+    drain(stream)
+
+    versions = world.store.list_note_versions("acme", note["note_id"], limit=10, next_token=None).entries
+    assert {version.content for version in versions} == {"[redacted]"}
+    assert found(alice, "locker") == []
+    error_body(
+        400, "memory_invalid_request", call("POST", f"/v1/notes/{note['note_id']}/restore", None, alice)
+    )
+
+
+def test_knowledge_and_memory_never_mix(world: SearchWorld, alice: str, stream: StreamReader) -> None:
+    reader = world.token(subject_id="alice", scopes=("knowledge:read", "memory:read", "memory:write"))
+    item, _ = world.publish(world.base(), "Narwhal runbook", "The narwhal migration runs nightly.")
+    _created(alice, stream, "The narwhal migration runs nightly.")
+
+    knowledge = world.search(reader, "narwhal migration")
+    memory = found(reader, "narwhal migration")
+
+    assert result_items(knowledge) == [item.knowledge_item_id]
+    assert all("note_id" not in result for result in knowledge.body["results"])
+    assert memory == ["The narwhal migration runs nightly."]
+    assert all(
+        "knowledge_item_id" not in result for result in search_memory(reader, "narwhal").body["results"]
+    )
