@@ -30,7 +30,13 @@ from knowledge.observability import logger
 from knowledge.services.tokens import TokenService
 from knowledge_local.cli import UsageError, parse_duration
 
-TENANT_SCOPES = (Permission.READ.value, Permission.WRITE.value, Permission.ADMIN.value)
+TENANT_SCOPES = (
+    Permission.READ.value,
+    Permission.WRITE.value,
+    Permission.ADMIN.value,
+    Permission.MEMORY_READ.value,
+    Permission.MEMORY_WRITE.value,
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

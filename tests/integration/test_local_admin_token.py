@@ -22,7 +22,13 @@ def test_admin_token_prints_a_tenant_admin_token_the_store_resolves(
     assert code == 0
     assert record is not None
     assert (record.tenant_id, record.subject_id) == ("acme", "ops")
-    assert record.scopes == {"knowledge:read", "knowledge:write", "knowledge:admin"}
+    assert record.scopes == {
+        "knowledge:read",
+        "knowledge:write",
+        "knowledge:admin",
+        "memory:read",
+        "memory:write",
+    }
     assert record.expires_at is None
 
 

@@ -8,6 +8,7 @@ so nothing touches the network at import time. Tests and the local runtime build
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -59,7 +60,7 @@ class Container:
     def __post_init__(self) -> None:
         self.search = SearchService(self.store, self.index, self.embedder, self.runtime_switch)
         self.tokens = TokenService(self.store)
-        self.notes = NoteService(self.store, self.embedder, self.runtime_switch, utc_now)
+        self.notes = NoteService(self.store, self.embedder.forget, self.runtime_switch, utc_now)
         self.memory_search = MemorySearchService(
             self.store, self.note_index, self.embedder, self.runtime_switch, utc_now
         )
@@ -77,7 +78,11 @@ class Container:
             self.runtime_switch,
             max_content_chars=self.settings.max_content_chars,
         )
-        self.ingest = IngestService(self.store, max_content_chars=self.settings.max_content_chars)
+        self.ingest = IngestService(
+            self.store,
+            queued_notes(self.store, self.embedder.forget),
+            max_content_chars=self.settings.max_content_chars,
+        )
 
     def idempotency(self) -> BasePersistenceLayer:
         """The idempotency persistence layer, built on first use (read routes never need it)."""
@@ -172,6 +177,24 @@ def build_note_index(settings: Settings) -> NoteIndex:
     return EmbeddedNoteIndex()
 
 
+def queued_notes(store: KnowledgeStore, purge_embeddings: Callable[[Sequence[str]], None]) -> NoteService:
+    """The note service of queue ingestion: the runtime switch governs the tools, not ingestion, so
+    queued memories are applied whatever it says."""
+    from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
+
+    return NoteService(store, purge_embeddings, StaticRuntimeSwitch(True), utc_now)
+
+
+def _purger(settings: Settings) -> Callable[[Sequence[str]], None]:
+    """``Embedder.forget`` of the configured embedder, built on the first hard forget only, so a
+    function that never purges needs no embedding settings."""
+
+    def purge(texts: Sequence[str]) -> None:
+        build_embedder(settings).forget(texts)
+
+    return purge
+
+
 def utc_now() -> datetime:
     """The services' clock: aware UTC."""
     return datetime.now(UTC)
@@ -222,6 +245,7 @@ _lock = threading.Lock()
 _container: Container | None = None
 _token_service: TokenService | None = None
 _ingest_service: IngestService | None = None
+_note_service_instance: NoteService | None = None
 
 
 def get_container() -> Container:
@@ -255,17 +279,38 @@ def get_ingest_service() -> IngestService:
             return _container.ingest
         if _ingest_service is None:
             settings = get_settings()
+            store = build_store(settings)
             _ingest_service = IngestService(
-                build_store(settings), max_content_chars=settings.max_content_chars
+                store,
+                queued_notes(store, _purger(settings)),
+                max_content_chars=settings.max_content_chars,
             )
         return _ingest_service
+
+
+def get_note_service() -> NoteService:
+    """The memory writes and note reads alone, for the functions that need no search index
+    (remember, forget_memory, note reads): the installed container's when there is one, otherwise a
+    service over the store, the runtime switch and an embedder whose cache a hard forget purges (the
+    model itself is never called), built once."""
+    global _note_service_instance
+    with _lock:
+        if _container is not None:
+            return _container.notes
+        if _note_service_instance is None:
+            settings = get_settings()
+            _note_service_instance = NoteService(
+                build_store(settings), _purger(settings), build_runtime_switch(settings), utc_now
+            )
+        return _note_service_instance
 
 
 def use_container(container: Container | None) -> None:
     """Install ``container`` as the process's container (``None`` resets it and the store-only
     services)."""
-    global _container, _token_service, _ingest_service
+    global _container, _token_service, _ingest_service, _note_service_instance
     with _lock:
         _container = container
         _token_service = None
+        _note_service_instance = None
         _ingest_service = None

@@ -58,7 +58,7 @@ class MemoryWorld:
         self.index = EmbeddedNoteIndex()
         self.index.ensure_ready(model_id=self.embedder.model_id, dimension=self.embedder.dimension)
         switch = StaticRuntimeSwitch(self.enabled)
-        self.notes = NoteService(self.store, self.embedder, switch, self.clock)
+        self.notes = NoteService(self.store, self.embedder.forget, switch, self.clock)
         self.search_service = MemorySearchService(self.store, self.index, self.embedder, switch, self.clock)
         self.indexing = NoteIndexingService(self.store, self.index, self.embedder)
         self.known: dict[tuple[str, str], int] = {}

@@ -9,15 +9,19 @@ from typing import Any
 import pytest
 
 from knowledge.adapters.memory_store import InMemoryKnowledgeStore
+from knowledge.bootstrap import queued_notes
 from knowledge.domain.models import ItemStatus, KnowledgeBase, Scope
 from knowledge.errors import ResourceUnavailableError
 from knowledge.services.ingest import IngestAction, IngestService, MessageRejectedError
+from tests.support.embedding import HashingEmbedder
 from tests.unit.services.conftest import MAX_CONTENT_CHARS, TENANT
 
 
 @pytest.fixture
 def ingest(store: InMemoryKnowledgeStore) -> IngestService:
-    return IngestService(store, max_content_chars=MAX_CONTENT_CHARS)
+    return IngestService(
+        store, queued_notes(store, HashingEmbedder().forget), max_content_chars=MAX_CONTENT_CHARS
+    )
 
 
 @pytest.fixture
@@ -136,3 +140,42 @@ def test_ingest_into_an_unknown_base_raises_resource_unavailable(
 ) -> None:
     with pytest.raises(ResourceUnavailableError):
         ingest.ingest(_upsert(base, knowledge_base_id="kb_01M8MSRAQ70QQ1SJHWP0AMCDPZ"), message_id="m-1")
+
+
+# -- memory messages (DESIGN §9) -------------------------------------------------------------------
+
+
+def _memory(op: str, **fields: Any) -> str:
+    return json.dumps({"op": op, "tenant_id": TENANT, "subject_id": "pipeline-agent", **fields})
+
+
+def test_ingest_remember_message_keeps_a_note_for_its_subject_once(
+    ingest: IngestService, store: InMemoryKnowledgeStore
+) -> None:
+    body = _memory("remember", content="The nightly export lands in bucket exports-7.", path="/ops")
+
+    first = ingest.ingest(body, message_id="m-1")
+    again = ingest.ingest(body, message_id="m-1")
+
+    assert (first, again) == (IngestAction.REMEMBERED, IngestAction.REMEMBERED)
+    notes = [note for note in store._notes.values() if note.owner_id == "pipeline-agent"]
+    assert [(note.content, note.path, note.version) for note in notes] == [
+        ("The nightly export lands in bucket exports-7.", "/ops", 1)
+    ]
+
+
+def test_ingest_forget_message_forgets_and_its_redelivery_is_a_no_op(
+    ingest: IngestService, store: InMemoryKnowledgeStore
+) -> None:
+    ingest.ingest(_memory("remember", content="Temporary fact."), message_id="m-1")
+    [note] = store._notes.values()
+    forget = _memory("forget", note_id=note.note_id, mode="hard")
+
+    assert ingest.ingest(forget, message_id="m-2") is IngestAction.FORGOTTEN
+    assert ingest.ingest(forget, message_id="m-2") is IngestAction.ABSENT
+    assert store.get_note(TENANT, note.note_id) is None
+
+
+def test_ingest_memory_message_with_unknown_fields_is_rejected(ingest: IngestService) -> None:
+    with pytest.raises(MessageRejectedError):
+        ingest.ingest(_memory("remember", content="x", colour="red"), message_id="m-1")

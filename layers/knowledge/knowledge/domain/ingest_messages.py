@@ -3,7 +3,10 @@
 - ``{"op": "upsert", "tenant_id", "knowledge_base_id", "external_id", "title", "content",
   "source": {"uri", "title"}, "publish": true}``: the item with ``external_id`` in the base gets this
   content (a new item, or a new revision when the content, title or source differ);
-- ``{"op": "archive", "tenant_id", "knowledge_base_id", "external_id"}``: that item is archived.
+- ``{"op": "archive", "tenant_id", "knowledge_base_id", "external_id"}``: that item is archived;
+- ``{"op": "remember", "tenant_id", "subject_id", "team_ids"?, ...}`` with the arguments of the
+  ``remember`` tool (DESIGN §9), written as the subject ``subject_id`` (a member of ``team_ids``);
+- ``{"op": "forget", "tenant_id", "subject_id", "team_ids"?, "note_id", "mode"}``: ``forget_memory``.
 
 Unknown fields, wrong types (strict JSON types) and strings that are not valid Unicode (a lone
 surrogate escape, ``knowledge.domain.text``) are refused, so a producer's mistake is a
@@ -18,7 +21,9 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 from knowledge.domain import ids
+from knowledge.domain.memory_contract import ForgetMemoryArguments, RememberArguments
 from knowledge.domain.models import Source
+from knowledge.domain.notes import LABEL_MAX_CHARS
 from knowledge.domain.text import Text
 
 TENANT_ID_PATTERN = r"^[^#\s]{1,128}$"
@@ -59,9 +64,40 @@ class ArchiveMessage(_Message):
     op: Literal["archive"]
 
 
-IngestMessage = Annotated[UpsertMessage | ArchiveMessage, Field(discriminator="op")]
+class _Writer(BaseModel):
+    """Who a memory message writes as: the tenant, the subject and its teams."""
 
-INGEST_MESSAGE: TypeAdapter[UpsertMessage | ArchiveMessage] = TypeAdapter(IngestMessage)
+    tenant_id: Text = Field(pattern=TENANT_ID_PATTERN)
+    subject_id: Text = Field(min_length=1, max_length=LABEL_MAX_CHARS)
+    team_ids: list[Text] = Field(default_factory=list)
+
+
+class RememberMessage(RememberArguments, _Writer):
+    """``remember`` as ``subject_id``; redelivery finds a duplicate (or an unchanged keyed note)."""
+
+    op: Literal["remember"]
+
+    def arguments(self) -> RememberArguments:
+        return RememberArguments.model_validate(
+            self.model_dump(exclude_unset=True, exclude={"op", *_Writer.model_fields})
+        )
+
+
+class ForgetMessage(ForgetMemoryArguments, _Writer):
+    """``forget_memory`` as ``subject_id``; a note already gone or forgotten is a no-op."""
+
+    op: Literal["forget"]
+
+    def arguments(self) -> ForgetMemoryArguments:
+        return ForgetMemoryArguments.model_validate(
+            self.model_dump(exclude_unset=True, exclude={"op", *_Writer.model_fields})
+        )
+
+
+AnyMessage = UpsertMessage | ArchiveMessage | RememberMessage | ForgetMessage
+IngestMessage = Annotated[AnyMessage, Field(discriminator="op")]
+
+INGEST_MESSAGE: TypeAdapter[AnyMessage] = TypeAdapter(IngestMessage)
 """Validates a message body: ``INGEST_MESSAGE.validate_json(body)`` (pydantic ``ValidationError``)."""
 
 

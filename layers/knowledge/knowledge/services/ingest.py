@@ -23,16 +23,25 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from knowledge.domain.ingest_messages import INGEST_MESSAGE, ArchiveMessage, UpsertMessage
-from knowledge.domain.models import KnowledgeItem
+from knowledge.domain.ingest_messages import (
+    INGEST_MESSAGE,
+    AnyMessage,
+    ArchiveMessage,
+    ForgetMessage,
+    RememberMessage,
+    UpsertMessage,
+)
+from knowledge.domain.models import KnowledgeItem, Permission, Principal
 from knowledge.errors import (
     ConflictError,
     KnowledgeError,
+    MemoryUnavailableError,
     RequestValidationError,
     ResourceUnavailableError,
 )
 from knowledge.observability import logger
 from knowledge.ports import CatalogStore
+from knowledge.services.notes import NoteService
 from knowledge.services.upsert import MAX_ATTEMPTS, Document, upsert_by_external_id
 
 
@@ -45,7 +54,10 @@ class IngestAction(StrEnum):
     UNCHANGED = "unchanged"
     ARCHIVED = "archived"
     ABSENT = "absent"
-    """An archive of an external id that no live item holds."""
+    """An archive of an external id that no live item holds, or a forget of a note that is gone."""
+    REMEMBERED = "remembered"
+    """A remember message applied (a note created, updated, found unchanged or a duplicate)."""
+    FORGOTTEN = "forgotten"
 
 
 class MessageRejectedError(RequestValidationError):
@@ -55,13 +67,16 @@ class MessageRejectedError(RequestValidationError):
 class IngestService:
     """Applies ingest-queue messages to the store. Thread-safe if the store is."""
 
-    def __init__(self, store: CatalogStore, *, max_content_chars: int) -> None:
+    def __init__(self, store: CatalogStore, notes: NoteService, *, max_content_chars: int) -> None:
         self._store = store
+        self._notes = notes
         self._max_content_chars = max_content_chars
 
     def ingest(self, body: str, *, message_id: str) -> IngestAction:
         """Validate one message body and apply it; raises as listed in the module docs."""
         message = self._parse(body, message_id)
+        if isinstance(message, RememberMessage | ForgetMessage):
+            return self._memory(message, message_id)
         log = {
             "message_id": message_id,
             "op": message.op,
@@ -90,7 +105,34 @@ class IngestService:
         )
         return action
 
-    def _parse(self, body: str, message_id: str) -> UpsertMessage | ArchiveMessage:
+    def _memory(self, message: RememberMessage | ForgetMessage, message_id: str) -> IngestAction:
+        """A memory message, as its tool would apply it for the message's subject."""
+        writer = Principal(
+            tenant_id=message.tenant_id,
+            subject_id=message.subject_id,
+            team_ids=frozenset(message.team_ids),
+            scopes=frozenset({Permission.MEMORY_WRITE.value}),
+        )
+        log = {"message_id": message_id, "op": message.op, "tenant_id": message.tenant_id}
+        try:
+            if isinstance(message, RememberMessage):
+                note = self._notes.remember(writer, message.arguments()).response.note
+                action, note_id = IngestAction.REMEMBERED, note.note_id
+            else:
+                note_id = message.note_id
+                self._notes.forget(writer, message.arguments())
+                action = IngestAction.FORGOTTEN
+        except MemoryUnavailableError:
+            if not isinstance(message, ForgetMessage):
+                raise
+            action = IngestAction.ABSENT  # forgotten before (a redelivery) or never there
+        except KnowledgeError as error:
+            logger.warning("ingest message failed", extra={**log, "error_code": error.code})
+            raise
+        logger.info("ingest message applied", extra={**log, "action": action.value, "note_id": note_id})
+        return action
+
+    def _parse(self, body: str, message_id: str) -> AnyMessage:
         try:
             message = INGEST_MESSAGE.validate_json(body)
         except ValidationError as error:

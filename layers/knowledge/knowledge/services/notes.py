@@ -15,7 +15,7 @@ Errors: ``RuntimeDisabledError``, ``InsufficientScopeError`` (``memory:write`` /
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -65,7 +65,7 @@ from knowledge.errors import (
     RuntimeDisabledError,
 )
 from knowledge.observability import logger
-from knowledge.ports import Clock, Embedder, NoteStore, RuntimeSwitch
+from knowledge.ports import Clock, NoteStore, RuntimeSwitch
 from knowledge.services.access import require_scope
 
 ATTEMPTS = 4
@@ -85,14 +85,19 @@ class Remembered:
 
 
 class NoteService:
-    """Runs the memory writes and reads for an authenticated principal. ``embedder`` is the one
-    whose content-hash cache a hard forget purges. Thread-safe if its ports are."""
+    """Runs the memory writes and reads for an authenticated principal. ``purge_embeddings`` drops
+    the cached vectors of texts (``Embedder.forget``), which a hard forget calls with every version's
+    content. Thread-safe if its ports are."""
 
     def __init__(
-        self, store: NoteStore, embedder: Embedder | None, runtime_switch: RuntimeSwitch, clock: Clock
+        self,
+        store: NoteStore,
+        purge_embeddings: Callable[[Sequence[str]], None],
+        runtime_switch: RuntimeSwitch,
+        clock: Clock,
     ) -> None:
         self._store = store
-        self._embedder = embedder
+        self._purge_embeddings = purge_embeddings
         self._switch = runtime_switch
         self._clock = clock
 
@@ -304,8 +309,8 @@ class NoteService:
             raise MemoryConflictError(
                 "The memory changed while it was forgotten; retry.", error.current_version
             ) from error
-        if self._embedder is not None and texts:
-            self._embedder.forget(list(dict.fromkeys(texts)))
+        if texts:
+            self._purge_embeddings(list(dict.fromkeys(texts)))
 
     # -- reads ------------------------------------------------------------------------------------
 

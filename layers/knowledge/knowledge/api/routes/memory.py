@@ -28,7 +28,7 @@ from pydantic import BaseModel
 from knowledge.api.http import openapi_error_responses
 from knowledge.api.principal import CallerPrincipal
 from knowledge.api.writes import IdempotencyKey, write_route
-from knowledge.bootstrap import get_container
+from knowledge.bootstrap import get_container, get_note_service
 from knowledge.domain.memory_contract import (
     ForgetMemoryArguments,
     MemoryForgottenResponse,
@@ -68,7 +68,7 @@ NextToken = Annotated[
 
 
 def _notes() -> NoteService:
-    return get_container().notes
+    return get_note_service()
 
 
 def _responses(success: int, description: str, *errors: int) -> dict[int, OpenAPIResponse]:
