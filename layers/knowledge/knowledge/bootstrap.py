@@ -171,7 +171,22 @@ def build_index(settings: Settings) -> SearchIndex:
 
 
 def build_note_index(settings: Settings) -> NoteIndex:
-    """The notes' own index (DESIGN §9): in process (the embedded engines)."""
+    """The notes' own index (DESIGN §9): ``OPENSEARCH_NOTES_INDEX`` on the search backend's cluster,
+    or in process (the embedded engines)."""
+    if settings.search_backend == "opensearch":
+        from knowledge.adapters.opensearch_index import build_opensearch_client
+        from knowledge.adapters.opensearch_note_index import OpenSearchNoteIndex
+
+        url, name = settings.opensearch_url, settings.opensearch_notes_index
+        if not url or not name:
+            raise ValueError("SEARCH_BACKEND=opensearch needs OPENSEARCH_URL and OPENSEARCH_NOTES_INDEX.")
+        client = build_opensearch_client(
+            url,
+            auth=settings.opensearch_auth,
+            region=settings.aws_region,
+            service=settings.opensearch_service,
+        )
+        return OpenSearchNoteIndex(client, name)
     from knowledge.adapters.embedded_note_index import EmbeddedNoteIndex
 
     return EmbeddedNoteIndex()

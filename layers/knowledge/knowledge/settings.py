@@ -6,11 +6,11 @@ them before it builds anything; tests pass them to ``Settings``. ``get_settings(
 tests call ``get_settings.cache_clear()``.
 
 No AWS resource has a default: ``TABLE_NAME`` and ``AWS_REGION`` are always required, and the
-adapter that uses one needs its own when ``knowledge.bootstrap`` builds it (``OPENSEARCH_URL`` and
-``OPENSEARCH_INDEX`` with ``SEARCH_BACKEND=opensearch``; ``BEDROCK_MODEL_ID`` and
-``EMBEDDING_DIMENSION`` with ``EMBEDDER=bedrock``), so a function that never builds it (the ingest
-consumer builds the store alone) never needs them. The defaults left are the embedded ones of
-DESIGN §7 and limits.
+adapter that uses one needs its own when ``knowledge.bootstrap`` builds it (``OPENSEARCH_URL``,
+``OPENSEARCH_INDEX`` and ``OPENSEARCH_NOTES_INDEX`` with ``SEARCH_BACKEND=opensearch``;
+``BEDROCK_MODEL_ID`` and ``EMBEDDING_DIMENSION`` with ``EMBEDDER=bedrock``), so a function that
+never builds it (the ingest consumer builds the store alone) never needs them. The defaults left
+are the embedded ones of DESIGN §7 and limits.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ class Settings(BaseSettings):
     search_backend: Literal["embedded", "opensearch"] = "embedded"
     opensearch_url: str | None = None
     opensearch_index: str | None = None
+    opensearch_notes_index: str | None = None
     opensearch_auth: Literal["sigv4", "none"] = "none"
     opensearch_service: Literal["es", "aoss"] = "es"
 

@@ -1,0 +1,279 @@
+"""``OpenSearchNoteIndex``: the ``NoteIndex`` port on its own OpenSearch index (DESIGN §9: ``notes``).
+
+One document per note (id ``{note}``, routed by ``tenant_id``): ``content`` analyzed by the
+``english`` analyzer (BM25), keyword fields for every filter (``path_prefixes`` holds every prefix a
+``path_prefix`` filter may name), ``superseded``, ``expires_at`` and ``vector`` as a ``knn_vector``
+(HNSW, Lucene engine, ``cosinesimil``, which filters during the graph search). A removed note leaves
+a tombstone document (``removed: true``, no vector) so its version survives.
+
+External versions are those of the chunk index (``opensearch_queries``): ``2·v`` for a live note at
+version ``v``, ``2·v + 1`` for a tombstone at ``v``, written with ``external_gte``, so a late, older
+write is refused with a 409 and never regresses a note. Both legs run in one ``_msearch`` routed to
+the tenant's shard, every ``NoteFilter`` condition inside each leg (inside the ``knn`` clause for
+the semantic one). Errors as ``OpenSearchIndex``: ``DependencyUnavailableError`` for an unreachable
+or failing engine, ``IndexConfigurationError`` for a missing index or another embedding model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from opensearchpy import helpers
+from opensearchpy.exceptions import ConflictError as OpenSearchConflictError
+from opensearchpy.exceptions import RequestError
+
+from knowledge.adapters import opensearch_queries as dsl
+from knowledge.adapters.opensearch_index import _check_vector, _document_error, _translated
+from knowledge.domain.models import Scope
+from knowledge.domain.note_retrieval import IndexedNote, NoteFilter, NoteHit, NoteLegHits, NoteQuery
+from knowledge.domain.notes import path_ancestors
+from knowledge.domain.retrieval import Leg
+from knowledge.errors import DependencyUnavailableError, IndexConfigurationError
+from knowledge.observability import logger
+
+_KEYWORDS = (
+    "tenant_id",
+    "note_id",
+    "owner_id",
+    "team_id",
+    "scope",
+    "agent_id",
+    "memory_type",
+    "path_prefixes",
+)
+_SORT = [{"_score": "desc"}, {"note_id": "asc"}]
+_SOURCE = {"includes": ["note_id", "note_version"]}
+
+
+def index_body(*, model_id: str, dimension: int) -> dict[str, Any]:
+    """Settings and mapping of the notes index; ``_meta`` records the embedding model and dimension."""
+    properties: dict[str, Any] = {name: {"type": "keyword"} for name in _KEYWORDS}
+    properties.update(
+        {
+            "content": {"type": "text", "analyzer": "english"},
+            "note_version": {"type": "long"},
+            "superseded": {"type": "boolean"},
+            "removed": {"type": "boolean"},
+            "expires_at": {"type": "date"},
+            "vector": {
+                "type": "knn_vector",
+                "dimension": dimension,
+                "method": {"name": "hnsw", "space_type": "cosinesimil", "engine": "lucene"},
+            },
+        }
+    )
+    return {
+        "settings": {"index": {"knn": True}},
+        "mappings": {
+            "_meta": {"embedding_model": model_id, "dimension": dimension},
+            "dynamic": "strict",
+            "properties": properties,
+        },
+    }
+
+
+def note_source(note: IndexedNote) -> dict[str, Any]:
+    return {
+        "tenant_id": note.tenant_id,
+        "note_id": note.note_id,
+        "note_version": note.version,
+        "owner_id": note.owner_id,
+        "team_id": note.team_id,
+        "scope": note.scope.value,
+        "agent_id": note.agent_id,
+        "memory_type": note.memory_type.value,
+        "path_prefixes": path_ancestors(note.path),
+        "content": note.content,
+        "superseded": note.superseded,
+        "removed": False,
+        "expires_at": note.expires_at.isoformat() if note.expires_at else None,
+        "vector": list(note.vector),
+    }
+
+
+def filter_query(note_filter: NoteFilter) -> dict[str, Any]:
+    """``NoteFilter.admits`` as a filter-context bool query (lists sorted for byte-equal requests)."""
+    clauses: list[dict[str, Any]] = [
+        {"term": {"tenant_id": note_filter.tenant_id}},
+        {"term": {"removed": False}},
+    ]
+    who: list[dict[str, Any]] = [
+        {"term": {"scope": Scope.TENANT.value}},
+        {"term": {"owner_id": note_filter.subject_id}},
+    ]
+    if note_filter.team_ids:
+        who.append(
+            {
+                "bool": {
+                    "filter": [
+                        {"term": {"scope": Scope.TEAM.value}},
+                        {"terms": {"team_id": sorted(note_filter.team_ids)}},
+                    ]
+                }
+            }
+        )
+    clauses.append({"bool": {"should": who, "minimum_should_match": 1}})
+    for field, value in (
+        ("scope", note_filter.scope.value if note_filter.scope else None),
+        ("team_id", note_filter.team_id),
+        ("agent_id", note_filter.agent_id),
+        ("memory_type", note_filter.memory_type.value if note_filter.memory_type else None),
+        ("path_prefixes", note_filter.path_prefix),
+    ):
+        if value is not None:
+            clauses.append({"term": {field: value}})
+    if not note_filter.include_superseded:
+        clauses.append({"term": {"superseded": False}})
+    unexpired = [
+        {"bool": {"must_not": [{"exists": {"field": "expires_at"}}]}},
+        {"range": {"expires_at": {"gt": note_filter.now.isoformat()}}},
+    ]
+    clauses.append({"bool": {"should": unexpired, "minimum_should_match": 1}})
+    return {"bool": {"filter": clauses}}
+
+
+def lexical_body(text: str, note_filter: NoteFilter, k: int) -> dict[str, Any]:
+    """BM25 over ``content`` (a ``match`` query: user input is analyzed as words, never parsed)."""
+    return {
+        "size": k,
+        "query": {"bool": {"must": [{"match": {"content": text}}], "filter": [filter_query(note_filter)]}},
+        "sort": _SORT,
+        "track_scores": True,
+        "_source": _SOURCE,
+    }
+
+
+def semantic_body(vector: Sequence[float], note_filter: NoteFilter, k: int) -> dict[str, Any]:
+    """kNN with the filter inside the ``knn`` clause, so hidden notes never take a top-k slot."""
+    return {
+        "size": k,
+        "query": {"knn": {"vector": {"vector": list(vector), "k": k, "filter": filter_query(note_filter)}}},
+        "sort": _SORT,
+        "track_scores": True,
+        "_source": _SOURCE,
+    }
+
+
+def parse_hits(response: Mapping[str, Any], *, semantic: bool) -> list[NoteHit]:
+    hits = [
+        NoteHit(
+            note_id=hit["_source"]["note_id"],
+            version=int(hit["_source"]["note_version"]),
+            score=dsl.cosine_from_score(float(hit["_score"])) if semantic else float(hit["_score"]),
+        )
+        for hit in response["hits"]["hits"]
+    ]
+    return sorted(hits, key=lambda hit: (-hit.score, hit.note_id))
+
+
+class OpenSearchNoteIndex:
+    """The notes index on one OpenSearch index (or alias) ``index_name``; ``client`` as built by
+    ``build_opensearch_client``. ``refresh=True`` makes every write searchable before it returns."""
+
+    def __init__(self, client: Any, index_name: str, *, refresh: bool = False) -> None:
+        self._client = client
+        self._name = index_name
+        self._refresh = refresh
+        self._dimension: int | None = None
+
+    def ensure_ready(self, *, model_id: str, dimension: int) -> None:
+        """Create the index if missing; ``IndexConfigurationError`` if it records another model."""
+        with _translated("ensure_ready"):
+            if not self._client.indices.exists(index=self._name):
+                try:
+                    self._client.indices.create(
+                        index=self._name, body=index_body(model_id=model_id, dimension=dimension)
+                    )
+                except RequestError as error:
+                    if error.error != "resource_already_exists_exception":
+                        raise
+            recorded = dsl.recorded_config(self._client.indices.get_mapping(index=self._name))
+        if not recorded.matches(model_id, dimension):
+            raise IndexConfigurationError(
+                f"Note index {self._name!r} was built for embedding model {recorded.model_id!r} with "
+                f"dimension {recorded.dimension}, but {model_id!r} with dimension {dimension} is configured.",
+                {"index_model": recorded.model_id, "index_dimension": recorded.dimension},
+            )
+        self._dimension = dimension
+
+    def upsert_notes(self, notes: Sequence[IndexedNote]) -> list[bool]:
+        """Index each note at external version ``2·v``; ``False`` for a note refused with a 409."""
+        if self._dimension is None:
+            raise IndexConfigurationError("The note index is not configured; call ensure_ready first.")
+        for note in notes:
+            _check_vector(note.vector, self._dimension)
+        actions = (
+            {
+                "_op_type": "index",
+                "_index": self._name,
+                "_id": note.note_id,
+                "_routing": note.tenant_id,
+                "version": dsl.live_version(note.version),
+                "version_type": "external_gte",
+                "_source": note_source(note),
+            }
+            for note in notes
+        )
+        written: list[bool] = []
+        with _translated("upsert_notes"):
+            for ok, info in helpers.streaming_bulk(self._client, actions, raise_on_error=False):
+                result = info["index"]
+                if not ok and result.get("status") != 409:
+                    raise _document_error(result)
+                written.append(ok)
+            if self._refresh and notes:
+                self.refresh()
+        return written
+
+    def remove_note(self, tenant_id: str, note_id: str, *, version: int) -> None:
+        """Replace the note by a tombstone at ``2·v + 1``; a no-op when a newer state is held."""
+        tombstone = {"tenant_id": tenant_id, "note_id": note_id, "note_version": version, "removed": True}
+        with _translated("remove_note"):
+            try:
+                self._client.index(
+                    index=self._name,
+                    id=note_id,
+                    routing=tenant_id,
+                    body=tombstone,
+                    version=dsl.tombstone_version(version),
+                    version_type="external_gte",
+                )
+            except OpenSearchConflictError:
+                logger.info("stale note index removal ignored", extra={"note_id": note_id})
+                return
+            if self._refresh:
+                self.refresh()
+
+    def search(self, query: NoteQuery) -> NoteLegHits:
+        """Both requested legs in one ``_msearch``; ``ValueError`` for a semantic leg without a vector."""
+        searches: list[tuple[Leg, dict[str, Any]]] = []
+        if Leg.LEXICAL in query.legs and query.text.strip():
+            searches.append((Leg.LEXICAL, lexical_body(query.text, query.filter, query.k)))
+        if Leg.SEMANTIC in query.legs:
+            if query.vector is None:
+                raise ValueError("the semantic leg needs a query vector")
+            _check_vector(query.vector, self._dimension or len(query.vector))
+            searches.append((Leg.SEMANTIC, semantic_body(query.vector, query.filter, query.k)))
+        if not searches:
+            return NoteLegHits()
+        lines: list[dict[str, Any]] = []
+        for _, body in searches:
+            lines += [{"routing": query.filter.tenant_id}, body]
+        with _translated("search"):
+            answer = self._client.msearch(index=self._name, body=lines)
+        legs: dict[Leg, list[NoteHit]] = {}
+        for (leg, _), response in zip(searches, answer["responses"], strict=True):
+            if "error" in response:
+                logger.warning(
+                    "note search leg failed", extra={"leg": leg.value, "status": response.get("status")}
+                )
+                raise DependencyUnavailableError(
+                    "The search index could not run the search.", {"leg": leg.value}
+                )
+            legs[leg] = parse_hits(response, semantic=leg is Leg.SEMANTIC)
+        return NoteLegHits(lexical=legs.get(Leg.LEXICAL, []), semantic=legs.get(Leg.SEMANTIC, []))
+
+    def refresh(self) -> None:
+        with _translated("refresh"):
+            self._client.indices.refresh(index=self._name)
