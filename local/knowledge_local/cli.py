@@ -5,6 +5,9 @@
     knowledge read ITEM [--revision --offset --limit]
     knowledge bases
     knowledge token create [--subject --scopes --teams --bases --expires-in]
+    knowledge remember "fact" [--path --type --scope --key ...]   (``memory_cli``)
+    knowledge memories "query" [--mode --limit --path --type --scope]
+    knowledge forget NOTE_ID [--mode soft|redact|hard]
 
 ``--base`` takes a base id (``kb_...``) or a name; a name that several bases share is a usage error
 listing their ids, and a name no base has is an error naming the close ones (``ingest`` creates
@@ -50,6 +53,7 @@ from knowledge_local.ingestion import (
     similar_names,
     wait_until_indexed,
 )
+from knowledge_local.memory_cli import add_memory_commands
 from knowledge_local.state import (
     TOKEN_FILE,
     StateError,
@@ -407,7 +411,8 @@ def _parser() -> argparse.ArgumentParser:
     shared = [connection]
     parser = _Parser(
         prog="knowledge",
-        description="Ingest, search and read knowledge through a running knowledge API.",
+        description="Ingest, search and read knowledge, and keep and search memories, through a running "
+        "knowledge API.",
         epilog="Defaults come from `make run` (.knowledge/endpoints.json and .knowledge/dev-token). "
         "--api-url and --token go before or after the command.",
         parents=shared,
@@ -481,4 +486,5 @@ def _parser() -> argparse.ArgumentParser:
     create.add_argument("--expires-in", help="lifetime: seconds, or 90m, 12h, 30d (default: never)")
     create.add_argument("--tenant", help="tenant id (default: the caller's; another needs platform:admin)")
     create.set_defaults(run=_token_create)
+    add_memory_commands(commands, shared)
     return parser

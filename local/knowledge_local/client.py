@@ -53,6 +53,12 @@ class KnowledgeClient:
         body = {name: value for name, value in arguments.items() if value is not None}
         return self.request("POST", "/v1/tools/search_knowledge", json=body)
 
+    def call_tool(self, name: str, **arguments: Any) -> dict[str, Any]:
+        """``POST /v1/tools/{name}`` (``remember``, ``search_memory``, ``forget_memory``) with the
+        tool's arguments (``None`` values left out)."""
+        body = {key: value for key, value in arguments.items() if value is not None}
+        return self.request("POST", f"/v1/tools/{name}", json=body)
+
     # -- bases and items --------------------------------------------------------------------------
 
     def bases(self) -> Iterator[dict[str, Any]]:

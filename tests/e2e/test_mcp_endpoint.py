@@ -36,7 +36,7 @@ def test_mcp_initialize_names_the_server_and_its_tools(runtime: RuntimeProcess) 
 
     assert info is not None
     assert info.name == "knowledge"
-    assert tools == ["search_knowledge"]
+    assert tools == ["search_knowledge", "remember", "search_memory", "forget_memory"]
 
 
 def test_mcp_tool_call_searches_the_seeded_base(runtime: RuntimeProcess) -> None:

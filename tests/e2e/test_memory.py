@@ -1,0 +1,162 @@
+"""The memory tools on the local runtime, as a new user meets them: remember through REST, MCP,
+the ``knowledge`` command and the ingest queue; search; update by key; supersede; expire; forget
+each way; and never see another principal's private note or another tenant's note."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import anyio
+import httpx2
+import mcp.types as types
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.e2e.runtime_process import RuntimeProcess, eventually
+from tests.e2e.test_cli import knowledge
+
+
+def _remember(api: httpx2.Client, content: str, **arguments: Any) -> dict[str, Any]:
+    response = api.post("/v1/tools/remember", json={"content": content, **arguments})
+    assert response.status_code in (200, 201), response.text
+    answer: dict[str, Any] = response.json()
+    return answer
+
+
+def _found(api: httpx2.Client, query: str, **arguments: Any) -> list[str]:
+    """The contents found; lexical unless ``mode`` says otherwise, since the semantic leg of the
+    other modes ranks every visible note."""
+    response = api.post("/v1/tools/search_memory", json={"query": query, "mode": "lexical", **arguments})
+    assert response.status_code == 200, response.text
+    return [result["content"] for result in response.json()["results"]]
+
+
+def _token(api: httpx2.Client, subject_id: str, tenant_id: str = "dev") -> str:
+    response = api.post(
+        "/v1/tokens",
+        json={"tenant_id": tenant_id, "subject_id": subject_id, "scopes": ["memory:read", "memory:write"]},
+    )
+    assert response.status_code == 201, response.text
+    token: str = response.json()["token"]
+    return token
+
+
+@pytest.fixture
+def api(runtime: RuntimeProcess) -> Any:
+    with runtime.http() as client:
+        yield client
+
+
+def test_memory_remembered_over_rest_is_found_once_the_stream_indexed_it(api: httpx2.Client) -> None:
+    note = _remember(api, "The staging cluster is called osprey.", path="/ops")["note"]
+
+    assert eventually(lambda: _found(api, "osprey cluster")) == ["The staging cluster is called osprey."]
+    assert api.get(f"/v1/notes/{note['note_id']}").json()["content"] == note["content"]
+
+
+def test_memory_update_by_key_leaves_only_the_new_text(api: httpx2.Client) -> None:
+    _remember(api, "The release train leaves on Mondays.", semantic_key="e2e.release.day")
+    updated = _remember(api, "The release train leaves on Fridays.", semantic_key="e2e.release.day")
+
+    assert updated["result"] == "updated"
+    assert eventually(lambda: _found(api, "release train") == ["The release train leaves on Fridays."])
+    versions = api.get(f"/v1/notes/{updated['note']['note_id']}/versions").json()["versions"]
+    assert [version["version"] for version in versions] == [2, 1]
+
+
+def test_memory_superseded_and_expired_notes_leave_search(api: httpx2.Client) -> None:
+    old = _remember(api, "The heron office wifi is heron-guest.")["note"]
+    _remember(api, "The heron office wifi is heron-staff.", supersedes=[old["note_id"]])
+    _remember(api, "The heron demo room is free until noon.", ttl_seconds=2)
+
+    assert eventually(lambda: _found(api, "heron office wifi") == ["The heron office wifi is heron-staff."])
+    time.sleep(2.5)
+    assert "The heron demo room is free until noon." not in _found(api, "demo room")
+
+
+def test_memory_forget_each_way(api: httpx2.Client, runtime: RuntimeProcess) -> None:
+    soft, redact, hard = (
+        _remember(api, f"The kiwi {mode} fact number {n}.")["note"]["note_id"]
+        for n, mode in enumerate(("soft", "redact", "hard"))
+    )
+    eventually(lambda: len(_found(api, "kiwi fact")) == 3)
+
+    assert api.post("/v1/tools/forget_memory", json={"note_id": soft, "mode": "soft"}).status_code == 200
+    assert api.post("/v1/tools/forget_memory", json={"note_id": redact, "mode": "redact"}).status_code == 200
+    forgotten = knowledge(runtime, "forget", hard, "--mode", "hard")
+
+    assert forgotten.returncode == 0, forgotten.stderr
+    assert eventually(lambda: _found(api, "kiwi fact") == [])
+    assert api.get(f"/v1/notes/{hard}").status_code == 404
+    assert api.post(f"/v1/notes/{soft}/restore").json()["result"] == "restored"
+    assert eventually(lambda: _found(api, "kiwi fact") == ["The kiwi soft fact number 0."])
+
+
+def test_memory_of_another_principal_or_tenant_is_never_seen(
+    api: httpx2.Client, runtime: RuntimeProcess
+) -> None:
+    with (
+        runtime.http(_token(api, "bob")) as bob,
+        runtime.http(_token(api, "dev", tenant_id="globex")) as other,
+    ):
+        private = _remember(bob, "Bob's private ibex note.")["note"]["note_id"]
+        _remember(other, "Globex's ibex note.", scope="tenant")
+        _remember(api, "Dev's own ibex note.")
+        eventually(lambda: _found(api, "ibex note") == ["Dev's own ibex note."] and _found(bob, "ibex note"))
+
+        for mode in ("hybrid", "lexical", "semantic", "rrf"):
+            seen = _found(api, "ibex note", mode=mode, limit=50)
+            assert "Dev's own ibex note." in seen
+            assert not {"Bob's private ibex note.", "Globex's ibex note."} & set(seen)
+        assert api.get(f"/v1/notes/{private}").status_code == 404
+        assert other.get(f"/v1/notes/{private}").status_code == 404
+
+
+def test_memory_through_mcp_and_the_cli(runtime: RuntimeProcess, api: httpx2.Client) -> None:
+    async def use(client: Client) -> types.CallToolResult:
+        return await client.call_tool(
+            "remember", {"content": "The puffin backup runs at 02:00.", "path": "/ops"}
+        )
+
+    async def run() -> types.CallToolResult:
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {runtime.token}"}, timeout=60) as http,
+            Client(
+                streamable_http_client(f"{runtime.api_url}/mcp", http_client=http), mode="legacy"
+            ) as client,
+        ):
+            return await use(client)
+
+    result = anyio.run(run)
+    content = result.content[0]
+    assert isinstance(content, types.TextContent)
+    assert json.loads(content.text)["result"] == "created"
+    remembered = knowledge(
+        runtime, "remember", "The puffin restore drill is monthly.", "--path", "/ops", "--key", "puffin.drill"
+    )
+    assert remembered.returncode == 0, remembered.stderr
+    assert remembered.stdout.startswith("created: nt_")
+
+    expected = {"The puffin backup runs at 02:00.", "The puffin restore drill is monthly."}
+    assert eventually(lambda: set(_found(api, "puffin")) == expected)
+    listing = knowledge(runtime, "memories", "puffin", "--mode", "lexical")
+    assert listing.returncode == 0, listing.stderr
+    assert all(content in listing.stdout for content in expected), listing.stdout
+
+
+def test_memory_from_the_ingest_queue(runtime: RuntimeProcess, api: httpx2.Client) -> None:
+    message = {
+        "op": "remember",
+        "tenant_id": "dev",
+        "subject_id": "dev",
+        "content": "The queued walrus fact.",
+    }
+
+    runtime.aws("sqs").send_message(
+        QueueUrl=runtime.endpoints["ingest_queue_url"], MessageBody=json.dumps(message)
+    )
+
+    assert eventually(lambda: _found(api, "walrus")) == ["The queued walrus fact."]
