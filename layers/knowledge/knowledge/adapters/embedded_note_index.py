@@ -7,8 +7,12 @@ so knowledge and memory never share a ranking:
   ``english_analyzer``; the query is analyzed the same way and becomes term queries;
 - semantic leg: exact cosine similarity over a float32 matrix of unit vectors.
 
-Filters: a query evaluates ``NoteFilter.admits`` on each note of its tenant and both legs keep only
-the admitted rows *before* ranking (a term-set filter in tantivy, a row subset in numpy). Versions:
+Filters: every note's filter fields are kept as integer codes in numpy columns, and a query turns
+``NoteFilter`` into one vectorized row mask (tenant, audience, narrowing fields, supersession,
+expiry; ``path_prefix`` through a prefix → rows map), the same rule as ``NoteFilter.admits``. The
+semantic leg ranks admitted rows only; the lexical leg searches the tenant's notes in tantivy and
+widens its window until it holds ``k`` admitted ones, so hidden notes never take a top-k slot. A
+query costs a few array operations, not one Python call per note. Versions:
 the version (or tombstone version) of every note ever written is kept, so a late or replayed write
 never regresses a note. Equal scores are ordered by note id. One lock guards every method; writes
 are searchable when they return.
@@ -18,14 +22,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 import tantivy
 
-from knowledge.adapters.embedded_index import english_analyzer
+from knowledge.adapters.embedded_index import _Version, english_analyzer
+from knowledge.domain.models import Scope
 from knowledge.domain.note_retrieval import IndexedNote, NoteFilter, NoteHit, NoteLegHits, NoteQuery
+from knowledge.domain.notes import path_ancestors
 from knowledge.domain.retrieval import Leg
 from knowledge.errors import IndexConfigurationError
 from knowledge.observability import logger
@@ -34,18 +39,7 @@ _ANALYZER = "english_stop_stem"
 _FREQ = "freq"
 
 _Key = tuple[str, str]  # tenant, note
-
-
-@dataclass(frozen=True, slots=True)
-class _Version:
-    version: int
-    removed: bool
-
-    def refuses_upsert(self, version: int) -> bool:
-        return self.version > version or (self.removed and self.version >= version)
-
-    def refuses_removal(self, version: int) -> bool:
-        return self.version > version or (self.removed and self.version == version)
+_COLUMNS = ("tenant", "owner", "scope", "team", "agent", "type")
 
 
 def _joined(tenant_id: str, note_id: str) -> str:
@@ -67,6 +61,7 @@ class EmbeddedNoteIndex:
         builder = tantivy.SchemaBuilder()
         builder.add_text_field("content", tokenizer_name=_ANALYZER, index_option=_FREQ)
         builder.add_text_field("note_key", tokenizer_name="raw")
+        builder.add_text_field("tenant", tokenizer_name="raw")
         builder.add_unsigned_field("row", indexed=True, fast=True)
         self._schema = builder.build()
         self._index = tantivy.Index(self._schema)
@@ -75,10 +70,15 @@ class EmbeddedNoteIndex:
         self._searcher = self._index.searcher()
         self._versions: dict[_Key, _Version] = {}
         self._rows: dict[_Key, int] = {}
-        self._tenant_rows: dict[str, set[int]] = {}
         self._notes: list[IndexedNote | None] = []
         self._free_rows: list[int] = []
         self._vectors: npt.NDArray[np.float32] = np.zeros((0, 0), dtype=np.float32)
+        self._codes: dict[str, int] = {}
+        self._columns: dict[str, npt.NDArray[np.int64]] = {name: np.zeros(0, np.int64) for name in _COLUMNS}
+        self._alive: npt.NDArray[np.bool_] = np.zeros(0, np.bool_)
+        self._superseded: npt.NDArray[np.bool_] = np.zeros(0, np.bool_)
+        self._expires: npt.NDArray[np.float64] = np.zeros(0, np.float64)
+        self._prefix_rows: dict[tuple[str, str], set[int]] = {}
 
     def ensure_ready(self, *, model_id: str, dimension: int) -> None:
         """Record the embedding model and dimension on first use; ``IndexConfigurationError`` when a
@@ -135,27 +135,69 @@ class EmbeddedNoteIndex:
         """Up to ``query.k`` admitted notes per requested leg, best first (BM25; cosine in [-1, 1]).
         ``ValueError`` when the semantic leg is asked for without a vector."""
         with self._lock:
-            rows = self._admitted(query.filter)
-            semantic = self._semantic(query.vector, rows, query.k) if Leg.SEMANTIC in query.legs else []
-            lexical = self._lexical(query.text, rows, query.k) if Leg.LEXICAL in query.legs else []
+            admitted = self._admitted(query.filter)
+            semantic = self._semantic(query.vector, admitted, query.k) if Leg.SEMANTIC in query.legs else []
+            lexical = (
+                self._lexical(query.text, query.filter.tenant_id, admitted, query.k)
+                if Leg.LEXICAL in query.legs
+                else []
+            )
             return NoteLegHits(lexical=lexical, semantic=semantic)
 
     def __len__(self) -> int:
         with self._lock:
             return len(self._rows)
 
-    def _admitted(self, note_filter: NoteFilter) -> list[int]:
-        rows = self._tenant_rows.get(note_filter.tenant_id, set())
-        return sorted(row for row in rows if note_filter.admits(self._note(row)))
+    def _admitted(self, note_filter: NoteFilter) -> npt.NDArray[np.bool_]:
+        size = len(self._notes)
+        column = {name: values[:size] for name, values in self._columns.items()}
+        mask = self._alive[:size] & (column["tenant"] == self._lookup(note_filter.tenant_id))
+        audience = (column["owner"] == self._lookup(note_filter.subject_id)) | (
+            column["scope"] == self._lookup(Scope.TENANT.value)
+        )
+        teams = [self._lookup(team) for team in note_filter.team_ids]
+        if teams:
+            audience |= (column["scope"] == self._lookup(Scope.TEAM.value)) & np.isin(column["team"], teams)
+        mask &= audience
+        for name, value in (
+            ("scope", note_filter.scope.value if note_filter.scope else None),
+            ("team", note_filter.team_id),
+            ("agent", note_filter.agent_id),
+            ("type", note_filter.memory_type.value if note_filter.memory_type else None),
+        ):
+            if value is not None:
+                mask &= column[name] == self._lookup(value)
+        if not note_filter.include_superseded:
+            mask &= ~self._superseded[:size]
+        mask &= self._expires[:size] > note_filter.now.timestamp()
+        if note_filter.path_prefix is not None:
+            under = self._prefix_rows.get((note_filter.tenant_id, note_filter.path_prefix), set())
+            prefixed = np.zeros(size, np.bool_)
+            prefixed[list(under)] = True
+            mask &= prefixed
+        admitted: npt.NDArray[np.bool_] = np.asarray(mask, dtype=np.bool_)
+        return admitted
+
+    def _code(self, value: str | None) -> int:
+        """The integer code of a stored filter value (-1 for none)."""
+        if value is None:
+            return -1
+        return self._codes.setdefault(value, len(self._codes))
+
+    def _lookup(self, value: str) -> int:
+        """The code of a queried value; -2, which no row holds, for a value never stored."""
+        return self._codes.get(value, -2)
 
     def _note(self, row: int) -> IndexedNote:
         note = self._notes[row]
         assert note is not None  # a tenant's rows are live rows
         return note
 
-    def _lexical(self, text: str, rows: list[int], k: int) -> list[NoteHit]:
+    def _lexical(self, text: str, tenant_id: str, admitted: npt.NDArray[np.bool_], k: int) -> list[NoteHit]:
+        """BM25 within the tenant (a term filter in tantivy), keeping admitted rows only; the window
+        widens until it holds ``k`` admitted notes and the k-th score is not tied past its end."""
         terms = self._analyzer.analyze(text)
-        if not terms or not rows:
+        if not terms or not admitted.any():
             return []
         clauses = [
             (
@@ -164,41 +206,46 @@ class EmbeddedNoteIndex:
             )
             for term in terms
         ]
-        admitted = tantivy.Query.term_set_query(self._schema, "row", rows)
+        tenant = tantivy.Query.term_query(self._schema, "tenant", tenant_id)
         query = tantivy.Query.boolean_query(
             [
                 (tantivy.Occur.Must, tantivy.Query.boolean_query(clauses)),
-                (tantivy.Occur.Must, tantivy.Query.const_score_query(admitted, 0.0)),
+                (tantivy.Occur.Must, tantivy.Query.const_score_query(tenant, 0.0)),
             ]
         )
-        limit = k
-        while True:  # widen until the k-th score is not tied past the window, so ties resolve by id
+        limit = max(k, 64)
+        while True:
             found = self._searcher.search(query, limit, count=False).hits
-            if len(found) < limit or found[-1][0] < found[k - 1][0]:
+            rows = self._searcher.fast_field_values("row", [address for _, address in found])
+            kept = [
+                (float(score), row)
+                for (score, _), row in zip(found, rows, strict=True)
+                if isinstance(row, int) and admitted[row]
+            ]
+            if len(found) < limit or (len(kept) >= k and found[-1][0] < kept[k - 1][0]):
                 break
-            limit *= 2
-        values = self._searcher.fast_field_values("row", [address for _, address in found])
-        hits = [
-            self._hit(row, float(score))
-            for (score, _), row in zip(found, values, strict=True)
-            if isinstance(row, int)
-        ]
+            limit *= 4
+        hits = [self._hit(row, score) for score, row in kept]
         return sorted(hits, key=_sort_key)[:k]
 
-    def _semantic(self, vector: Sequence[float] | None, rows: list[int], k: int) -> list[NoteHit]:
+    def _semantic(
+        self, vector: Sequence[float] | None, admitted: npt.NDArray[np.bool_], k: int
+    ) -> list[NoteHit]:
+        """Exact cosine over every row (one contiguous matrix–vector product), admitted rows kept."""
         if vector is None:
             raise ValueError("the semantic leg needs a query vector")
-        if self._dimension is None or not rows:
+        if self._dimension is None or not admitted.any():
             return []
-        admitted = np.asarray(rows, dtype=np.int64)
-        scores = self._vectors[admitted] @ self._unit(vector)
-        if admitted.size > k:
+        scores = self._vectors[: admitted.shape[0]] @ self._unit(vector)
+        rows = np.flatnonzero(admitted)
+        scores = scores[rows]
+        if rows.size > k:
             kth = scores[np.argpartition(-scores, k - 1)[:k]].min()
             keep = np.flatnonzero(scores >= kth)
-            admitted, scores = admitted[keep], scores[keep]
+            rows, scores = rows[keep], scores[keep]
         hits = [
             self._hit(row, max(-1.0, min(1.0, score)))
-            for row, score in zip(admitted.tolist(), scores.tolist(), strict=True)
+            for row, score in zip(rows.tolist(), scores.tolist(), strict=True)
         ]
         return sorted(hits, key=_sort_key)[:k]
 
@@ -224,16 +271,29 @@ class EmbeddedNoteIndex:
             row = len(self._notes)
             self._notes.append(None)
             if row >= self._vectors.shape[0]:
-                grown = np.zeros((max(1024, 2 * self._vectors.shape[0]), self._vectors.shape[1]), np.float32)
-                grown[: self._vectors.shape[0]] = self._vectors
-                self._vectors = grown
+                self._grow(max(1024, 2 * self._vectors.shape[0]))
         self._notes[row] = note.model_copy(update={"vector": []})
         self._vectors[row] = vector
         self._rows[note.tenant_id, note.note_id] = row
-        self._tenant_rows.setdefault(note.tenant_id, set()).add(row)
+        values = {
+            "tenant": note.tenant_id,
+            "owner": note.owner_id,
+            "scope": note.scope.value,
+            "team": note.team_id,
+            "agent": note.agent_id,
+            "type": note.memory_type.value,
+        }
+        for name, value in values.items():
+            self._columns[name][row] = self._code(value)
+        self._alive[row] = True
+        self._superseded[row] = note.superseded
+        self._expires[row] = note.expires_at.timestamp() if note.expires_at else np.inf
+        for prefix in path_ancestors(note.path):
+            self._prefix_rows.setdefault((note.tenant_id, prefix), set()).add(row)
         document = tantivy.Document()
         document.add_text("content", note.content)
         document.add_text("note_key", _joined(note.tenant_id, note.note_id))
+        document.add_text("tenant", note.tenant_id)
         document.add_unsigned("row", row)
         self._writer.add_document(document)
 
@@ -241,11 +301,25 @@ class EmbeddedNoteIndex:
         row = self._rows.pop(key, None)
         if row is None:
             return False
+        note = self._note(row)
+        for prefix in path_ancestors(note.path):
+            self._prefix_rows[key[0], prefix].discard(row)
         self._notes[row] = None
-        self._tenant_rows[key[0]].discard(row)
+        self._alive[row] = False
         self._free_rows.append(row)
         self._writer.delete_documents_by_term("note_key", _joined(*key))
         return True
+
+    def _grow(self, capacity: int) -> None:
+        vectors = np.zeros((capacity, self._vectors.shape[1]), np.float32)
+        vectors[: self._vectors.shape[0]] = self._vectors
+        self._vectors = vectors
+        for name, values in self._columns.items():
+            self._columns[name] = np.concatenate([values, np.full(capacity - values.shape[0], -1, np.int64)])
+        grow = capacity - self._alive.shape[0]
+        self._alive = np.concatenate([self._alive, np.zeros(grow, np.bool_)])
+        self._superseded = np.concatenate([self._superseded, np.zeros(grow, np.bool_)])
+        self._expires = np.concatenate([self._expires, np.zeros(grow, np.float64)])
 
     def _commit(self) -> None:
         self._writer.commit()

@@ -27,6 +27,7 @@ from knowledge.errors import MemoryInvalidRequestError, RuntimeDisabledError
 from knowledge.observability import logger
 from knowledge.ports import Clock, Embedder, NoteIndex, NoteStore, RuntimeSwitch
 from knowledge.services.access import require_scope
+from knowledge.services.notes import view
 from knowledge.services.search import MAX_CANDIDATES, MIN_CANDIDATES, legs_for, normalize_mode, scores_of
 
 
@@ -137,22 +138,9 @@ def _is_true(
 
 
 def _result(hit: FusedNote, note: Note, explain: bool) -> MemorySearchResult:
+    shared = view(note).model_dump(include=set(MemorySearchResult.model_fields))
     return MemorySearchResult(
-        note_id=note.note_id,
-        version=note.version,
-        content=note.content,
-        path=note.path,
-        memory_type=note.memory_type.value,
-        scope=note.scope.value,
-        owner_id=note.owner_id,
-        agent_id=note.agent_id,
-        team_id=note.team_id,
-        importance=note.importance,
-        pinned=note.pinned,
-        created_at=note.created_at,
-        updated_at=note.updated_at,
-        expires_at=note.expires_at,
-        superseded_by=note.superseded_by,
+        **shared,
         score=hit.final,
         scores=scores_of(hit.final, hit.lexical, hit.semantic) if explain else None,
     )

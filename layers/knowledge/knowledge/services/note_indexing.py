@@ -63,7 +63,8 @@ class NoteIndexingService:
         if note.status is NoteStatus.FORGOTTEN:
             self._index.remove_note(tenant_id, note_id, version=note.version)
             return IndexAction.REMOVED
-        [written] = self._index.upsert_notes([self._indexed(note)])
+        [vector] = self._embedder.embed([note.content])
+        [written] = self._index.upsert_notes([indexed_note(note, vector)])
         if not written:
             return IndexAction.SUPERSEDED
         # the note may have moved on meanwhile: its own change re-indexes it
@@ -71,20 +72,21 @@ class NoteIndexingService:
             self._store.set_note_indexed_version(tenant_id, note_id, note.version)
         return IndexAction.INDEXED
 
-    def _indexed(self, note: Note) -> IndexedNote:
-        [vector] = self._embedder.embed([note.content])
-        return IndexedNote(
-            tenant_id=note.tenant_id,
-            note_id=note.note_id,
-            version=note.version,
-            owner_id=note.owner_id,
-            team_id=note.team_id,
-            scope=note.scope,
-            agent_id=note.agent_id,
-            memory_type=note.memory_type,
-            path=note.path,
-            content=note.content,
-            superseded=note.superseded_by is not None,
-            expires_at=note.expires_at,
-            vector=vector,
-        )
+
+def indexed_note(note: Note, vector: list[float]) -> IndexedNote:
+    """What the note index holds of ``note`` at its version, with the embedding of its content."""
+    return IndexedNote(
+        tenant_id=note.tenant_id,
+        note_id=note.note_id,
+        version=note.version,
+        owner_id=note.owner_id,
+        team_id=note.team_id,
+        scope=note.scope,
+        agent_id=note.agent_id,
+        memory_type=note.memory_type,
+        path=note.path,
+        content=note.content,
+        superseded=note.superseded_by is not None,
+        expires_at=note.expires_at,
+        vector=vector,
+    )
