@@ -10,9 +10,18 @@ import tiktoken
 from tiktoken_ext.openai_public import cl100k_base
 
 from knowledge.adapters.opensearch_index import OpenSearchIndex
+from knowledge.adapters.opensearch_note_index import OpenSearchNoteIndex
 from knowledge.adapters.runtime_switch import ParameterRuntimeSwitch, StaticRuntimeSwitch
-from knowledge.bootstrap import build_embedder, build_index, build_runtime_switch
-from knowledge.settings import Settings
+from knowledge.bootstrap import (
+    build_embedder,
+    build_index,
+    build_note_index,
+    build_runtime_switch,
+    get_note_service,
+    use_container,
+)
+from knowledge.services.notes import NoteService
+from knowledge.settings import Settings, get_settings
 from knowledge.vocab import seed_tiktoken
 from tests.conftest import TABLE_NAME
 
@@ -50,6 +59,48 @@ def test_build_index_opensearch_names_the_configured_index() -> None:
 
     assert isinstance(index, OpenSearchIndex)
     assert index.index_name == "knowledge-chunks-test"
+
+
+def test_build_note_index_opensearch_names_the_notes_index() -> None:
+    settings = Settings(
+        table_name=TABLE_NAME,
+        search_backend="opensearch",
+        opensearch_url="http://127.0.0.1:9",
+        opensearch_notes_index="knowledge-notes-test",
+    )
+
+    index = build_note_index(settings)
+
+    assert isinstance(index, OpenSearchNoteIndex)
+    assert index.index_name == "knowledge-notes-test"
+
+
+def test_build_note_index_opensearch_without_its_name_is_refused() -> None:
+    settings = Settings(
+        table_name=TABLE_NAME, search_backend="opensearch", opensearch_url="http://127.0.0.1:9"
+    )
+
+    with pytest.raises(ValueError, match="OPENSEARCH_NOTES_INDEX"):
+        build_note_index(settings)
+
+
+def test_get_note_service_without_a_container_needs_no_index_or_model_settings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Bedrock without its model settings cannot be built: the note service never builds it up front.
+    monkeypatch.setenv("TABLE_NAME", TABLE_NAME)
+    monkeypatch.setenv("SEARCH_BACKEND", "opensearch")
+    monkeypatch.setenv("EMBEDDER", "bedrock")
+    get_settings.cache_clear()
+    use_container(None)
+    try:
+        service = get_note_service()
+
+        assert isinstance(service, NoteService)
+        assert get_note_service() is service
+    finally:
+        use_container(None)
+        get_settings.cache_clear()
 
 
 @pytest.mark.parametrize("enabled", [True, False])

@@ -11,7 +11,7 @@ import pytest
 from knowledge.adapters.memory_store import InMemoryKnowledgeStore
 from knowledge.bootstrap import queued_notes
 from knowledge.domain.models import ItemStatus, KnowledgeBase, Scope
-from knowledge.errors import ResourceUnavailableError
+from knowledge.errors import MemoryInvalidRequestError, ResourceUnavailableError
 from knowledge.services.ingest import IngestAction, IngestService, MessageRejectedError
 from tests.support.embedding import HashingEmbedder
 from tests.unit.services.conftest import MAX_CONTENT_CHARS, TENANT
@@ -179,3 +179,10 @@ def test_ingest_forget_message_forgets_and_its_redelivery_is_a_no_op(
 def test_ingest_memory_message_with_unknown_fields_is_rejected(ingest: IngestService) -> None:
     with pytest.raises(MessageRejectedError):
         ingest.ingest(_memory("remember", content="x", colour="red"), message_id="m-1")
+
+
+def test_ingest_remember_message_out_of_bounds_raises_so_it_reaches_the_dead_letter_queue(
+    ingest: IngestService,
+) -> None:
+    with pytest.raises(MemoryInvalidRequestError):
+        ingest.ingest(_memory("remember", content="x", importance=2.0), message_id="m-1")

@@ -321,3 +321,53 @@ def test_list_versions_newest_first_in_pages(world: MemoryWorld) -> None:
     assert rest.next_token is None
     with pytest.raises(MemoryInvalidRequestError):
         world.notes.list_versions(ALICE, note.note_id, limit=0, next_token=None)
+
+
+def test_restore_of_an_active_note_answers_it_unchanged(world: MemoryWorld) -> None:
+    note = world.remember(ALICE, "Still here.").note
+
+    answer = world.notes.restore(ALICE, note.note_id)
+
+    assert (answer.result, answer.note) == ("unchanged", note)
+
+
+def test_restore_when_another_note_now_holds_the_fact_is_a_conflict(world: MemoryWorld) -> None:
+    first = world.remember(ALICE, "The vault code changes monthly.").note
+    world.forget(ALICE, first.note_id, "soft")
+    world.remember(ALICE, "The vault code changes monthly.")
+
+    with pytest.raises(MemoryConflictError) as raised:
+        world.notes.restore(ALICE, first.note_id)
+
+    assert raised.value.details["current_version"] == 2
+
+
+def test_remember_a_note_that_supersedes_itself_is_invalid(world: MemoryWorld) -> None:
+    note = world.remember(ALICE, "Self.", semantic_key="self").note
+
+    with pytest.raises(MemoryInvalidRequestError):
+        world.remember(ALICE, "Self again.", semantic_key="self", supersedes=[note.note_id])
+
+
+def test_forget_redact_twice_keeps_the_note_redacted(world: MemoryWorld) -> None:
+    note = world.remember(ALICE, "Secret twice.").note
+    world.forget(ALICE, note.note_id, "redact")
+
+    world.forget(ALICE, note.note_id, "redact")
+
+    versions = world.store.list_note_versions("acme", note.note_id, limit=10, next_token=None).entries
+    assert [(v.version, v.content) for v in versions] == [(2, REDACTED), (1, REDACTED)]
+
+
+def test_forget_hard_of_a_softly_forgotten_note_deletes_it(world: MemoryWorld) -> None:
+    note = world.remember(ALICE, "Soft, then hard.").note
+    world.forget(ALICE, note.note_id, "soft")
+
+    world.forget(ALICE, note.note_id, "hard")
+
+    assert world.store.get_note("acme", note.note_id) is None
+
+
+def test_search_memory_with_the_runtime_switch_off_is_refused() -> None:
+    with pytest.raises(RuntimeDisabledError):
+        MemoryWorld(enabled=False).search(ALICE, "anything")

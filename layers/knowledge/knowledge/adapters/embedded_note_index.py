@@ -9,7 +9,7 @@ so knowledge and memory never share a ranking:
 
 Filters: every note's filter fields are kept as integer codes in numpy columns, and a query turns
 ``NoteFilter`` into one vectorized row mask (tenant, audience, narrowing fields, supersession,
-expiry; ``path_prefix`` through a prefix → rows map), the same rule as ``NoteFilter.admits``. The
+expiry; ``path_prefix`` through a prefix → rows map), the rule ``NoteFilter`` states. The
 semantic leg ranks admitted rows only; the lexical leg searches the tenant's notes in tantivy and
 widens its window until it holds ``k`` admitted ones, so hidden notes never take a top-k slot. A
 query costs a few array operations, not one Python call per note. Versions:

@@ -93,7 +93,7 @@ def note_source(note: IndexedNote) -> dict[str, Any]:
 
 
 def filter_query(note_filter: NoteFilter) -> dict[str, Any]:
-    """``NoteFilter.admits`` as a filter-context bool query (lists sorted for byte-equal requests)."""
+    """``NoteFilter`` as a filter-context bool query (lists sorted for byte-equal requests)."""
     clauses: list[dict[str, Any]] = [
         {"term": {"tenant_id": note_filter.tenant_id}},
         {"term": {"removed": False}},
@@ -176,6 +176,10 @@ class OpenSearchNoteIndex:
         self._name = index_name
         self._refresh = refresh
         self._dimension: int | None = None
+
+    @property
+    def index_name(self) -> str:
+        return self._name
 
     def ensure_ready(self, *, model_id: str, dimension: int) -> None:
         """Create the index if missing; ``IndexConfigurationError`` if it records another model."""

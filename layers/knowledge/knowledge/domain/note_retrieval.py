@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from knowledge.domain.fusion import LegScore, fuse
 from knowledge.domain.models import Scope
-from knowledge.domain.notes import MemoryType, path_ancestors
+from knowledge.domain.notes import MemoryType
 from knowledge.domain.retrieval import ChunkHit, Leg, LegHits, SearchMode
 
 
@@ -44,8 +44,9 @@ class IndexedNote(_Frozen):
 class NoteFilter(_Frozen):
     """Which notes a search may return: the caller's visible notes (``can_see_note``: tenant, then
     own, ``tenant``-scoped, or ``team``-scoped with one of ``team_ids``), narrowed by the optional
-    filters, unexpired at ``now``, and not superseded unless ``include_superseded``. ``path_prefix``
-    (normalized) matches the path itself and every path below it."""
+    filters (each equal to the note's field), unexpired at ``now``, and not superseded unless
+    ``include_superseded``. ``path_prefix`` (normalized) matches the path itself and every path
+    below it (``notes.path_ancestors``). Each note index evaluates it inside both legs."""
 
     tenant_id: str
     subject_id: str
@@ -57,29 +58,6 @@ class NoteFilter(_Frozen):
     path_prefix: str | None = None
     include_superseded: bool = False
     now: datetime
-
-    def admits(self, note: IndexedNote) -> bool:
-        """The filter evaluated on one indexed note (what in-process indexes and tests use)."""
-        if note.tenant_id != self.tenant_id or not self._visible(note):
-            return False
-        wanted = (
-            (self.scope, note.scope),
-            (self.team_id, note.team_id),
-            (self.agent_id, note.agent_id),
-            (self.memory_type, note.memory_type),
-        )
-        if any(value is not None and value != held for value, held in wanted):
-            return False
-        if self.path_prefix is not None and self.path_prefix not in path_ancestors(note.path):
-            return False
-        if note.superseded and not self.include_superseded:
-            return False
-        return note.expires_at is None or note.expires_at > self.now
-
-    def _visible(self, note: IndexedNote) -> bool:
-        if note.owner_id == self.subject_id or note.scope is Scope.TENANT:
-            return True
-        return note.scope is Scope.TEAM and note.team_id is not None and note.team_id in self.team_ids
 
 
 class NoteQuery(_Frozen):
