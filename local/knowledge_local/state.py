@@ -25,7 +25,7 @@ DEFAULT_STATE_DIR = PROJECT_ROOT / ".knowledge"
 ENDPOINTS_FILE = "endpoints.json"
 TOKEN_FILE = "dev-token"
 EMBEDDING_CACHE_FILE = "embeddings.sqlite3"
-HEALTH_PROBE_SECONDS = 2.0
+HEALTH_PROBE_SECONDS = 5.0
 
 
 class StateError(Exception):

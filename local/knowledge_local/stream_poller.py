@@ -32,7 +32,7 @@ from typing import Any
 
 from knowledge_local.event_filter import EventFilter
 from knowledge_local.http_api import ACCOUNT_ID, REGION
-from knowledge_local.invoker import Invoker
+from knowledge_local.invoker import Invocations
 from knowledge_local.poller import Poller, failed_item_identifiers
 from knowledge_local.resources import EventSourceSpec
 
@@ -62,7 +62,7 @@ class StreamPoller(Poller):
         source: EventSourceSpec,
         stream_arn: str,
         streams: Any,
-        invoker: Invoker,
+        invoker: Invocations,
         *,
         on_failure: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:

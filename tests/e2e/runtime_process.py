@@ -77,6 +77,22 @@ class RuntimeProcess:
             base_url=self.api_url, headers={"Authorization": f"Bearer {token or self.token}"}, timeout=60
         )
 
+    def descendants(self) -> set[int]:
+        """The processes started by the runtime, and by those, that are running now."""
+        parents: dict[int, int] = {}
+        for entry in Path("/proc").iterdir():
+            try:
+                stat = (entry / "stat").read_text()
+            except (OSError, ValueError):
+                continue
+            if entry.name.isdigit():
+                parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+        found, frontier = set(), {self.process.pid}
+        while frontier:
+            frontier = {pid for pid, parent in parents.items() if parent in frontier} - found
+            found |= frontier
+        return found
+
     def wait_until_ready(self, timeout: float = BOOT_TIMEOUT_SECONDS) -> None:
         deadline = time.monotonic() + timeout
         while READY_MARKER not in self.log:

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from tests.e2e.runtime_process import free_port, start_runtime
+from tests.e2e.runtime_process import eventually, free_port, start_runtime
 
 
 @pytest.fixture
@@ -23,14 +23,19 @@ def taken_port() -> Iterator[int]:
         yield int(listener.getsockname()[1])
 
 
-def test_runtime_sigterm_stops_everything_and_removes_its_files(tmp_path: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
+def test_runtime_signal_stops_everything_and_removes_its_files(tmp_path: Path, signum: int) -> None:
     runtime = start_runtime(tmp_path, seed_dir=None)
     runtime.wait_until_ready()
     assert (runtime.state_dir / "endpoints.json").exists()
+    environments = runtime.descendants()
 
-    status = runtime.stop(signal.SIGTERM)
+    status = runtime.stop(signum)
 
     assert status == 0, runtime.log
+    assert len(environments) > 1  # the fork server and the functions' environments
+    # multiprocessing's fork server and resource tracker end when they see the runtime gone
+    assert eventually(lambda: not any(Path(f"/proc/{pid}").exists() for pid in environments), timeout=5)
     assert runtime.log.rstrip().endswith("Stopped. Bye.")
     assert not (runtime.state_dir / "endpoints.json").exists()
     assert not (runtime.state_dir / "dev-token").exists()
