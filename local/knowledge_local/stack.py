@@ -142,9 +142,7 @@ class LocalStack:
             services.start(container.index, container.embedder)
             self._start_pollers(provisioned, self._aws.url, invoker)
             gateway.start()
-            self._warm(
-                invoker, [*gateway.routes.functions, *(source.function for source in self.spec.event_sources)]
-            )
+            self._warm(invoker, gateway.routes.functions)
             self.endpoints = Endpoints(
                 api_url=gateway.url,
                 aws_endpoint_url=self._aws.url,
@@ -243,8 +241,9 @@ class LocalStack:
 
     @staticmethod
     def _warm(invoker: Invoker, functions: list[FunctionSpec]) -> None:
-        """Start one execution environment of every function at once, so that no first request
-        waits for a cold start (a function that cannot start is logged; its requests fail)."""
+        """Start one execution environment of each of ``functions`` at once, so that no first
+        request waits for a cold start (a function that cannot start is logged; its requests fail).
+        The event sources' functions start with their first event, as they would on Lambda."""
 
         def warm(function: FunctionSpec) -> None:
             try:

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import boto3
 import httpx2
 
+from knowledge_local.processes import descendants
 from tests.support.template import ROOT, TEMPLATE
 
 READY_MARKER = "Ready in "
@@ -79,19 +80,7 @@ class RuntimeProcess:
 
     def descendants(self) -> set[int]:
         """The processes started by the runtime, and by those, that are running now."""
-        parents: dict[int, int] = {}
-        for entry in Path("/proc").iterdir():
-            try:
-                stat = (entry / "stat").read_text()
-            except (OSError, ValueError):
-                continue
-            if entry.name.isdigit():
-                parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
-        found, frontier = set(), {self.process.pid}
-        while frontier:
-            frontier = {pid for pid, parent in parents.items() if parent in frontier} - found
-            found |= frontier
-        return found
+        return descendants(self.process.pid)
 
     def wait_until_ready(self, timeout: float = BOOT_TIMEOUT_SECONDS) -> None:
         deadline = time.monotonic() + timeout

@@ -1,5 +1,6 @@
-"""Queries on a table's key read one partition (``knowledge_local.partition_queries``) and answer
-exactly what moto's own whole-table implementation does."""
+"""Queries read only the partition asked for, of the table or of an index
+(``knowledge_local.partition_queries``), and answer exactly what moto's own whole-table
+implementation does."""
 
 from __future__ import annotations
 
@@ -63,6 +64,13 @@ QUERIES: dict[str, dict[str, Any]] = {
     },
     "absent partition": _key("PK = :pk", pk="ITEM#z"),
     "index": {"IndexName": "GSI1", **_key("GSI1PK = :pk", pk="BASE")},
+    "index range and paging": {
+        "IndexName": "GSI1",
+        **_key("GSI1PK = :pk AND GSI1SK > :after", pk="BASE", after="a"),
+        "Limit": 1,
+    },
+    "index backwards": {"IndexName": "GSI1", **_key("GSI1PK = :pk", pk="BASE"), "ScanIndexForward": False},
+    "absent index partition": {"IndexName": "GSI1", **_key("GSI1PK = :pk", pk="NONE")},
     "sort key alone is refused": _key("SK = :sk", sk="META"),
 }
 
@@ -99,7 +107,8 @@ def test_partition_queries_answer_what_moto_answers(monkeypatch: pytest.MonkeyPa
     assert observed["sort key alone is refused"]["Code"] == "ValidationException"
 
 
-def test_partition_queries_never_read_other_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("name", ["begins_with", "index"])
+def test_partition_queries_never_sort_the_whole_table(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     def refuse(_: Table) -> list[Any]:
         raise AssertionError("the whole table was read")
 
@@ -110,6 +119,6 @@ def test_partition_queries_never_read_other_partitions(monkeypatch: pytest.Monke
         client.create_table(**create_table_kwargs("KnowledgeTable", TABLE))
         _seed(client)
 
-        answer = client.query(TableName=TABLE, **QUERIES["begins_with"])
+        answer = client.query(TableName=TABLE, **QUERIES[name])
 
-    assert answer["Count"] == 5
+    assert answer["Count"] == {"begins_with": 5, "index": 3}[name]
