@@ -10,7 +10,8 @@ runs, without a seed) on free ports, with ``--state-dir`` as its state folder, a
 1. ``fresh``: the FastAPI pages (``DATA_DIR/fastapi-docs/pages``) into a new base, one
    ``POST /v1/knowledge-bases/{kb}/items`` per page, then waits until the index holds them;
 2. ``scifact``: the 5,183 SciFact abstracts (``DATA_DIR/scifact/corpus.jsonl``) into a new base,
-   printing documents/s and the runtime's memory after every 1,000, then waits for the index;
+   printing documents/s and the runtime's memory after every 1,000 (and for the last 1,000), then
+   waits for the index;
 3. ``used``: the FastAPI pages again, into another new base: the work of ``fresh``, in a runtime
    that now holds every document above;
 4. ``stop``: Ctrl-C (SIGINT); seconds until the runtime and every process it started are gone.
@@ -165,8 +166,17 @@ def start_runtime(state_dir: Path, port: int, aws_port: int) -> Runtime:
 
 
 def _blocks(documents: Sequence[SourceDocument], size: int) -> Iterator[Sequence[SourceDocument]]:
-    for start in range(0, len(documents), size):
-        yield documents[start : start + size]
+    """Blocks of ``size`` documents from the start, but the last block is the last ``size``
+    documents (5,183: 1,000, 2,000, 3,000, 4,000, 4,183, 5,183), so the first and the last
+    ``size`` are both measured."""
+    ends = sorted(
+        {*range(size, len(documents) - size + 1, size), max(len(documents) - size, 0), len(documents)}
+    )
+    start = 0
+    for end in ends:
+        if end > start:
+            yield documents[start:end]
+            start = end
 
 
 def ingest_timed(
