@@ -183,34 +183,17 @@ def _target_key(backend: DynamoDBBackend, kind: str, operation: dict[str, Any]) 
 def _write(
     backend: DynamoDBBackend, kind: str, table_name: str, key: dict[str, Any], operation: dict[str, Any]
 ) -> None:
-    condition = operation.get("ConditionExpression")
-    names: Any = operation.get("ExpressionAttributeNames")
-    values: Any = operation.get("ExpressionAttributeValues")
+    condition: dict[str, Any] = {
+        "condition_expression": operation.get("ConditionExpression"),
+        "expression_attribute_names": operation.get("ExpressionAttributeNames"),
+        "expression_attribute_values": operation.get("ExpressionAttributeValues"),
+    }
     if kind == "Put":
-        backend.put_item(
-            table_name,
-            operation["Item"],
-            condition_expression=condition,
-            expression_attribute_names=names,
-            expression_attribute_values=values,
-        )
+        backend.put_item(table_name, operation["Item"], **condition)
     elif kind == "Delete":
-        backend.delete_item(
-            table_name,
-            key,
-            condition_expression=condition,
-            expression_attribute_names=names,
-            expression_attribute_values=values,
-        )
+        backend.delete_item(table_name, key, **condition)
     elif kind == "Update":
-        backend.update_item(
-            table_name,
-            key,
-            update_expression=operation["UpdateExpression"],
-            condition_expression=condition,
-            expression_attribute_names=names,
-            expression_attribute_values=values,
-        )
+        backend.update_item(table_name, key, update_expression=operation["UpdateExpression"], **condition)
 
 
 def install() -> None:
