@@ -29,6 +29,8 @@ from types import TracebackType
 from typing import Any
 
 from moto.core.model_instances import model_data
+from moto.dynamodb.models import dynamodb_backends
+from moto.dynamodb.models.utilities import dynamo_json_dump
 from moto.moto_server.werkzeug_app import (
     DomainDispatcherApplication,
     MotoRequestHandler,
@@ -50,13 +52,13 @@ class SerializedDynamoDB:
 
     def __init__(self, app: WsgiApp) -> None:
         self._app = app
-        self._lock = threading.Lock()
+        self.lock = threading.Lock()
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         target = str(environ.get("HTTP_X_AMZ_TARGET", ""))
         if not target.startswith(_SERIALIZED_TARGETS):
             return self._app(environ, start_response)
-        with self._lock:
+        with self.lock:
             # Consume the body inside the lock: a lazy iterable would run moto after release.
             return list(self._app(environ, start_response))
 
@@ -90,6 +92,7 @@ class AwsServer:
         self._host, self._port = host, port
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
+        self._app: SerializedDynamoDB | None = None
 
     @property
     def url(self) -> str:
@@ -108,7 +111,7 @@ class AwsServer:
         transactions.install()
         partition_queries.install()
         stream_retention.install()
-        app = SerializedDynamoDB(DomainDispatcherApplication(create_backend_app))
+        app = self._app = SerializedDynamoDB(DomainDispatcherApplication(create_backend_app))
         # Bound here, not by werkzeug: it answers a taken port with sys.exit(1).
         with socket.create_server((self._host, self._port)) as listener:
             self._server = make_server(
@@ -123,6 +126,19 @@ class AwsServer:
         self._thread.start()
         log.info("aws server listening", extra={"url": self.url})
         return self
+
+    def export_table(self, table_name: str) -> list[str]:
+        """Every item of the table ``table_name`` in DynamoDB's JSON (one string each, binary values
+        base64), read from moto's memory between two requests; ``KeyError`` for no such table."""
+        if self._app is None:
+            raise RuntimeError("The AWS server is not started.")
+        with self._app.lock:
+            for account in list(dynamodb_backends.values()):
+                for backend in list(account.values()):
+                    table = backend.tables.get(table_name)
+                    if table is not None:
+                        return [dynamo_json_dump(item.to_json()["Attributes"]) for item in table.all_items()]
+        raise KeyError(table_name)
 
     def stop(self) -> None:
         server, self._server = self._server, None

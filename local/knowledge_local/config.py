@@ -9,6 +9,7 @@
 | ``KNOWLEDGE_STATE_DIR`` | ``.knowledge`` at the project root | endpoints, token, cache; one runtime each |
 | ``LOG_LEVEL`` | ``WARNING`` | Python and Powertools log level (``INFO`` shows every request) |
 | ``KNOWLEDGE_MAX_ENVIRONMENTS`` | 4 | execution environments (processes) per function at most |
+| ``KNOWLEDGE_PERSIST`` | ``false`` | keep the table in the state folder across restarts (``snapshot``) |
 
 The service's settings (``knowledge.settings``: ``SEARCH_BACKEND``, ``EMBEDDER``,
 ``EMBEDDING_CACHE_PATH``, ``KNOWLEDGE_RUNTIME_ENABLED``...) are passed through; the runtime sets
@@ -51,6 +52,7 @@ class RuntimeSettings(BaseSettings):
     knowledge_state_dir: Path = DEFAULT_STATE_DIR
     log_level: LogLevel = "WARNING"
     knowledge_max_environments: int = Field(default=DEFAULT_MAX_ENVIRONMENTS, ge=1, le=64)
+    knowledge_persist: bool = False
 
     @property
     def max_environments(self) -> int:

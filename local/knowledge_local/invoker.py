@@ -154,9 +154,9 @@ class _Pool:
     def acquire(self, function: FunctionSpec) -> _Environment:
         deadline = time.monotonic() + QUEUE_TIMEOUT_SECONDS
         with self._changed:
-            while not self._idle and len(self._all) + self._starting >= self._limit:
+            while not self._closed and not self._idle and len(self._all) + self._starting >= self._limit:
                 remaining = deadline - time.monotonic()
-                if self._closed or remaining <= 0:
+                if remaining <= 0:
                     raise InvocationThrottledError(
                         f"{function.logical_id}: all {self._limit} execution environments stayed busy"
                     )

@@ -18,7 +18,9 @@ embedder and serves them to every environment (``shared_services``), so what the
 what search reads. Functions' settings come from the process environment:
 ``config.function_environment`` before anything of ``knowledge`` is imported, the endpoints, table
 and queue once they exist. ``issue_dev_token`` and ``seed`` prepare a fresh stack for use; ``stop``
-ends everything. State is in memory; only the embedding cache survives a restart.
+ends everything. State is in memory; the embedding cache survives a restart, and with
+``KNOWLEDGE_PERSIST`` the table does too (``snapshot``: restored before the pollers start, indexed
+before the API serves, saved on stop).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from typing import Any, TypeVar
 from knowledge.bootstrap import get_container, use_container
 from knowledge.domain.models import Permission
 from knowledge.settings import get_settings
+from knowledge_local import snapshot
 from knowledge_local.aws_server import AwsServer
 from knowledge_local.client import KnowledgeClient
 from knowledge_local.config import DEFAULT_AWS_PORT, DEFAULT_PORT, RuntimeSettings
@@ -118,6 +121,9 @@ class LocalStack:
         self._invoker: Invoker | None = None
         self._pollers: list[Poller] = []
         self._written: dict[Path, str] = {}
+        self._table_name: str | None = None
+        self.restored = 0
+        """Items restored from the saved table on start (``KNOWLEDGE_PERSIST``)."""
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -138,9 +144,15 @@ class LocalStack:
             table = provisioned.tables[KNOWLEDGE_TABLE]
             ingest_queue, dead_letters = self._ingest_queues(provisioned)
             self._configure_endpoints(self._aws.url, table.name, ingest_queue)
+            self._table_name = table.name
+            if settings.knowledge_persist:
+                dynamodb = aws_client("dynamodb", self._aws.url)
+                self.restored = snapshot.restore(dynamodb, table.name, settings.knowledge_state_dir)
             container = get_container()
             services.start(container.index, container.embedder)
             self._start_pollers(provisioned, self._aws.url, invoker)
+            if self.restored:
+                self._wait_for_the_index()
             gateway.start()
             self._warm(invoker, gateway.routes.functions)
             self.endpoints = Endpoints(
@@ -160,8 +172,8 @@ class LocalStack:
         return self.endpoints
 
     def stop(self) -> None:
-        """Stop serving, then the pollers, the functions' environments and the shared index, then
-        moto; remove the files this stack wrote."""
+        """Stop serving, then the pollers, the functions' environments and the shared index; save
+        the table (``KNOWLEDGE_PERSIST``); stop moto; remove the files this stack wrote."""
         gateway, self._gateway = self._gateway, None
         if gateway is not None:
             gateway.stop()
@@ -176,6 +188,7 @@ class LocalStack:
         services, self._services = self._services, None
         if services is not None:
             services.stop()
+        self._save_the_table()
         aws, self._aws = self._aws, None
         if aws is not None:
             aws.stop()
@@ -238,6 +251,27 @@ class LocalStack:
                 f"e.g. {_another_runtime(state_dir)} make run "
                 "(the knowledge command then needs the same KNOWLEDGE_STATE_DIR)."
             )
+
+    def _wait_for_the_index(self) -> None:
+        """Serve a restored table only once the indexer has taken it in from the stream."""
+        for poller in self._pollers:
+            if isinstance(poller, StreamPoller) and not poller.wait_until_caught_up(
+                snapshot.RESTORE_INDEX_TIMEOUT_SECONDS
+            ):
+                log.warning("the index is still catching up with the restored table; serving anyway")
+
+    def _save_the_table(self) -> None:
+        """With ``KNOWLEDGE_PERSIST``, save the table (nothing writes to it any more); a failure is
+        logged, the stop goes on."""
+        if not self.settings.knowledge_persist or self._aws is None or self._table_name is None:
+            return
+        if self.endpoints is None:
+            return  # a start that failed (say, on the saved table) must not replace it
+        try:
+            saved = snapshot.save(self._aws.export_table(self._table_name), self.settings.knowledge_state_dir)
+            log.info("table saved", extra={"items": saved})
+        except (OSError, KeyError, RuntimeError) as error:
+            log.error("the table could not be saved", extra={"error": str(error)})
 
     @staticmethod
     def _warm(invoker: Invoker, functions: list[FunctionSpec]) -> None:

@@ -70,46 +70,49 @@ class _Opened:
     iterator: ShardIterator
     handed_out_at: float
     predecessor: str | None = None
-    open: bool = True
 
 
 class _Retention:
-    """The iterators of one Streams backend, oldest first."""
+    """The iterators of one Streams backend: every one handed out in the last
+    ``ITERATOR_LIFETIME_SECONDS``, oldest first, and among them the open ones, by shard."""
 
     def __init__(self) -> None:
         self.iterators: OrderedDict[str, _Opened] = OrderedDict()
+        self.open: dict[StreamShard, dict[str, ShardIterator]] = {}
+        """The open iterators of each shard, by ARN."""
 
     def handed_out(self, iterator: ShardIterator, predecessor: str | None = None) -> None:
         self.iterators[iterator.arn] = _Opened(iterator, time.monotonic(), predecessor)
+        self.open.setdefault(iterator.stream_shard, {})[iterator.arn] = iterator
 
     def read(self, arn: str) -> None:
         """``arn`` was read: its predecessor, if any, is passed."""
         opened = self.iterators.get(arn)
         if opened is not None and opened.predecessor is not None:
-            predecessor = self.iterators.get(opened.predecessor)
-            if predecessor is not None:
-                predecessor.open = False
+            self._close(opened.predecessor)
 
     def expire(self, backend: DynamoDBStreamsBackend, now: float) -> None:
         while self.iterators:
             arn, opened = next(iter(self.iterators.items()))
             if now - opened.handed_out_at < ITERATOR_LIFETIME_SECONDS:
                 return
+            self._close(arn)
             del self.iterators[arn]
             backend.shard_iterators.pop(arn, None)
 
     def trim(self, shard: StreamShard) -> None:
-        positions = [
-            opened.iterator.sequence_number
-            for opened in self.iterators.values()
-            if opened.open and opened.iterator.stream_shard is shard
-        ]
+        positions = [iterator.sequence_number for iterator in self.open.get(shard, {}).values()]
         if not positions:
             return
         passed = min(positions) - shard.starting_sequence_number
         if passed > 0:
             del shard.items[:passed]
             shard.starting_sequence_number += passed
+
+    def _close(self, arn: str) -> None:
+        opened = self.iterators.get(arn)
+        if opened is not None:
+            self.open.get(opened.iterator.stream_shard, {}).pop(arn, None)
 
 
 _retention: weakref.WeakKeyDictionary[DynamoDBStreamsBackend, _Retention] = weakref.WeakKeyDictionary()

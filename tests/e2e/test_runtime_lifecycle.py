@@ -91,3 +91,60 @@ def test_runtime_second_instance_on_one_state_folder_refuses_and_leaves_the_firs
         assert httpx2.get(f"{first.api_url}/v1/health").status_code == 200
     finally:
         first.stop()
+
+
+def test_runtime_with_persistence_keeps_the_table_and_rebuilds_the_index(tmp_path: Path) -> None:
+    persist = {"KNOWLEDGE_PERSIST": "true"}
+    first = start_runtime(tmp_path, seed_dir=None, environment=persist)
+    try:
+        first.wait_until_ready()
+        token = first.token
+        with first.http() as api:
+            base = api.post("/v1/knowledge-bases", json={"name": "kept", "scope": "tenant"}).json()
+            created = api.post(
+                f"/v1/knowledge-bases/{base['knowledge_base_id']}/items",
+                json={
+                    "title": "Espresso",
+                    "content": "Pull the shot for twenty-five seconds.",
+                    "publish": True,
+                },
+            ).json()
+    finally:
+        assert first.stop() == 0, first.log
+    state = first.state_dir
+
+    second = start_runtime(tmp_path, seed_dir=None, environment=persist)  # the same state folder
+    try:
+        second.wait_until_ready()
+        with second.http(token) as api:  # the first runtime's token is in the restored table
+            item = api.get(f"/v1/knowledge-items/{created['knowledge_item_id']}").json()
+            found = api.post("/v1/tools/search_knowledge", json={"query": "espresso shot"}).json()
+    finally:
+        assert second.stop() == 0, second.log
+
+    assert "Restoring the table saved in" in second.log
+    assert item["current_revision_id"] == created["knowledge_revision_id"]
+    assert [result["knowledge_item_id"] for result in found["results"]] == [created["knowledge_item_id"]]
+    assert (state / "table.jsonl").exists()
+
+
+def test_runtime_without_persistence_starts_empty(tmp_path: Path) -> None:
+    first = start_runtime(tmp_path, seed_dir=None)
+    try:
+        first.wait_until_ready()
+        with first.http() as api:
+            assert (
+                api.post("/v1/knowledge-bases", json={"name": "gone", "scope": "tenant"}).status_code == 201
+            )
+    finally:
+        assert first.stop() == 0, first.log
+    second = start_runtime(tmp_path, seed_dir=None)  # the same state folder
+    try:
+        second.wait_until_ready()
+        with second.http() as api:
+            listed = api.get("/v1/knowledge-bases").json()
+    finally:
+        second.stop()
+
+    assert listed["knowledge_bases"] == []
+    assert not (first.state_dir / "table.jsonl").exists()
