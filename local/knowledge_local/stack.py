@@ -143,7 +143,7 @@ class LocalStack:
             provisioned = provision(self.spec, self._aws.url)
             table = provisioned.tables[KNOWLEDGE_TABLE]
             ingest_queue, dead_letters = self._ingest_queues(provisioned)
-            self._configure_endpoints(self._aws.url, table.name, ingest_queue)
+            self._configure_endpoints(self._aws.url, table.name)
             self._table_name = table.name
             if settings.knowledge_persist:
                 dynamodb = aws_client("dynamodb", self._aws.url)
@@ -301,12 +301,10 @@ class LocalStack:
                 )
         return None, None
 
-    def _configure_endpoints(self, endpoint_url: str, table_name: str, ingest_queue_url: str | None) -> None:
-        """Point every function at the local endpoint, table and queue (``config.function_environment``
-        set the rest before ``knowledge`` was imported)."""
+    def _configure_endpoints(self, endpoint_url: str, table_name: str) -> None:
+        """Point every function at the local endpoint and table (``config.function_environment`` set
+        the rest before ``knowledge`` was imported)."""
         os.environ.update({"AWS_ENDPOINT_URL": endpoint_url, "TABLE_NAME": table_name})
-        if ingest_queue_url is not None:
-            os.environ["INGEST_QUEUE_URL"] = ingest_queue_url
         get_settings.cache_clear()
         use_container(None)
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from knowledge.adapters.dynamodb_store import DynamoDBKnowledgeStore
+from knowledge.adapters.dynamodb.knowledge_store import DynamoDBKnowledgeStore
 from knowledge.domain.models import Scope, Source
 from knowledge_local.aws_server import AwsServer
 from knowledge_local.provisioning import aws_client
