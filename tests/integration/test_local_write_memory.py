@@ -78,6 +78,7 @@ def _traced_after(writes: _Writes, count: int) -> int:
     return tracemalloc.get_traced_memory()[0]
 
 
+@pytest.mark.no_cover  # coverage keeps a tracer for every thread moto's server starts, ~28 KB a request
 def test_local_aws_server_memory_per_write_is_small_and_constant(writes: _Writes) -> None:
     writes.write(WARM_UP_WRITES)
     tracemalloc.start()
