@@ -14,7 +14,7 @@ export HF_HUB_OFFLINE := 1
 export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help install test lint typecheck unit run lint-template pr bench-relevance bench-memory clean
+.PHONY: help install test lint typecheck unit run lint-template pr bench-relevance bench-memory bench-ingest clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -66,6 +66,9 @@ bench-relevance: install  ## nDCG@10 / Recall on BEIR SciFact for every search m
 
 bench-memory: install  ## remember → searchable and search_memory p50/p95 at 10,000 notes, beside search_knowledge
 	POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/python -m bench.memory --data-dir "$${DATA_DIR:-../shared/data}/scifact" --corpus-vectors hashing --profile
+
+bench-ingest: install  ## SciFact + FastAPI pages through the write API into a local runtime: docs/s, RSS, stop time
+	$(BIN)/python -m bench.ingest --data-dir "$${DATA_DIR:-../shared/data}"
 
 clean:  ## remove the virtualenvs and caches
 	rm -rf $(VENV) $(SAM_VENV) .cache .aws-sam .mypy_cache .ruff_cache
