@@ -99,7 +99,7 @@ def _may_write(principal: Principal, request: Request) -> None:
         "`memory_id`, a new version of that note (`updated`, or `unchanged`). A stale "
         "`expected_version` is 409 `memory_conflict` with `details.current_version`."
     ),
-    tags=["tools", TAG],
+    tags=[TAG],
     status_code=201,
     responses=_responses(
         201, "The note was created; 200 for updated, unchanged or duplicate.", *WRITE_ERRORS
@@ -123,7 +123,7 @@ def remember(
         "Needs `memory:read`. The same legs, fusion and read-time truth check as search_knowledge, over "
         "the caller's visible, active, unexpired notes (superseded ones only with `include_superseded`)."
     ),
-    tags=["tools", TAG],
+    tags=[TAG],
     responses=_responses(200, "Ranked notes (memory_search).", *READ_ERRORS),
 )
 def search_memory(
@@ -169,7 +169,7 @@ def list_note_versions(
     description=(
         "Needs `memory:write`. Absent, unauthorized and forgotten notes answer 404 `memory_unavailable`."
     ),
-    tags=["tools", TAG],
+    tags=[TAG],
     responses=_responses(200, "The note was forgotten (memory_forgotten).", *WRITE_ERRORS),
 )
 def forget_memory(
