@@ -19,6 +19,7 @@ from opensearchpy import Connection, OpenSearch
 from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
 from opensearchpy.exceptions import RequestError
 
+from knowledge.adapters import opensearch_queries as dsl
 from knowledge.adapters.opensearch_index import OpenSearchIndex, build_opensearch_client
 from knowledge.domain.retrieval import ChunkHit, IndexQuery, Leg
 from knowledge.errors import DependencyUnavailableError, IndexConfigurationError
@@ -97,11 +98,11 @@ def ready(index: OpenSearchIndex, wire: RecordingConnection, *, dimension: int =
     wire.requests.clear()
 
 
-def mapping_answer(model: str, dimension: int) -> dict[str, Any]:
+def mapping_answer(model: str, dimension: int, analysis: str | None = dsl.TEXT_ANALYSIS) -> dict[str, Any]:
     return {
         "chunks-000001": {
             "mappings": {
-                "_meta": {"embedding_model": model, "dimension": dimension},
+                "_meta": {"embedding_model": model, "dimension": dimension, "text_analysis": analysis},
                 "properties": {"vector": {"type": "knn_vector", "dimension": dimension}},
             }
         }
@@ -398,9 +399,9 @@ def test_ensure_ready_missing_index_creates_knn_mapping_with_meta(
     assert (read.method, read.url) == ("GET", "/chunks/_mapping")
     keyword = {"type": "keyword"}
     assert create.body == {
-        "settings": {"index": {"knn": True}},
+        "settings": {"index": {"knn": True, "analysis": dsl.analysis_settings()}},
         "mappings": {
-            "_meta": {"embedding_model": "model-a", "dimension": 384},
+            "_meta": {"embedding_model": "model-a", "dimension": 384, "text_analysis": dsl.TEXT_ANALYSIS},
             "dynamic": "strict",
             "properties": {
                 "doc_type": keyword,
@@ -411,8 +412,8 @@ def test_ensure_ready_missing_index_creates_knn_mapping_with_meta(
                 "owner_id": keyword,
                 "team_id": keyword,
                 "scope": keyword,
-                "title": {"type": "text", "analyzer": "english"},
-                "text": {"type": "text", "analyzer": "english"},
+                "title": {"type": "text", "analyzer": "knowledge_text", "search_analyzer": "knowledge_query"},
+                "text": {"type": "text", "analyzer": "knowledge_text", "search_analyzer": "knowledge_query"},
                 "ordinal": {"type": "integer"},
                 "start": {"type": "integer"},
                 "end": {"type": "integer"},
@@ -445,9 +446,10 @@ def test_ensure_ready_index_created_concurrently_checks_its_mapping(
     [
         mapping_answer("model-b", 8),
         mapping_answer("model-a", 16),
+        mapping_answer("model-a", 8, analysis=None),
         {"chunks": {"mappings": {"properties": {"text": {"type": "text"}}}}},
     ],
-    ids=["other-model", "other-dimension", "no-meta"],
+    ids=["other-model", "other-dimension", "english-analysis", "no-meta"],
 )
 def test_ensure_ready_existing_index_built_otherwise_raises_without_writing(
     index: OpenSearchIndex, wire: RecordingConnection, answer: dict[str, Any]

@@ -15,9 +15,11 @@ from osmem_server import OsmemServer
 from knowledge.domain.retrieval import IndexQuery, Leg
 from knowledge.errors import IndexConfigurationError
 from knowledge.ports import SearchIndex
+from tests.support import multilingual
 from tests.support.index import (
     ADAPTER_LEGS,
     ADAPTERS,
+    ANALYSIS_GAPS,
     DIMENSION,
     MODEL_ID,
     SEMANTIC_ADAPTERS,
@@ -160,6 +162,42 @@ def test_search_lexical_stems_english_words(index: SearchIndex) -> None:
     index.upsert(item("ki_1", ("The zebras were running across the plains",)))
 
     assert found_items(index, "zebra runs") == {"ki_1"}
+
+
+# One analyzer for every language family
+
+
+def _probe_cases() -> list[Any]:
+    cases = []
+    for adapter in ADAPTERS:
+        for probe_ in multilingual.PROBES:
+            if probe_.needs & ANALYSIS_GAPS.get(adapter, frozenset()):
+                continue
+            cases.append(pytest.param(adapter, probe_, id=f"{adapter}-{probe_.query}"))
+    return cases
+
+
+@pytest.mark.parametrize(("index", "probe_"), _probe_cases(), indirect=["index"])
+def test_search_lexical_multilingual_sanity_set(index: SearchIndex, probe_: multilingual.Probe) -> None:
+    index.upsert_many([item(f"ki_{p.key}", (p.text,), title=p.title) for p in multilingual.PASSAGES])
+
+    assert found_items(index, probe_.query) == {f"ki_{key}" for key in probe_.expected}
+
+
+@every_adapter
+def test_search_lexical_accents_fold_both_ways(index: SearchIndex) -> None:
+    index.upsert_many([item("ki_plain", ("resume the cafe",)), item("ki_accented", ("Résumé du café",))])
+
+    assert found_items(index, "résumé café") == {"ki_plain", "ki_accented"}
+    assert found_items(index, "resume cafe") == {"ki_plain", "ki_accented"}
+
+
+@every_adapter
+def test_search_lexical_cjk_adjacent_to_latin_is_split(index: SearchIndex) -> None:
+    index.upsert(item("ki_1", ("Python3の使い方を学ぶ",)))
+
+    assert found_items(index, "python3") == {"ki_1"}
+    assert found_items(index, "使い方") == {"ki_1"}
 
 
 # Visibility: tenant, base allow-list, scope

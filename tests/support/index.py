@@ -30,6 +30,9 @@ ADAPTERS = ["embedded", "osmem"] + (["opensearch"] if OPENSEARCH_URL else [])
 """Every adapter: lexical behaviour, writes, versions, configuration."""
 SEMANTIC_ADAPTERS = ["embedded"] + (["opensearch"] if OPENSEARCH_URL else [])
 """Adapters whose engine runs k-NN (osmem answers 400 to ``knn``)."""
+ANALYSIS_GAPS = {"osmem": frozenset({"cjk_unigrams", "hangul_bigrams"})}
+"""Analysis an adapter's engine lacks: osmem answers ``_analyze`` like OpenSearch, but indexes
+neither the single characters of ``cjk_bigram`` (``output_unigrams``) nor bigrams of Hangul."""
 ADAPTER_LEGS = [(adapter, Leg.LEXICAL) for adapter in ADAPTERS] + [
     (adapter, Leg.SEMANTIC) for adapter in SEMANTIC_ADAPTERS
 ]

@@ -3,9 +3,9 @@
 - Lexical leg: BM25 (tantivy, k1 = 1.2, b = 0.75, as Lucene) over ``title`` and ``text``, scored like
   OpenSearch's ``multi_match`` ``best_fields`` with a tie breaker: the better of
   ``title_boost · BM25(title)`` and ``text_boost · BM25(text)`` per chunk plus ``tie_breaker`` times
-  the other. Both fields use an analyzer close to OpenSearch's
-  ``english``: letters and digits, lower case, Lucene's English stop words, Snowball English stems.
-  The query goes through the same analyzer and becomes term queries, so query syntax in user input is
+  the other. Both fields are analyzed by ``knowledge.domain.analysis`` (words, CJK bigrams, folding,
+  stop words) and then stemmed by tantivy's Snowball English stemmer, as the OpenSearch mapping does.
+  The query goes through the same analysis and becomes term queries, so query syntax in user input is
   never parsed and a query of stop words only matches nothing.
 - Semantic leg: exact cosine similarity over a contiguous float32 matrix of unit vectors (a matrix-
   vector product), top k by ``np.argpartition``.
@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 import tantivy
 
+from knowledge.domain.analysis import analyze
 from knowledge.domain.retrieval import (
     TIE_BREAKER,
     TITLE_BOOST,
@@ -38,26 +39,35 @@ from knowledge.domain.retrieval import (
     Leg,
     LegHits,
 )
-from knowledge.domain.stopwords import LUCENE_ENGLISH_STOP_WORDS
 from knowledge.domain.visibility import VisibilityFilter
 from knowledge.errors import IndexConfigurationError
 from knowledge.observability import logger
 
-_ANALYZER = "english_stop_stem"
+_ANALYZER = "analyzed_english_stem"
 _FREQ = "freq"  # BM25 needs term frequencies, not positions
-_MAX_TOKEN_CHARS = 40
 
 
-def english_analyzer() -> tantivy.TextAnalyzer:
-    """The analyzer of ``title``, ``text`` and query text (see module docs)."""
+def _stemmer() -> tantivy.TextAnalyzer:
+    """Tantivy's half of the analysis: the terms of ``analysis.analyze``, joined by spaces, stemmed."""
     return (
-        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-        .filter(tantivy.Filter.remove_long(_MAX_TOKEN_CHARS))
-        .filter(tantivy.Filter.lowercase())
-        .filter(tantivy.Filter.custom_stopword(list(LUCENE_ENGLISH_STOP_WORDS)))
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace())
         .filter(tantivy.Filter.stemmer("english"))
         .build()
     )
+
+
+_STEMMER = _stemmer()
+
+
+def _analyzed(text: str, *, query: bool = False) -> str:
+    return " ".join(analyze(text, query=query))
+
+
+def index_terms(text: str, *, query: bool = False) -> list[str]:
+    """The terms the lexical leg indexes for ``text`` (or searches for, with ``query``), in order:
+    ``analysis.analyze`` then Snowball English stems."""
+    terms: list[str] = _STEMMER.analyze(_analyzed(text, query=query))
+    return terms
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +136,6 @@ class EmbeddedIndex:
         self._model_id: str | None = None
         self._dimension: int | None = None
 
-        self._analyzer = english_analyzer()
         builder = tantivy.SchemaBuilder()
         builder.add_text_field("title", tokenizer_name=_ANALYZER, index_option=_FREQ)
         builder.add_text_field("text", tokenizer_name=_ANALYZER, index_option=_FREQ)
@@ -136,7 +145,7 @@ class EmbeddedIndex:
         builder.add_unsigned_field("row", fast=True)
         self._schema = builder.build()
         self._index = tantivy.Index(self._schema)
-        self._index.register_tokenizer(_ANALYZER, self._analyzer)
+        self._index.register_tokenizer(_ANALYZER, _stemmer())
         self._writer = self._index.writer(heap_size=64_000_000, num_threads=1)
         self._searcher = self._index.searcher()
 
@@ -263,7 +272,7 @@ class EmbeddedIndex:
         ]
 
     def _lexical(self, text: str, groups: list[int], k: int) -> list[ChunkHit]:
-        terms = self._analyzer.analyze(text)
+        terms = index_terms(text, query=True)
         if not terms or not groups:
             return []
         fields = []
@@ -384,6 +393,7 @@ class EmbeddedIndex:
         rows = self._claim_rows(len(item.chunks))
         item_key = _joined(*key)
         base_key = _joined(item.tenant_id, item.knowledge_base_id)
+        title = _analyzed(item.title)
         for row, chunk, vector in zip(rows, item.chunks, matrix, strict=True):
             self._chunks[row] = _Chunk(
                 knowledge_base_id=item.knowledge_base_id,
@@ -398,8 +408,8 @@ class EmbeddedIndex:
             self._row_group[row] = group
             self._alive[row] = True
             document = tantivy.Document()
-            document.add_text("title", item.title)
-            document.add_text("text", chunk.text)
+            document.add_text("title", title)
+            document.add_text("text", _analyzed(chunk.text))
             document.add_text("item_key", item_key)
             document.add_text("base_key", base_key)
             document.add_unsigned("group", group)

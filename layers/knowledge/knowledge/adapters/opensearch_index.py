@@ -186,8 +186,9 @@ class OpenSearchIndex:
         return self._name
 
     def ensure_ready(self, *, model_id: str, dimension: int) -> None:
-        """Create the index if missing; raise ``IndexConfigurationError`` if it records another model
-        or dimension (``_meta.embedding_model``, ``_meta.dimension``, the mapped vector dimension)."""
+        """Create the index if missing; raise ``IndexConfigurationError`` if it records another model,
+        dimension or text analysis (``_meta.embedding_model``, ``_meta.dimension``, the mapped vector
+        dimension, ``_meta.text_analysis``)."""
         with _translated("ensure_ready"):
             if not self._client.indices.exists(index=self._name):
                 self._create(model_id, dimension)
@@ -198,6 +199,13 @@ class OpenSearchIndex:
                 f"dimension {recorded.dimension}, but {model_id!r} with dimension {dimension} is "
                 "configured. Index into a new index or restore the previous model.",
                 {"index_model": recorded.model_id, "index_dimension": recorded.dimension},
+            )
+        if recorded.text_analysis != dsl.TEXT_ANALYSIS:
+            raise IndexConfigurationError(
+                f"Search index {self._name!r} analyzes text as {recorded.text_analysis!r}, but this "
+                f"version searches with {dsl.TEXT_ANALYSIS!r} (CJK bigrams, accent folding). Index "
+                "into a new index.",
+                {"index_text_analysis": recorded.text_analysis, "text_analysis": dsl.TEXT_ANALYSIS},
             )
         self._dimension = dimension
 

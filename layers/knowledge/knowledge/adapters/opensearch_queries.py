@@ -3,7 +3,7 @@
 One index holds two kinds of documents, told apart by ``doc_type``:
 
 - ``chunk`` (id ``{item}:{ordinal}``): one chunk of the current revision of a published item, with
-  ``title``/``text`` analyzed by the ``english`` analyzer (BM25) and ``vector`` as a ``knn_vector``
+  ``title``/``text`` analyzed by ``TEXT_ANALYZER`` (BM25) and ``vector`` as a ``knn_vector``
   (HNSW, Lucene engine, ``cosinesimil``).
 - ``item`` (id ``{item}``): the item's head, a small document that carries the item's version
   through OpenSearch external versioning, so a late, older write is refused with a 409.
@@ -42,6 +42,36 @@ _KEYWORDS = (
 _HIT_FIELDS = ("knowledge_base_id", "knowledge_item_id", "knowledge_revision_id", "ordinal", "start", "end")
 
 
+TEXT_ANALYZER = "knowledge_text"
+QUERY_ANALYZER = "knowledge_query"
+TEXT_ANALYSIS = "knowledge-text-1"
+"""Recorded in ``_meta.text_analysis``: the version of ``analysis_settings``; an index built with
+another analysis is refused, as one built for another embedding model."""
+
+
+def analysis_settings() -> dict[str, Any]:
+    """``TEXT_ANALYZER`` and ``QUERY_ANALYZER``, the analysis of ``knowledge.domain.analysis`` in
+    built-in filters only: the ``standard`` tokenizer (UAX #29 words), ``cjk_width``, ``lowercase``,
+    ``asciifolding``, ``cjk_bigram`` (indexed text keeps single characters too), Lucene's English
+    stop words, porter2 stems (possessives included)."""
+
+    def analyzer(bigrams: str) -> dict[str, Any]:
+        filters = ["cjk_width", "lowercase", "asciifolding", bigrams, "knowledge_stop", "knowledge_stem"]
+        return {"type": "custom", "tokenizer": "standard", "filter": filters}
+
+    return {
+        "filter": {
+            "knowledge_cjk_unigrams_bigrams": {"type": "cjk_bigram", "output_unigrams": True},
+            "knowledge_stop": {"type": "stop", "stopwords": "_english_"},
+            "knowledge_stem": {"type": "stemmer", "language": "porter2"},
+        },
+        "analyzer": {
+            TEXT_ANALYZER: analyzer("knowledge_cjk_unigrams_bigrams"),
+            QUERY_ANALYZER: analyzer("cjk_bigram"),
+        },
+    }
+
+
 def live_version(version: int) -> int:
     """External version of an item's head and chunks while the item is indexed at ``version``."""
     return 2 * version
@@ -58,14 +88,14 @@ def index_body(*, model_id: str, dimension: int, shards: int | None = None) -> d
     The vector uses the Lucene HNSW engine because it filters *during* the graph search (efficient
     k-NN filtering, OpenSearch ≥ 2.4), so visibility never costs top-k slots.
     """
-    settings: dict[str, Any] = {"knn": True}
+    settings: dict[str, Any] = {"knn": True, "analysis": analysis_settings()}
     if shards is not None:
         settings["number_of_shards"] = shards
     properties: dict[str, Any] = {name: {"type": "keyword"} for name in _KEYWORDS}
     properties.update(
         {
-            "title": {"type": "text", "analyzer": "english"},
-            "text": {"type": "text", "analyzer": "english"},
+            "title": {"type": "text", "analyzer": TEXT_ANALYZER, "search_analyzer": QUERY_ANALYZER},
+            "text": {"type": "text", "analyzer": TEXT_ANALYZER, "search_analyzer": QUERY_ANALYZER},
             "ordinal": {"type": "integer"},
             "start": {"type": "integer"},
             "end": {"type": "integer"},
@@ -81,7 +111,7 @@ def index_body(*, model_id: str, dimension: int, shards: int | None = None) -> d
     return {
         "settings": {"index": settings},
         "mappings": {
-            "_meta": {"embedding_model": model_id, "dimension": dimension},
+            "_meta": {"embedding_model": model_id, "dimension": dimension, "text_analysis": TEXT_ANALYSIS},
             "dynamic": "strict",
             "properties": properties,
         },
@@ -89,11 +119,13 @@ def index_body(*, model_id: str, dimension: int, shards: int | None = None) -> d
 
 
 class RecordedConfig(NamedTuple):
-    """What an existing index records: ``_meta`` model and dimension, and the mapped vector dimension."""
+    """What an existing index records: ``_meta`` model, dimension and text analysis, and the mapped
+    vector dimension."""
 
     model_id: str | None
     dimension: int | None
     vector_dimension: int | None
+    text_analysis: str | None = None
 
     def matches(self, model_id: str, dimension: int) -> bool:
         return self.model_id == model_id and self.dimension == self.vector_dimension == dimension
@@ -109,7 +141,9 @@ def recorded_config(mapping_response: Mapping[str, Any]) -> RecordedConfig:
     mappings = entry.get("mappings", {})
     meta = mappings.get("_meta", {})
     vector = mappings.get("properties", {}).get("vector", {})
-    return RecordedConfig(meta.get("embedding_model"), meta.get("dimension"), vector.get("dimension"))
+    return RecordedConfig(
+        meta.get("embedding_model"), meta.get("dimension"), vector.get("dimension"), meta.get("text_analysis")
+    )
 
 
 def chunk_id(knowledge_item_id: str, ordinal: int) -> str:
