@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from osmem_server import OsmemServer
 
-from knowledge.domain.retrieval import IndexQuery, Leg
+from knowledge.domain.fusion import fuse
+from knowledge.domain.retrieval import IndexQuery, Leg, LegHits, SearchMode
 from knowledge.errors import IndexConfigurationError
 from knowledge.ports import SearchIndex
 from tests.support import multilingual
@@ -270,6 +271,63 @@ def test_search_hidden_better_matches_never_take_top_k(index: SearchIndex, leg: 
     hits = index.search(probe(leg, k=5, subject="bob"))
 
     assert leg_hits(hits, leg) == [("ki_visible", 0)]
+
+
+# Normalization edge cases (DESIGN §4) on each adapter's own hits
+
+
+def _fused(index: SearchIndex, leg: Leg, **viewer_kwargs: Any) -> dict[str, Any]:
+    """Hybrid fusion of one leg's hits from ``index`` (the other leg empty), by item id."""
+    hits = index.search(probe(leg, **viewer_kwargs))
+    legs = LegHits(lexical=hits.lexical) if leg is Leg.LEXICAL else LegHits(semantic=hits.semantic)
+    alpha = 1.0 if leg is Leg.LEXICAL else 0.0
+    return {hit.knowledge_item_id: hit for hit in fuse(legs, SearchMode.HYBRID, alpha)}
+
+
+@every_leg
+def test_fusion_single_hit_normalizes_to_one(index: SearchIndex, leg: Leg) -> None:
+    index.upsert_many([matching("ki_1"), item("ki_2", ("unrelated words",), vectors=[[-1.0] + [0.0] * 7])])
+
+    fused = _fused(index, leg)
+
+    assert fused["ki_1"].final == 1.0
+    assert set(fused) <= {"ki_1", "ki_2"}
+    assert all(hit.final == 0.0 for item_id, hit in fused.items() if item_id != "ki_1")
+
+
+@every_leg
+def test_fusion_equal_scores_normalize_to_one(index: SearchIndex, leg: Leg) -> None:
+    index.upsert_many([matching("ki_1"), matching("ki_2"), matching("ki_3")])
+
+    fused = _fused(index, leg)
+
+    assert {item_id: hit.final for item_id, hit in fused.items()} == {"ki_1": 1.0, "ki_2": 1.0, "ki_3": 1.0}
+
+
+@every_leg
+def test_fusion_weaker_match_keeps_credit_in_proportion(index: SearchIndex, leg: Leg) -> None:
+    index.upsert_many(
+        [
+            item("ki_strong", (f"{MATCH} {MATCH} {MATCH} stripes",), vectors=[axis(0)]),
+            item(
+                "ki_weak", (f"a {MATCH} among many other words of a longer chunk",), vectors=[at_angle(0.4)]
+            ),
+        ]
+    )
+
+    fused = _fused(index, leg)
+    raw = {item_id: (hit.lexical or hit.semantic).raw for item_id, hit in fused.items()}
+
+    assert fused["ki_strong"].final == 1.0
+    assert fused["ki_weak"].final == pytest.approx(raw["ki_weak"] / raw["ki_strong"])
+    assert 0.0 < fused["ki_weak"].final < 1.0
+
+
+@every_leg
+def test_fusion_empty_leg_contributes_nothing(index: SearchIndex, leg: Leg) -> None:
+    index.upsert(matching("ki_1", scope="private", owner="alice"))
+
+    assert _fused(index, leg, subject="bob") == {}
 
 
 # Writes and versions

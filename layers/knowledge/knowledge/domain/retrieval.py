@@ -22,6 +22,13 @@ Both are BEIR's BM25 settings (Thakur et al. 2021) and the best of the grid trie
 queries (docs/benchmarks.md); both index adapters use them by default."""
 
 
+CANDIDATE_DEPTH = 200
+"""Chunk candidates each leg returns for every query, whatever ``max_results`` asks (as OpenSearch's
+hybrid ``pagination_depth``): 4 × the largest page of 50 (DESIGN §4), so normalization statistics,
+and with them the order, never depend on the page size, and stale hits dropped by the read-time
+truth check are refilled from the same candidates."""
+
+
 class SearchMode(StrEnum):
     """Scoring modes of the tool (DESIGN §4)."""
 
