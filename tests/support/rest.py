@@ -21,6 +21,7 @@ from knowledge.adapters.embedded_index import EmbeddedIndex
 from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
 from knowledge.bootstrap import Container, build_container, use_container
 from knowledge.domain.models import KnowledgeBase, KnowledgeItem, Revision, Scope, Source
+from knowledge.domain.retrieval import IndexedItem
 from knowledge.ports import RuntimeSwitch
 from knowledge.services.documents import build_indexed_item
 from knowledge.settings import Settings
@@ -146,12 +147,28 @@ class SearchWorld:
             self.index_revision(base, item, revision, content)
         return item, revision
 
+    def publish_many(self, base: KnowledgeBase, documents: Iterable[tuple[str, str]]) -> list[KnowledgeItem]:
+        """New published items from ``(title, content)`` pairs, indexed in one batch (one commit)."""
+        published = []
+        for title, content in documents:
+            item, revision = self.publish(base, title, content, indexed=False)
+            published.append((item, revision, content))
+        self.index.upsert_many(
+            [self._indexed(base, item, revision, content) for item, revision, content in published]
+        )
+        return [item for item, _, _ in published]
+
     def index_revision(
         self, base: KnowledgeBase, item: KnowledgeItem, revision: Revision, content: str
     ) -> None:
         """Put ``revision`` of ``item`` in the index as the indexer would, whatever the store says."""
+        self.index.upsert(self._indexed(base, item, revision, content))
+
+    def _indexed(
+        self, base: KnowledgeBase, item: KnowledgeItem, revision: Revision, content: str
+    ) -> IndexedItem:
         assert self.container is not None, "install() the container first"
-        indexed = build_indexed_item(
+        return build_indexed_item(
             chunker=self.container.chunker,
             embedder=self.embedder,
             tenant_id=base.tenant_id,
@@ -165,7 +182,6 @@ class SearchWorld:
             title=revision.title,
             content=content,
         )
-        self.index.upsert(indexed)
 
     # -- callers ----------------------------------------------------------------------------------
 
