@@ -98,11 +98,11 @@ def ready(index: OpenSearchIndex, wire: RecordingConnection, *, dimension: int =
     wire.requests.clear()
 
 
-def mapping_answer(model: str, dimension: int, analysis: str | None = dsl.TEXT_ANALYSIS) -> dict[str, Any]:
+def mapping_answer(model: str, dimension: int, analysis: str | None = dsl.LAYOUT) -> dict[str, Any]:
     return {
         "chunks-000001": {
             "mappings": {
-                "_meta": {"embedding_model": model, "dimension": dimension, "text_analysis": analysis},
+                "_meta": {"embedding_model": model, "dimension": dimension, "layout": analysis},
                 "properties": {"vector": {"type": "knn_vector", "dimension": dimension}},
             }
         }
@@ -129,6 +129,15 @@ def both_legs_query() -> IndexQuery:
         visibility=viewer(tenant="t1", subject="u1", teams=["red", "blue"], bases=["kb_b", "kb_a"]),
         k=3,
     )
+
+
+def visibility(doc_type: str) -> dict[str, Any]:
+    """The visibility filter of ``both_legs_query`` over documents of ``doc_type``."""
+    filter_ = {
+        **VISIBILITY["bool"],
+        "filter": [{"term": {"doc_type": doc_type}}, *VISIBILITY["bool"]["filter"][1:]],
+    }
+    return {"bool": filter_}
 
 
 VISIBILITY = {
@@ -160,20 +169,23 @@ VISIBILITY = {
 SORT = [{"_score": "desc"}, {"knowledge_item_id": "asc"}, {"ordinal": "asc"}]
 
 
-def hit(item_id: str, ordinal: int, score: float) -> dict[str, Any]:
+def hit(item_id: str, ordinal: int, score: float, *, passage: bool = True) -> dict[str, Any]:
+    """A hit of the lexical leg (a passage) or, with ``passage=False``, of the semantic leg (a chunk)."""
+    text = (
+        {"title": "Title", "text": f"text of {item_id}"} if passage else {"chunk_text": f"chunk of {item_id}"}
+    )
     return {
         "_index": "chunks-000001",
-        "_id": f"{item_id}:{ordinal}",
+        "_id": f"{item_id}:p{ordinal}" if passage else f"{item_id}:{ordinal}",
         "_score": score,
         "_routing": "t1",
         "_source": {
-            "doc_type": "chunk",
+            "doc_type": "passage" if passage else "chunk",
             "tenant_id": "t1",
             "knowledge_base_id": "kb_a",
             "knowledge_item_id": item_id,
             "knowledge_revision_id": f"kr_{item_id}",
-            "title": "Title",
-            "text": f"text of {item_id}",
+            **text,
             "ordinal": ordinal,
             "start": 10 * ordinal,
             "end": 10 * ordinal + 9,
@@ -217,11 +229,11 @@ def test_search_both_legs_sends_one_msearch_with_filter_inside_knn(
                                 "query": 'zebra "stripes"',
                                 "fields": ["title^1", "text"],
                                 "type": "best_fields",
-                                "tie_breaker": 0.5,
+                                "tie_breaker": 0.3,
                             }
                         }
                     ],
-                    "filter": [VISIBILITY],
+                    "filter": [visibility("passage")],
                 }
             },
             "sort": SORT,
@@ -252,7 +264,7 @@ def test_search_visibility_without_teams_or_allow_list_omits_those_clauses(
         {
             "bool": {
                 "filter": [
-                    {"term": {"doc_type": "chunk"}},
+                    {"term": {"doc_type": "passage"}},
                     {"term": {"tenant_id": "t1"}},
                     {
                         "bool": {
@@ -286,7 +298,7 @@ def test_search_parses_documented_msearch_answer_bm25_and_cosine(
 ) -> None:
     lexical = search_answer(hit("ki_1", 0, 7.25), hit("ki_2", 3, 2.5))
     # cosinesimil: score = (1 + cos) / 2, so 0.95 is cos 0.9 and 0.5 is cos 0.
-    semantic = search_answer(hit("ki_2", 1, 0.95), hit("ki_3", 0, 0.5))
+    semantic = search_answer(hit("ki_2", 1, 0.95, passage=False), hit("ki_3", 0, 0.5, passage=False))
     wire.answers.append((200, {"took": 4, "responses": [lexical, semantic]}))
 
     hits = index.search(both_legs_query())
@@ -313,7 +325,10 @@ def test_search_parses_documented_msearch_answer_bm25_and_cosine(
             score=2.5,
         ),
     ]
-    assert [(h.knowledge_item_id, h.ordinal) for h in hits.semantic] == [("ki_2", 1), ("ki_3", 0)]
+    assert [(h.knowledge_item_id, h.ordinal, h.text) for h in hits.semantic] == [
+        ("ki_2", 1, "chunk of ki_2"),
+        ("ki_3", 0, "chunk of ki_3"),
+    ]
     assert [h.score for h in hits.semantic] == pytest.approx([0.9, 0.0])
 
 
@@ -401,7 +416,7 @@ def test_ensure_ready_missing_index_creates_knn_mapping_with_meta(
     assert create.body == {
         "settings": {"index": {"knn": True, "analysis": dsl.analysis_settings()}},
         "mappings": {
-            "_meta": {"embedding_model": "model-a", "dimension": 384, "text_analysis": dsl.TEXT_ANALYSIS},
+            "_meta": {"embedding_model": "model-a", "dimension": 384, "layout": dsl.LAYOUT},
             "dynamic": "strict",
             "properties": {
                 "doc_type": keyword,
@@ -414,6 +429,7 @@ def test_ensure_ready_missing_index_creates_knn_mapping_with_meta(
                 "scope": keyword,
                 "title": {"type": "text", "analyzer": "knowledge_text", "search_analyzer": "knowledge_query"},
                 "text": {"type": "text", "analyzer": "knowledge_text", "search_analyzer": "knowledge_query"},
+                "chunk_text": {"type": "text", "index": False},
                 "ordinal": {"type": "integer"},
                 "start": {"type": "integer"},
                 "end": {"type": "integer"},
@@ -517,8 +533,7 @@ def test_upsert_new_item_writes_versioned_head_then_routed_chunks(
             "version_type": "external_gte",
         }
     }
-    assert lines[1] == {
-        "doc_type": "chunk",
+    common = {
         "tenant_id": "t9",
         "knowledge_base_id": "kb_q",
         "knowledge_item_id": "ki_1",
@@ -526,15 +541,19 @@ def test_upsert_new_item_writes_versioned_head_then_routed_chunks(
         "owner_id": "owner",
         "team_id": None,
         "scope": "tenant",
-        "title": "T",
-        "text": "first",
         "ordinal": 0,
         "start": 0,
         "end": 5,
         "item_version": 3,
+    }
+    assert lines[1] == {
+        **common,
+        "doc_type": "chunk",
+        "chunk_text": "first",
         "vector": written.chunks[0].vector,
     }
-    assert lines[2]["index"]["_id"] == "ki_1:1"
+    assert [line["index"]["_id"] for line in lines[::2]] == ["ki_1:0", "ki_1:1", "ki_1:p0", "ki_1:p1"]
+    assert lines[5] == {**common, "doc_type": "passage", "title": "T", "text": "first"}
 
 
 def test_upsert_existing_item_deletes_superseded_chunks_by_query(
@@ -560,14 +579,29 @@ def test_upsert_existing_item_deletes_superseded_chunks_by_query(
     assert delete.body == {
         "query": {
             "bool": {
-                "filter": [{"term": {"doc_type": "chunk"}}],
+                "filter": [{"terms": {"doc_type": ["chunk", "passage"]}}],
                 "should": [
                     {
                         "bool": {
                             "filter": [{"term": {"knowledge_item_id": "ki_1"}}],
                             "should": [
                                 {"range": {"item_version": {"lt": 4}}},
-                                {"range": {"ordinal": {"gte": 1}}},
+                                {
+                                    "bool": {
+                                        "filter": [
+                                            {"term": {"doc_type": "chunk"}},
+                                            {"range": {"ordinal": {"gte": 1}}},
+                                        ]
+                                    }
+                                },
+                                {
+                                    "bool": {
+                                        "filter": [
+                                            {"term": {"doc_type": "passage"}},
+                                            {"range": {"ordinal": {"gte": 1}}},
+                                        ]
+                                    }
+                                },
                             ],
                             "minimum_should_match": 1,
                         }
@@ -679,7 +713,7 @@ def test_remove_item_writes_tombstone_version_then_deletes_chunks(
     assert refresh.url == "/chunks/_refresh"
     assert (delete.url, delete.params["routing"]) == ("/chunks/_delete_by_query", "t4")
     assert delete.body["query"]["bool"]["filter"] == [
-        {"term": {"doc_type": "chunk"}},
+        {"terms": {"doc_type": ["chunk", "passage"]}},
         {"term": {"tenant_id": "t4"}},
         {"term": {"knowledge_item_id": "ki_1"}},
     ]
@@ -705,7 +739,7 @@ def test_remove_base_deletes_base_chunks_routed_to_tenant(
     assert (refresh.url, delete.url) == ("/chunks/_refresh", "/chunks/_delete_by_query")
     assert delete.params == {"routing": "t4", "conflicts": "proceed"}
     assert delete.body["query"]["bool"]["filter"] == [
-        {"term": {"doc_type": "chunk"}},
+        {"terms": {"doc_type": ["chunk", "passage"]}},
         {"term": {"tenant_id": "t4"}},
         {"term": {"knowledge_base_id": "kb_q"}},
     ]

@@ -13,7 +13,7 @@ import pytest
 from osmem_server import OsmemServer
 
 from knowledge.domain.fusion import fuse
-from knowledge.domain.retrieval import IndexQuery, Leg, LegHits, SearchMode
+from knowledge.domain.retrieval import Chunk, IndexQuery, Leg, LegHits, SearchMode
 from knowledge.errors import IndexConfigurationError
 from knowledge.ports import SearchIndex
 from tests.support import multilingual
@@ -92,6 +92,32 @@ def test_search_after_upsert_returns_chunk_fields(index: SearchIndex, leg: Leg) 
     )
     assert (best.ordinal, best.start, best.end) == (1, 21, 48)
     assert best.text == "a zebra in the second chunk"
+
+
+@every_leg
+def test_search_lexical_leg_ranks_passages_semantic_leg_chunks(index: SearchIndex, leg: Leg) -> None:
+    chunked = item("ki_1", ("the zebra grazes", " near the river"), vectors=[axis(0), axis(2)])
+    whole = Chunk(ordinal=0, start=0, end=31, text="the zebra grazes near the river")
+    index.upsert(chunked.model_copy(update={"passages": [whole]}))
+
+    hits = index.search(probe(leg))
+
+    expected = (0, 0, 31, whole.text) if leg is Leg.LEXICAL else (0, 0, 16, "the zebra grazes")
+    best = (hits.lexical or hits.semantic)[0]
+    assert (best.ordinal, best.start, best.end, best.text) == expected
+    assert len(hits.lexical) == (1 if leg is Leg.LEXICAL else 0)
+
+
+@every_adapter
+def test_upsert_same_version_with_fewer_passages_removes_the_others(index: SearchIndex) -> None:
+    first = item("ki_1", ("alpha", "bravo"), version=3)
+    index.upsert(first)
+    single = Chunk(ordinal=0, start=0, end=5, text="alpha")
+
+    index.upsert(first.model_copy(update={"passages": [single]}))
+
+    assert leg_hits(index.search(query("alpha bravo")), Leg.LEXICAL) == [("ki_1", 0)]
+    assert index.search(query("bravo")).lexical == []
 
 
 @every_leg

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from knowledge.bootstrap import use_container
-from knowledge.domain.models import KnowledgeBase
+from knowledge.domain.models import KnowledgeBase, Scope
 from knowledge.settings import Settings
 from tests.support import multilingual
 from tests.support.rest import SearchWorld, new_world, result_items
@@ -207,7 +207,7 @@ def test_search_knowledge_duplicates_list_only_visible_current_items(
     kept, _ = world.publish(base, "Backups", passage)
     archived, _ = world.publish(base, "Old backups", passage)
     world.store.archive_item(base.tenant_id, archived.knowledge_item_id, expected_version=archived.version)
-    private = world.base(scope=world.base().scope.PRIVATE, owner_id="someone-else", name="Private")
+    private = world.base(scope=Scope.PRIVATE, owner_id="someone-else", name="Private")
     world.publish(private, "Hidden backups", passage)
 
     (result,) = world.search(world.token(), "backups nightly").body["results"]

@@ -17,7 +17,7 @@ from osmem_server import OsmemServer
 
 from knowledge.adapters.embedded_index import EmbeddedIndex
 from knowledge.adapters.opensearch_index import OpenSearchIndex, build_opensearch_client
-from knowledge.domain.retrieval import IndexedChunk, IndexedItem, IndexQuery, Leg, LegHits
+from knowledge.domain.retrieval import Chunk, IndexedChunk, IndexedItem, IndexQuery, Leg, LegHits
 from knowledge.domain.visibility import VisibilityFilter
 from knowledge.ports import SearchIndex
 
@@ -93,7 +93,8 @@ def item(
     vectors: Sequence[Sequence[float]] | None = None,
 ) -> IndexedItem:
     """An item whose chunk ``n`` holds ``texts[n]`` at consecutive offsets and vector ``vectors[n]``
-    (default ``axis(n + 1)``, orthogonal to the usual query vector ``axis(0)``)."""
+    (default ``axis(n + 1)``, orthogonal to the usual query vector ``axis(0)``); its passages are the
+    same spans, so both legs see the same units."""
     chunks = []
     offset = 0
     for ordinal, text in enumerate(texts):
@@ -113,6 +114,7 @@ def item(
         scope=scope,
         title=title,
         chunks=chunks,
+        passages=[Chunk(ordinal=c.ordinal, start=c.start, end=c.end, text=c.text) for c in chunks],
     )
 
 

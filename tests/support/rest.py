@@ -233,6 +233,15 @@ def result_items(reply: Reply) -> list[str]:
     return [result["knowledge_item_id"] for result in reply.body["results"]]
 
 
+def found_items(reply: Reply) -> set[str]:
+    """Every item a query reply found: its results and the copies each result lists."""
+    return {
+        item_id
+        for result in reply.body["results"]
+        for item_id in (result["knowledge_item_id"], *result["duplicate_item_ids"])
+    }
+
+
 def error_body(status: int, code: str, reply: Reply) -> Mapping[str, Any]:
     """Assert ``reply`` is the error ``code`` with ``status`` and return its ``error`` object."""
     assert reply.status == status, reply.text
