@@ -7,6 +7,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 SAM_VENV := .venv-sam
 STAMP := $(VENV)/.installed
+SAM_STAMP := $(SAM_VENV)/.installed
+COVERAGE_FLOOR := 96
 export TIKTOKEN_CACHE_DIR := $(CURDIR)/.cache/tiktoken
 export HF_HUB_OFFLINE := 1
 export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
@@ -38,8 +40,8 @@ typecheck: install  ## mypy on the package, the local runtime, the handlers and 
 	@# every handler is a module named `app`: check them one by one
 	@for handler in functions/*/app.py; do $(BIN)/mypy --no-error-summary $$handler || exit 1; done
 
-test: lint typecheck  ## the whole suite: ruff, mypy, pytest (unit, integration, e2e)
-	$(BIN)/pytest
+test: lint typecheck lint-template  ## every gate: ruff, mypy, cfn-lint, sam validate, pytest with branch coverage
+	$(BIN)/pytest --cov --cov-fail-under=$(COVERAGE_FLOOR)
 
 unit: install  ## unit tests only
 	$(BIN)/pytest tests/unit -q
@@ -47,12 +49,17 @@ unit: install  ## unit tests only
 run: install  ## serve the API on http://127.0.0.1:$${PORT:-3000} on embedded defaults
 	$(BIN)/python -m knowledge_local.runtime
 
-lint-template: install  ## cfn-lint and `sam validate --lint` (SAM CLI in its own virtualenv)
-	$(BIN)/cfn-lint template.yaml
-	@test -x $(SAM_VENV)/bin/sam || ($(PYTHON) -m venv $(SAM_VENV) && $(SAM_VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements/sam.txt)
-	$(SAM_VENV)/bin/sam validate --lint --region us-east-1
+$(SAM_STAMP): requirements/sam.txt
+	@echo "==> creating $(SAM_VENV) (SAM CLI, which pins an older boto3 than the project)"
+	$(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements/sam.txt
+	@touch $(SAM_STAMP)
 
-pr: test lint-template  ## every gate
+lint-template: install $(SAM_STAMP)  ## cfn-lint and `sam validate --lint` (SAM CLI in its own virtualenv)
+	$(BIN)/cfn-lint template.yaml
+	SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam validate --lint --region us-east-1
+
+pr: test  ## the same gates as test
 
 bench-relevance: install  ## nDCG@10 / Recall on BEIR SciFact for every search mode (DATA_DIR overrides)
 	POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/python -m bench.relevance --data-dir "$${DATA_DIR:-../shared/data}/scifact"

@@ -14,7 +14,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from knowledge.adapters.dynamodb_stream import decode_stream_record
+from knowledge.adapters.dynamodb.stream import decode_stream_record
 from knowledge.bootstrap import get_container
 from knowledge.observability import logger, metrics, tracer
 

@@ -1,6 +1,6 @@
 """``KnowledgeAdminFunction``: the write API of DESIGN §6 (bases, items, revisions, tokens, health).
 
-Routes live in ``knowledge.api.routes.admin``; errors are mapped by ``knowledge.api.http``. Bodies
+Routes live in ``knowledge.api.routes.knowledge_admin``; errors are mapped by ``knowledge.api.http``. Bodies
 may reach Lambda's 6 MB request limit, so that 4,000,000 characters of content fit.
 """
 
@@ -12,7 +12,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from knowledge.api.http import build_resolver
-from knowledge.api.routes.admin import router
+from knowledge.api.routes.knowledge_admin import router
 from knowledge.observability import logger, metrics, tracer
 
 MAX_BODY_BYTES = 6 * 1024 * 1024

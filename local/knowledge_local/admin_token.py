@@ -23,8 +23,8 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from knowledge.adapters.dynamodb_store import DynamoDBKnowledgeStore
-from knowledge.domain.ingestion import is_tenant_id
+from knowledge.adapters.dynamodb.knowledge_store import DynamoDBKnowledgeStore
+from knowledge.domain.ingest_messages import is_tenant_id
 from knowledge.domain.models import Permission
 from knowledge.observability import logger
 from knowledge.services.tokens import TokenService

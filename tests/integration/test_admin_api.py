@@ -13,11 +13,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 
 from knowledge.adapters.embedded_index import EmbeddedIndex
 from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
+from knowledge.api.routes import knowledge_admin
 from knowledge.bootstrap import use_container
-from knowledge.domain.tokens import hash_token
+from knowledge.domain.bearer_tokens import hash_token
 from knowledge.settings import Settings
 from knowledge_local.routes import load_routes
 from tests.conftest import TABLE_NAME
@@ -1185,6 +1187,22 @@ def test_idempotency_key_replay_of_archive_still_answers_the_first_answer(
     again = _with_key(writer, "POST", _item_path(item, "/archive"), {"expected_version": 1}, "archive-2")
 
     assert (again.status, again.body, again.headers.get("Idempotent-Replayed")) == (200, first.body, "true")
+
+
+def test_write_routes_answer_and_replay_after_another_resolver_includes_their_router(
+    writer: AdminClient, base: dict[str, Any]
+) -> None:
+    # The OpenAPI document's resolver includes the serving routers too: routes must not depend on
+    # which resolver included their router last.
+    APIGatewayHttpResolver(enable_validation=False).include_router(knowledge_admin.router)
+    body = {"title": "Runbook", "content": DOC}
+
+    first = _with_key(writer, "POST", _items_path(base), body, "after-document")
+    again = _with_key(writer, "POST", _items_path(base), body, "after-document")
+
+    assert (first.status, again.status, again.body) == (201, 201, first.body)
+    assert again.headers.get("Idempotent-Replayed") == "true"
+    assert writer.ok("GET", _item_path(first.body))["knowledge_item_id"] == first.body["knowledge_item_id"]
 
 
 # -- malformed bodies -----------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from knowledge.adapters.dynamodb_store import DynamoDBKnowledgeStore
+from knowledge.adapters.dynamodb.knowledge_store import DynamoDBKnowledgeStore
 from knowledge.domain.models import KnowledgeItem, Revision, Source
 from knowledge.errors import ConflictError
 from tests.support.store import make_base, make_store, new_client, raw_items, serialized_dynamodb

@@ -10,7 +10,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
-from knowledge.adapters.dynamodb_store import DynamoDBKnowledgeStore
+from knowledge.adapters.dynamodb.knowledge_store import DynamoDBKnowledgeStore
 from knowledge.domain.models import ItemStatus, KnowledgeBase, Source
 from knowledge.errors import ConflictError, DependencyUnavailableError
 from tests.conftest import TABLE_NAME
@@ -44,7 +44,7 @@ def base(store: DynamoDBKnowledgeStore) -> KnowledgeBase:
 
 @pytest.fixture
 def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("knowledge.adapters.dynamodb_table.backoff", lambda attempt: 0.0)
+    monkeypatch.setattr("knowledge.adapters.dynamodb.table.backoff", lambda attempt: 0.0)
 
 
 def test_get_item_throttled_client_raises_dependency_unavailable() -> None:
@@ -199,11 +199,6 @@ def test_get_items_keys_never_processed_raise_dependency_unavailable(
 
     with intercepted(client, "BatchGetItem", never), pytest.raises(DependencyUnavailableError):
         store.get_items(TENANT, ["ki_01ABSENT00000000000000000000"])
-
-
-def test_store_page_size_out_of_range_raises_value_error(table: Any) -> None:
-    with pytest.raises(ValueError, match="page_size_chars"):
-        make_store(page_size_chars=90_001)
 
 
 def test_add_revision_throttled_page_write_removes_written_pages(

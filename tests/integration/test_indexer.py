@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from knowledge.adapters.dynamodb_stream import decode_stream_record
+from knowledge.adapters.dynamodb.stream import decode_stream_record
 from knowledge.adapters.embedded_index import EmbeddedIndex
 from knowledge.adapters.embedding_cache import DynamoDBEmbeddingCache
 from knowledge.bootstrap import Container, use_container
-from knowledge.domain.curation import CreateRevisionRequest
 from knowledge.domain.models import BaseStatus, KnowledgeBase, KnowledgeItem, Principal, Source
+from knowledge.domain.write_contract import CreateRevisionRequest
 from knowledge.errors import ConflictError, DependencyUnavailableError
 from knowledge.services.indexing import IndexAction, IndexingService
 from knowledge.settings import Settings

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from knowledge.adapters.dynamodb_store import DynamoDBKnowledgeStore
+from knowledge.adapters.dynamodb.knowledge_store import DynamoDBKnowledgeStore
 from knowledge.domain.models import KnowledgeItem, Scope, Source
 from knowledge.errors import ConflictError
 from knowledge_local.aws_server import AwsServer

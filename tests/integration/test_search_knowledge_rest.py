@@ -13,8 +13,8 @@ import pytest
 
 from knowledge.adapters.runtime_switch import ParameterRuntimeSwitch, StaticRuntimeSwitch
 from knowledge.bootstrap import use_container
+from knowledge.domain.bearer_tokens import hash_token
 from knowledge.domain.models import Scope, Source
-from knowledge.domain.tokens import hash_token
 from tests.support.events import load_event, with_authorizer_context
 from tests.support.rest import SearchWorld, error_body, invoke, new_world, search_event
 

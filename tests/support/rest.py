@@ -16,7 +16,7 @@ from datetime import timedelta
 from functools import cache
 from typing import Any
 
-from knowledge.adapters.dynamodb_store import DynamoDBKnowledgeStore
+from knowledge.adapters.dynamodb.knowledge_store import DynamoDBKnowledgeStore
 from knowledge.adapters.embedded_index import EmbeddedIndex
 from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
 from knowledge.bootstrap import Container, build_container, use_container
@@ -25,6 +25,7 @@ from knowledge.domain.retrieval import IndexedItem
 from knowledge.ports import RuntimeSwitch
 from knowledge.services.documents import build_indexed_item
 from knowledge.settings import Settings
+from tests.conftest import TABLE_NAME
 from tests.support.embedding import HashingEmbedder
 from tests.support.events import lambda_context, load_event, with_authorization, with_body
 from tests.support.store import make_store, new_client
@@ -96,7 +97,7 @@ class SearchWorld:
     """The store's low-level DynamoDB client (to inject failures with botocore events)."""
     index: EmbeddedIndex = field(default_factory=EmbeddedIndex)
     embedder: HashingEmbedder = field(default_factory=HashingEmbedder)
-    settings: Settings = field(default_factory=Settings)
+    settings: Settings = field(default_factory=lambda: Settings(table_name=TABLE_NAME))
     container: Container | None = None
 
     def install(self, runtime_switch: RuntimeSwitch | None = None) -> Container:

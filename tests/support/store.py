@@ -1,4 +1,4 @@
-"""Helpers for tests of the DynamoDB knowledge store under moto."""
+"""Helpers for tests of the knowledge stores: the DynamoDB one under moto and the in-memory one."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ import boto3
 from botocore.awsrequest import AWSResponse, HTTPHeaders
 from moto.dynamodb.responses import DynamoHandler
 
-from knowledge.adapters.dynamodb_store import DynamoDBKnowledgeStore
+from knowledge.adapters.dynamodb.knowledge_store import DynamoDBKnowledgeStore
+from knowledge.adapters.memory_store import InMemoryKnowledgeStore
 from knowledge.domain.models import KnowledgeBase, Scope
+from knowledge.ports import BaseStore, KnowledgeStore
 from tests.conftest import TABLE_NAME
 
 REGION = "us-east-1"
@@ -46,7 +48,18 @@ def make_store(client: Any = None, **kwargs: Any) -> DynamoDBKnowledgeStore:
     return DynamoDBKnowledgeStore(TABLE_NAME, dynamodb_client=client or new_client(), **kwargs)
 
 
-def make_base(store: DynamoDBKnowledgeStore, tenant_id: str = "tenant-a") -> KnowledgeBase:
+STORES = ("memory", "dynamodb")
+"""Every ``KnowledgeStore`` adapter; ``dynamodb`` needs the ``table`` fixture (moto)."""
+
+
+def open_store(kind: str, **kwargs: Any) -> KnowledgeStore:
+    """A new store of ``kind`` (``clock``, ``page_size_chars`` as the adapters take them)."""
+    if kind == "memory":
+        return InMemoryKnowledgeStore(**kwargs)
+    return make_store(**kwargs)
+
+
+def make_base(store: BaseStore, tenant_id: str = "tenant-a") -> KnowledgeBase:
     return store.create_base(tenant_id, name="Handbook", owner_id="owner-1", scope=Scope.TENANT, team_id=None)
 
 

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from knowledge.adapters import dynamodb_codec as codec
-from knowledge.adapters.dynamodb_paging import INDEX_KEY, TABLE_KEY, Listing
+from knowledge.adapters.dynamodb import codec
+from knowledge.adapters.dynamodb.paging import INDEX_KEY, TABLE_KEY, Listing
 from knowledge.domain.models import (
     BaseStatus,
     ItemStatus,

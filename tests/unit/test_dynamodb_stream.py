@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from knowledge.adapters.dynamodb_stream import decode_stream_record
+from knowledge.adapters.dynamodb.stream import decode_stream_record
 from knowledge.domain.changes import ChangeKind
 from knowledge.domain.models import BaseStatus, ItemStatus, KnowledgeBase, KnowledgeItem, Revision
 from tests.support.events import load_event

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
-from knowledge.api.errors import error_envelope
+from knowledge.api.error_envelopes import error_envelope
 from knowledge.api.http import build_resolver, parse_json_body
 from knowledge.errors import ConflictError, DependencyUnavailableError, RequestValidationError
 from tests.support.events import lambda_context, load_event, with_body
@@ -29,6 +29,11 @@ def _broken() -> dict[str, Any]:
 @router.get("/v1/throttled")
 def _throttled() -> dict[str, Any]:
     raise DependencyUnavailableError("The knowledge store is temporarily unavailable; retry later.")
+
+
+@router.get("/v1/things/<thing_id>")
+def _thing(thing_id: str) -> dict[str, Any]:
+    return {"thing_id": thing_id}
 
 
 app = build_resolver(router)
@@ -105,6 +110,20 @@ def test_resolver_known_path_other_method_answers_405_with_allow() -> None:
     assert (status, body["error"]["code"]) == (405, "method_not_allowed")
     assert headers["Allow"] == "GET, POST"
     assert body["error"]["details"] == {"allowed_methods": ["GET", "POST"]}
+
+
+def test_resolver_path_with_parameter_other_method_answers_405_with_allow() -> None:
+    status, headers, body = _call("PATCH", "/v1/things/t-1")
+
+    assert (status, body["error"]["code"]) == (405, "method_not_allowed")
+    assert headers["Allow"] == "GET"
+
+
+@pytest.mark.parametrize("path", ["/v1/things/t-1/parts", "/v1/things/", "/v1/thingsx"])
+def test_resolver_path_a_parameter_cannot_span_answers_404_not_found(path: str) -> None:
+    status, _, body = _call("PATCH", path)
+
+    assert (status, body["error"]["code"]) == (404, "not_found")
 
 
 def test_parse_json_body_over_limit_in_bytes_raises_validation_error() -> None:

@@ -3,8 +3,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from knowledge.domain import ids
+from knowledge.domain.bearer_tokens import hash_token, new_token
 from knowledge.domain.models import TokenRecord
-from knowledge.domain.tokens import hash_token, new_token
 
 
 def test_new_ids_are_prefixed_well_formed_and_increasing() -> None:

@@ -71,7 +71,7 @@ class Container:
 
 
 def build_store(settings: Settings, *, dynamodb_client: Any = None) -> KnowledgeStore:
-    from knowledge.adapters.dynamodb_store import DynamoDBKnowledgeStore
+    from knowledge.adapters.dynamodb.knowledge_store import DynamoDBKnowledgeStore
 
     return DynamoDBKnowledgeStore(
         settings.table_name, dynamodb_client=dynamodb_client, page_size_chars=settings.page_size_chars
@@ -111,7 +111,10 @@ def build_embedder(settings: Settings) -> Embedder:
     if settings.embedder == "bedrock":
         from knowledge.adapters.bedrock_embedder import BedrockEmbedder
 
-        inner = BedrockEmbedder(model_id=settings.bedrock_model_id, dimension=settings.embedding_dimension)
+        model_id, dimension = settings.bedrock_model_id, settings.embedding_dimension
+        if model_id is None or dimension is None:
+            raise ValueError("EMBEDDER=bedrock needs BEDROCK_MODEL_ID and EMBEDDING_DIMENSION.")
+        inner = BedrockEmbedder(model_id=model_id, dimension=dimension)
     else:
         from knowledge.adapters.local_embedder import LocalEmbedder
 
@@ -130,15 +133,16 @@ def build_index(settings: Settings) -> SearchIndex:
     if settings.search_backend == "opensearch":
         from knowledge.adapters.opensearch_index import OpenSearchIndex, build_opensearch_client
 
-        if not settings.opensearch_url:
-            raise ValueError("SEARCH_BACKEND=opensearch needs OPENSEARCH_URL.")
+        url, name = settings.opensearch_url, settings.opensearch_index
+        if not url or not name:
+            raise ValueError("SEARCH_BACKEND=opensearch needs OPENSEARCH_URL and OPENSEARCH_INDEX.")
         client = build_opensearch_client(
-            settings.opensearch_url,
+            url,
             auth=settings.opensearch_auth,
             region=settings.aws_region,
             service=settings.opensearch_service,
         )
-        return OpenSearchIndex(client, settings.opensearch_index)
+        return OpenSearchIndex(client, name)
     from knowledge.adapters.embedded_index import EmbeddedIndex
 
     return EmbeddedIndex()

@@ -1,4 +1,5 @@
-"""Domain errors. Each carries the public error code of DESIGN §5; HTTP statuses live in ``api.errors``.
+"""Domain errors. Each carries the public error code of DESIGN §5; HTTP statuses live in
+``api.error_envelopes``.
 
 Messages are safe to show to callers: no stack traces, internal names or other tenants' data.
 """

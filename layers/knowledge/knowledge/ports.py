@@ -21,17 +21,14 @@ from knowledge.domain.models import (
 from knowledge.domain.retrieval import IndexedItem, IndexQuery, LegHits
 
 
-class KnowledgeStore(Protocol):
-    """The source of truth (DESIGN §3). Every method is scoped by ``tenant_id``.
+class BaseStore(Protocol):
+    """Knowledge bases (DESIGN §3). Getters return ``None`` for absent records.
 
-    Errors: ``ConflictError`` (lost version race, with the current version), ``ResourceUnavailableError``
-    (absent base/item/revision on a write), ``DependencyUnavailableError`` (throttling, outage).
-    Getters return ``None`` for absent records; visibility is the services' job. An item's ``title``
-    changes only when a revision becomes current (created or added with ``publish``, or published,
-    a rollback included): it is the current revision's title, never a draft's.
+    Errors: ``ConflictError`` (stale ``expected_version``, carrying the current version),
+    ``ResourceUnavailableError`` (an update of an absent base), ``RequestValidationError`` (a
+    ``next_token`` that this listing did not issue), ``DependencyUnavailableError`` (throttling, outage).
     """
 
-    # Bases
     def create_base(
         self, tenant_id: str, *, name: str, owner_id: str, scope: Scope, team_id: str | None
     ) -> KnowledgeBase: ...
@@ -44,15 +41,34 @@ class KnowledgeStore(Protocol):
         expected_version: int,
         status: BaseStatus | None = None,
         name: str | None = None,
-    ) -> KnowledgeBase: ...
+    ) -> KnowledgeBase:
+        """Change ``status`` and/or ``name``; the version moves by one even when neither is given."""
+        ...
 
     def get_base(self, tenant_id: str, knowledge_base_id: str) -> KnowledgeBase | None: ...
 
-    def get_bases(self, tenant_id: str, knowledge_base_ids: Sequence[str]) -> dict[str, KnowledgeBase]: ...
+    def get_bases(self, tenant_id: str, knowledge_base_ids: Sequence[str]) -> dict[str, KnowledgeBase]:
+        """The stored bases among ``knowledge_base_ids`` by id; absent ones are left out."""
+        ...
 
-    def list_bases(self, tenant_id: str, *, limit: int, next_token: str | None) -> Page[KnowledgeBase]: ...
+    def list_bases(self, tenant_id: str, *, limit: int, next_token: str | None) -> Page[KnowledgeBase]:
+        """The tenant's bases in id (creation) order, ``limit`` (≥ 1, else ``ValueError``) at a time."""
+        ...
 
-    # Items and revisions
+
+class ItemStore(Protocol):
+    """Items and their immutable revisions (DESIGN §3), in bases of the same store.
+
+    Every change of an item is conditioned on its ``version`` and moves it by one; a lost race is
+    ``ConflictError`` carrying the stored version. An absent base or item, an archived item and a
+    revision of another item are ``ResourceUnavailableError`` on a write. ``external_id`` is unique
+    among the live items of a base: a second creator gets ``ConflictError`` with the holder's
+    version. An item's ``title`` changes only when a revision becomes current (created or added
+    with ``publish``, or published, a rollback included): it is the current revision's title, never
+    a draft's. Archived items refuse every later write, leave ``list_items`` and release their
+    external id; ``get_item`` still returns them. Other errors as in ``BaseStore``.
+    """
+
     def create_item(
         self,
         tenant_id: str,
@@ -63,7 +79,9 @@ class KnowledgeStore(Protocol):
         source: Source,
         external_id: str | None,
         publish: bool,
-    ) -> tuple[KnowledgeItem, Revision]: ...
+    ) -> tuple[KnowledgeItem, Revision]:
+        """A new item (version 1) with its first revision, published at once when ``publish``."""
+        ...
 
     def add_revision(
         self,
@@ -75,11 +93,17 @@ class KnowledgeStore(Protocol):
         source: Source | None,
         publish: bool,
         expected_version: int | None,
-    ) -> tuple[KnowledgeItem, Revision]: ...
+    ) -> tuple[KnowledgeItem, Revision]:
+        """A new latest revision; ``title`` and ``source`` default to the latest revision's;
+        ``expected_version=None`` means the version read just before writing."""
+        ...
 
     def publish_revision(
         self, tenant_id: str, knowledge_item_id: str, knowledge_revision_id: str, *, expected_version: int
-    ) -> KnowledgeItem: ...
+    ) -> KnowledgeItem:
+        """Make a revision of the item current (an older one rolls back); its ``published_at`` is
+        set the first time only."""
+        ...
 
     def archive_item(
         self, tenant_id: str, knowledge_item_id: str, *, expected_version: int
@@ -101,15 +125,21 @@ class KnowledgeStore(Protocol):
 
     def get_item(self, tenant_id: str, knowledge_item_id: str) -> KnowledgeItem | None: ...
 
-    def get_items(self, tenant_id: str, knowledge_item_ids: Sequence[str]) -> dict[str, KnowledgeItem]: ...
+    def get_items(self, tenant_id: str, knowledge_item_ids: Sequence[str]) -> dict[str, KnowledgeItem]:
+        """The stored items among ``knowledge_item_ids`` by id; absent ones are left out."""
+        ...
 
     def find_item_by_external_id(
         self, tenant_id: str, knowledge_base_id: str, external_id: str
-    ) -> KnowledgeItem | None: ...
+    ) -> KnowledgeItem | None:
+        """The live item of the base holding ``external_id``."""
+        ...
 
     def list_items(
         self, tenant_id: str, knowledge_base_id: str, *, limit: int, next_token: str | None
-    ) -> Page[KnowledgeItem]: ...
+    ) -> Page[KnowledgeItem]:
+        """The base's items that are not archived, in id (creation) order."""
+        ...
 
     def get_revision(
         self, tenant_id: str, knowledge_item_id: str, knowledge_revision_id: str
@@ -117,22 +147,65 @@ class KnowledgeStore(Protocol):
 
     def get_revisions(
         self, tenant_id: str, keys: Sequence[tuple[str, str]]
-    ) -> dict[tuple[str, str], Revision]: ...
+    ) -> dict[tuple[str, str], Revision]:
+        """Revisions by ``(knowledge_item_id, knowledge_revision_id)``; absent ones are left out."""
+        ...
 
     def list_revisions(
         self, tenant_id: str, knowledge_item_id: str, *, limit: int, next_token: str | None
-    ) -> Page[Revision]: ...
+    ) -> Page[Revision]:
+        """The item's revisions, newest first."""
+        ...
 
-    def read_content(self, revision: Revision, *, offset: int, limit: int) -> ContentWindow: ...
 
-    def read_all_content(self, revision: Revision) -> str: ...
+class ContentStore(Protocol):
+    """The content of sealed revisions, in code points (pages of DESIGN §3).
 
-    # Tokens
+    Errors: ``ValueError`` for a window outside ``0..total_chars`` or a negative ``limit``;
+    ``DependencyUnavailableError`` when stored content is missing or does not match the revision.
+    """
+
+    def read_content(self, revision: Revision, *, offset: int, limit: int) -> ContentWindow:
+        """``content[offset:offset + limit]``; ``offset == total_chars`` gives empty text."""
+        ...
+
+    def read_all_content(self, revision: Revision) -> str:
+        """The whole content, checked against the revision's SHA-256."""
+        ...
+
+
+class TokenStore(Protocol):
+    """Bearer token records, by the token's SHA-256 (never the token itself).
+
+    Errors: ``ConflictError`` (a hash already stored), ``ResourceUnavailableError`` (revoking an
+    absent token), ``DependencyUnavailableError``.
+    """
+
     def put_token(self, record: TokenRecord) -> None: ...
 
-    def get_token(self, token_hash: str) -> TokenRecord | None: ...
+    def get_token(self, token_hash: str) -> TokenRecord | None:
+        """The record even when expired or revoked; ``TokenRecord.is_valid_at`` decides validity."""
+        ...
 
     def revoke_token(self, token_hash: str) -> None: ...
+
+
+class CatalogStore(BaseStore, ItemStore, Protocol):
+    """Bases with their items and revisions: what the write API and the queue change."""
+
+
+class CorpusStore(CatalogStore, ContentStore, Protocol):
+    """The catalog and the revisions' content: what search and the indexer read."""
+
+
+class KnowledgeStore(CorpusStore, TokenStore, Protocol):
+    """The source of truth (DESIGN §3): every aggregate in one store, which ``bootstrap`` builds
+    once and hands to each service as the narrowest of the ports above that it needs. Notes and
+    pins (DESIGN §9) join as aggregates of their own (``NoteStore``, ``PinStore``).
+
+    Every method but the token ones is scoped by ``tenant_id``. Getters return ``None`` for absent
+    records; visibility is the services' job.
+    """
 
 
 class Embedder(Protocol):

@@ -2,7 +2,15 @@
 
 Every setting is an environment variable of the same name in upper case (``TABLE_NAME``,
 ``SEARCH_BACKEND``, ...). Lambda functions get them from ``template.yaml``; the local runtime sets
-them before it builds anything. ``get_settings()`` is cached; tests call ``get_settings.cache_clear()``.
+them before it builds anything; tests pass them to ``Settings``. ``get_settings()`` is cached;
+tests call ``get_settings.cache_clear()``.
+
+No AWS resource has a default: ``TABLE_NAME`` and ``AWS_REGION`` are always required, and the
+adapter that uses one needs its own when ``knowledge.bootstrap`` builds it (``OPENSEARCH_URL`` and
+``OPENSEARCH_INDEX`` with ``SEARCH_BACKEND=opensearch``; ``BEDROCK_MODEL_ID`` and
+``EMBEDDING_DIMENSION`` with ``EMBEDDER=bedrock``), so a function that never builds it (the ingest
+consumer builds the store alone) never needs them. The defaults left are the embedded ones of
+DESIGN §7 and limits.
 """
 
 from __future__ import annotations
@@ -21,10 +29,9 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(extra="ignore", frozen=True)
 
     # DynamoDB: the single table of bases, items, revisions, pages, tokens and idempotency records.
-    table_name: str = "knowledge"
-    aws_region: str = Field(default="us-east-1", validation_alias="AWS_REGION")
-    aws_endpoint_url: str | None = None
-    """Set only off AWS (moto server); boto3 reads ``AWS_ENDPOINT_URL`` itself as well."""
+    table_name: str = Field(min_length=1)
+    aws_region: str = Field(min_length=1, validation_alias="AWS_REGION")
+    """The functions' region (Lambda sets ``AWS_REGION``); requests to OpenSearch are signed for it."""
 
     page_size_chars: int = Field(default=50_000, ge=1_000, le=90_000)
     """Characters (code points) per stored page; at 4 UTF-8 bytes each, under the 400 KB item limit."""
@@ -33,14 +40,15 @@ class Settings(BaseSettings):
     # Search index.
     search_backend: Literal["embedded", "opensearch"] = "embedded"
     opensearch_url: str | None = None
-    opensearch_index: str = "knowledge-chunks"
+    opensearch_index: str | None = None
     opensearch_auth: Literal["sigv4", "none"] = "none"
     opensearch_service: Literal["es", "aoss"] = "es"
 
     # Embeddings.
     embedder: Literal["local", "bedrock"] = "local"
-    bedrock_model_id: str = "amazon.titan-embed-text-v2:0"
-    embedding_dimension: int = Field(default=384, ge=1)
+    bedrock_model_id: str | None = None
+    embedding_dimension: int | None = Field(default=None, ge=1)
+    """Dimension of the Bedrock model's vectors (the local model's is fixed)."""
     embedding_cache: Literal["memory", "table"] = "memory"
     """Where embeddings are cached: process memory, or the knowledge table (``EMB#`` records), which
     the indexer uses on AWS so re-indexing unchanged text never calls the model again."""
@@ -51,16 +59,11 @@ class Settings(BaseSettings):
     # Chunking.
     chunk_tokens: int = Field(default=200, ge=16)
     chunk_overlap_tokens: int = Field(default=32, ge=0)
-    tiktoken_cache_dir: Path | None = None
-    """Where the offline tiktoken vocabularies live; tiktoken itself reads ``TIKTOKEN_CACHE_DIR``."""
 
     # Runtime switch (DESIGN §5): an SSM parameter on AWS, this variable as fallback and locally.
     knowledge_runtime_enabled: bool = True
     runtime_switch_parameter: str | None = None
     runtime_switch_max_age_seconds: int = Field(default=15, ge=0)
-
-    # Queues.
-    ingest_queue_url: str | None = None
 
     # Idempotency of write routes (Powertools idempotency on the table).
     idempotency_ttl_seconds: int = Field(default=3600, ge=60)

@@ -3,7 +3,7 @@
 ``build_resolver(*routers)`` returns a Powertools ``APIGatewayHttpResolver`` (HTTP API payload 2.0)
 with request and response validation on and every failure answered in the envelope of DESIGN §5,
 ``{"type": "error", "error": {"code", "message", "retryable", "details"}}``, with the status of
-``knowledge.api.errors.STATUS_BY_CODE``:
+``knowledge.api.error_envelopes.STATUS_BY_CODE``:
 
 - Powertools' request validation errors → ``from_validation_errors`` (400 ``validation_error``, or
   400 ``knowledge_invalid_request`` when the only problem is unknown fields);
@@ -28,9 +28,10 @@ from __future__ import annotations
 import binascii
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
+from functools import cache
 from http import HTTPStatus
-from typing import Any
+from typing import Any, TypeVar
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
@@ -44,7 +45,7 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from knowledge.api.errors import (
+from knowledge.api.error_envelopes import (
     MethodNotAllowedError,
     RouteNotFoundError,
     error_envelope,
@@ -55,6 +56,8 @@ from knowledge.api.principal import principal_from_event
 from knowledge.domain.contract import ErrorResponse
 from knowledge.errors import AuthenticationRequiredError, KnowledgeError, RequestValidationError
 from knowledge.observability import metrics
+
+RouteFunction = TypeVar("RouteFunction", bound=Callable[..., Any])
 
 MAX_BODY_BYTES = 1_048_576
 """Default request body limit (1 MiB of UTF-8), checked before the body is parsed."""
@@ -132,8 +135,32 @@ def _body_problem(problem: str) -> dict[str, Any]:
     return {"fields": [{"field": "body", "problem": problem}]}
 
 
-class JsonBodyResolver(APIGatewayHttpResolver):
-    """An HTTP API resolver that reads every request body as JSON, whatever its ``Content-Type``."""
+class ServiceResolver(APIGatewayHttpResolver):
+    """An HTTP API resolver that reads every request body as JSON, whatever its ``Content-Type``,
+    and knows the methods of each path it routes (``allowed_methods``), for 405 answers."""
+
+    def __init__(self, **settings: Any) -> None:
+        super().__init__(**settings)
+        self._methods_by_rule: dict[str, set[str]] = {}
+
+    def route(
+        self, rule: str, method: str | list[str] | tuple[str], *args: Any, **kwargs: Any
+    ) -> Callable[[RouteFunction], RouteFunction]:
+        """Powertools' ``route``, remembering the rule's methods (routers are included through it)."""
+        methods = [method] if isinstance(method, str) else list(method)
+        self._methods_by_rule.setdefault(rule, set()).update(entry.upper() for entry in methods)
+        return super().route(rule, method, *args, **kwargs)
+
+    def allowed_methods(self, path: str) -> list[str]:
+        """The methods routed for ``path``, sorted; empty when no rule matches it."""
+        return sorted(
+            {
+                method
+                for rule, methods in self._methods_by_rule.items()
+                if _rule_pattern(rule).fullmatch(path)
+                for method in methods
+            }
+        )
 
     def resolve(self, event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
         headers = {
@@ -144,9 +171,16 @@ class JsonBodyResolver(APIGatewayHttpResolver):
         return super().resolve({**event, "headers": headers}, context)
 
 
-def build_resolver(*routers: Router, max_body_bytes: int = MAX_BODY_BYTES) -> APIGatewayHttpResolver:
+@cache
+def _rule_pattern(rule: str) -> re.Pattern[str]:
+    """A route rule (``/v1/items/<item_id>``) as a pattern: each ``<name>`` is one path segment."""
+    parts = re.split(r"<\w+>", rule)
+    return re.compile("[^/]+".join(re.escape(part) for part in parts))
+
+
+def build_resolver(*routers: Router, max_body_bytes: int = MAX_BODY_BYTES) -> ServiceResolver:
     """A resolver serving ``routers`` with validation on and the error handlers of this module."""
-    resolver = JsonBodyResolver(
+    resolver = ServiceResolver(
         enable_validation=True,
         # A response that does not match its own model is our bug: 500, not the caller's 4xx.
         response_validation_error_http_code=HTTPStatus.INTERNAL_SERVER_ERROR,
@@ -170,7 +204,7 @@ def _count_request(app: APIGatewayHttpResolver, next_middleware: NextMiddleware)
 class _ErrorAnswers:
     """The exception handlers of one resolver; each answers a Powertools ``Response`` in the envelope."""
 
-    def __init__(self, resolver: APIGatewayHttpResolver) -> None:
+    def __init__(self, resolver: ServiceResolver) -> None:
         self._resolver = resolver
 
     def register(self) -> None:
@@ -201,8 +235,7 @@ class _ErrorAnswers:
         return error_response(status, body, headers)
 
     def not_found(self, error: NotFoundError) -> Response[str]:
-        path = str(self._resolver.context.get("_path", self._resolver.current_event.path))
-        allowed = _methods_for(self._resolver, path)
+        allowed = self._resolver.allowed_methods(self._resolver.current_event.path)
         if not allowed:
             return self.domain_error(RouteNotFoundError("No route matches this path."))
         return self.domain_error(
@@ -221,10 +254,3 @@ class _ErrorAnswers:
         except AuthenticationRequiredError as unauthenticated:
             return self.domain_error(unauthenticated)
         return self.domain_error(error)
-
-
-def _methods_for(resolver: APIGatewayHttpResolver, path: str) -> list[str]:
-    # Powertools keeps its route table private and has no 405 of its own.
-    routes: Sequence[Any] = [*resolver._static_routes, *resolver._dynamic_routes]
-    rules: list[tuple[re.Pattern[str], str]] = [(route.rule, route.method) for route in routes]
-    return sorted({method for rule, method in rules if rule.match(path)})

@@ -61,7 +61,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from knowledge import __version__
-from knowledge.api.errors import (
+from knowledge.api.error_envelopes import (
     MethodNotAllowedError,
     PayloadTooLargeError,
     RouteNotFoundError,

@@ -1,8 +1,11 @@
-"""The OpenAPI 3.1 document of every REST route of the service, generated from the pydantic models.
+"""The OpenAPI 3.1 document of every REST route of the service, generated from the pydantic models,
+and ``router``, which serves it publicly at ``GET /v1/openapi.json`` (``SearchKnowledgeFunction``).
 
 ``ROUTERS`` lists the Powertools Routers of every function; a new surface adds its router there and
 regenerates the committed copy: ``python -m knowledge.api.openapi > docs/openapi.json`` (a test
-fails when the copy and the models disagree).
+fails when the copy and the models disagree). The document is built by a resolver of its own;
+routes read request state only through what Powertools hands them (``Request``, ``Depends``), so a
+router can be part of both that resolver and the one serving requests.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer, Tag
 
-from knowledge.api.routes import admin, search
+from knowledge.api.http import openapi_error_responses
+from knowledge.api.routes import knowledge_admin, search_knowledge
 
 TITLE = "Knowledge service"
 API_VERSION = "1.0.0"
@@ -28,8 +32,25 @@ DESCRIPTION = (
     '`{"type":"error","error":{"code","message","retryable","details"}}`.'
 )
 
-ROUTERS: tuple[Router, ...] = (search.router, admin.router)
-"""Every Router of the service, in document order."""
+OPENAPI_PATH = "/v1/openapi.json"
+
+router = Router()  # type: ignore[no-untyped-call]  # Powertools leaves Router.__init__ unannotated
+
+
+@router.get(
+    OPENAPI_PATH,
+    operation_id="openapi",
+    summary="The OpenAPI document of the service.",
+    tags=["meta"],
+    security=[{}],
+    responses={200: {"description": "An OpenAPI 3.1 document."}, **openapi_error_responses(500)},
+)
+def openapi_json() -> dict[str, Any]:
+    return openapi_document()
+
+
+ROUTERS: tuple[Router, ...] = (search_knowledge.router, knowledge_admin.router, router)
+"""Every Router of the service."""
 
 # Powertools adds these for its own 422 answers, which this service never gives (it answers 400 and 500).
 _POWERTOOLS_SCHEMAS = ("HTTPValidationError", "ResponseValidationError", "ValidationError")
@@ -46,12 +67,8 @@ def _document_json() -> str:
     # enable_validation=False keeps Powertools' 422 responses out; request and response models
     # are documented either way.
     resolver = APIGatewayHttpResolver(enable_validation=False)
-    for router in ROUTERS:
-        # include_router points the router at the resolver for request state; the serving resolver
-        # of this process keeps it.
-        serving = router.api_resolver
-        resolver.include_router(router)
-        router.api_resolver = serving
+    for included in ROUTERS:
+        resolver.include_router(included)
     document = json.loads(
         resolver.get_openapi_json_schema(
             title=TITLE,

@@ -12,7 +12,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Request
+from aws_lambda_powertools.event_handler.depends import Depends
 
 from knowledge.domain.models import Principal, TokenRecord
 from knowledge.errors import AuthenticationRequiredError
@@ -58,6 +61,16 @@ def principal_from_event(event: Mapping[str, Any]) -> Principal:
         knowledge_base_ids=frozenset(_string_list(allow)) if allow else None,
         expires_at=expires_at,
     )
+
+
+def current_principal(request: Request) -> Principal:
+    """The caller of the request a Powertools resolver is serving (see ``principal_from_event``);
+    routes take it as a ``CallerPrincipal`` parameter."""
+    return principal_from_event(request.resolved_event.raw_event)
+
+
+CallerPrincipal = Annotated[Principal, Depends(current_principal)]
+"""A route parameter holding the authenticated caller; ``AuthenticationRequiredError`` (401) without one."""
 
 
 def _unauthenticated() -> AuthenticationRequiredError:

@@ -10,11 +10,11 @@ from knowledge.domain import ids
 from knowledge.domain.models import KnowledgeBase, Permission, Principal
 from knowledge.domain.visibility import can_see
 from knowledge.errors import InsufficientScopeError, ResourceUnavailableError
-from knowledge.ports import KnowledgeStore
+from knowledge.ports import BaseStore
 
 
 def find_base(
-    store: KnowledgeStore,
+    store: BaseStore,
     principal: Principal,
     knowledge_base_id: str,
     allowed: Callable[[Principal, KnowledgeBase], bool] = can_see,

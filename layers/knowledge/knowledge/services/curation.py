@@ -5,7 +5,7 @@ Access (``Principal.has_scope``; ``platform:admin`` implies every scope):
 - ``knowledge:read`` lists bases and reads item metadata and revision lists in bases the caller can
   see (``domain.visibility.can_see``). Without ``knowledge:write`` only published state exists for
   the caller, as for the tool: published items and revisions, and an item's ``latest_revision_id``
-  is its current one (``domain.curation.published_view``), so drafts never show.
+  is its current one (``domain.write_contract.published_view``), so drafts never show.
 - ``knowledge:write`` creates items and revisions, publishes and archives, in bases the caller can
   see; a base it cannot see (absent, inactive, private to someone else, outside the token's
   allow-list) is ``knowledge_resource_unavailable``, the answer for absent ones, so existence never
@@ -27,7 +27,18 @@ Errors: ``InsufficientScopeError`` (403), ``ResourceUnavailableError`` (404), ``
 from __future__ import annotations
 
 from knowledge.domain import ids
-from knowledge.domain.curation import (
+from knowledge.domain.models import (
+    BaseStatus,
+    ItemStatus,
+    KnowledgeBase,
+    KnowledgeItem,
+    Permission,
+    Principal,
+    Revision,
+    Source,
+)
+from knowledge.domain.visibility import can_see
+from knowledge.domain.write_contract import (
     ArchiveRequest,
     CreatedRevisionResponse,
     CreateItemRequest,
@@ -46,19 +57,8 @@ from knowledge.domain.curation import (
     UpdateKnowledgeBaseRequest,
     published_view,
 )
-from knowledge.domain.models import (
-    BaseStatus,
-    ItemStatus,
-    KnowledgeBase,
-    KnowledgeItem,
-    Permission,
-    Principal,
-    Revision,
-    Source,
-)
-from knowledge.domain.visibility import can_see
 from knowledge.errors import RequestValidationError, ResourceUnavailableError
-from knowledge.ports import KnowledgeStore, RuntimeSwitch
+from knowledge.ports import CatalogStore, RuntimeSwitch
 from knowledge.services.access import find_base, require_scope
 from knowledge.services.indexing import IndexingService
 from knowledge.services.upsert import Document, UpsertOutcome, upsert_by_external_id
@@ -69,7 +69,7 @@ class CurationService:
 
     def __init__(
         self,
-        store: KnowledgeStore,
+        store: CatalogStore,
         indexing: IndexingService,
         runtime_switch: RuntimeSwitch,
         *,

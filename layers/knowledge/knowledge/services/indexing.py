@@ -39,7 +39,7 @@ from knowledge.domain.models import BaseStatus, ItemStatus, KnowledgeBase, Knowl
 from knowledge.domain.retrieval import IndexedItem
 from knowledge.errors import ConflictError, DependencyUnavailableError, ResourceUnavailableError
 from knowledge.observability import logger
-from knowledge.ports import Embedder, KnowledgeStore, SearchIndex
+from knowledge.ports import CorpusStore, Embedder, SearchIndex
 from knowledge.services.documents import build_indexed_item
 
 REINDEX_PAGE_SIZE = 50
@@ -107,9 +107,7 @@ class IndexingBatch:
 class IndexingService:
     """Builds index entries from the store. Thread-safe if its ports are."""
 
-    def __init__(
-        self, store: KnowledgeStore, index: SearchIndex, embedder: Embedder, chunker: Chunker
-    ) -> None:
+    def __init__(self, store: CorpusStore, index: SearchIndex, embedder: Embedder, chunker: Chunker) -> None:
         self._store = store
         self._index = index
         self._embedder = embedder

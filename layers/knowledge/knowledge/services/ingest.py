@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from knowledge.domain.ingestion import INGEST_MESSAGE, ArchiveMessage, UpsertMessage
+from knowledge.domain.ingest_messages import INGEST_MESSAGE, ArchiveMessage, UpsertMessage
 from knowledge.domain.models import KnowledgeItem
 from knowledge.errors import (
     ConflictError,
@@ -32,7 +32,7 @@ from knowledge.errors import (
     ResourceUnavailableError,
 )
 from knowledge.observability import logger
-from knowledge.ports import KnowledgeStore
+from knowledge.ports import CatalogStore
 from knowledge.services.upsert import MAX_ATTEMPTS, Document, upsert_by_external_id
 
 
@@ -55,7 +55,7 @@ class MessageRejectedError(RequestValidationError):
 class IngestService:
     """Applies ingest-queue messages to the store. Thread-safe if the store is."""
 
-    def __init__(self, store: KnowledgeStore, *, max_content_chars: int) -> None:
+    def __init__(self, store: CatalogStore, *, max_content_chars: int) -> None:
         self._store = store
         self._max_content_chars = max_content_chars
 

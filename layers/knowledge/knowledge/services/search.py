@@ -43,7 +43,7 @@ from knowledge.errors import (
     RuntimeDisabledError,
 )
 from knowledge.observability import logger
-from knowledge.ports import Embedder, KnowledgeStore, RuntimeSwitch, SearchIndex
+from knowledge.ports import CorpusStore, Embedder, RuntimeSwitch, SearchIndex
 from knowledge.services.access import find_base
 from knowledge.services.ranking import Accepted, rank
 
@@ -52,7 +52,7 @@ class SearchService:
     """Runs the tool for an authenticated principal. Thread-safe if its ports are."""
 
     def __init__(
-        self, store: KnowledgeStore, index: SearchIndex, embedder: Embedder, runtime_switch: RuntimeSwitch
+        self, store: CorpusStore, index: SearchIndex, embedder: Embedder, runtime_switch: RuntimeSwitch
     ) -> None:
         self._store = store
         self._index = index

@@ -26,12 +26,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-from knowledge.domain.curation import CreateTokenRequest, TokenResponse
+from knowledge.domain.bearer_tokens import is_token_id
 from knowledge.domain.models import Permission, Principal, TokenRecord
-from knowledge.domain.tokens import is_token_id
+from knowledge.domain.write_contract import CreateTokenRequest, TokenResponse
 from knowledge.errors import InsufficientScopeError, ResourceUnavailableError
 from knowledge.observability import logger
-from knowledge.ports import KnowledgeStore
+from knowledge.ports import TokenStore
 from knowledge.services.access import require_scope
 from knowledge.services.tokens import TokenService
 
@@ -48,7 +48,7 @@ class TokenAdministration:
     """``POST /v1/tokens`` and ``DELETE /v1/tokens/{token_id}`` for a principal. Thread-safe if its
     ports are."""
 
-    def __init__(self, store: KnowledgeStore, tokens: TokenService) -> None:
+    def __init__(self, store: TokenStore, tokens: TokenService) -> None:
         self._store = store
         self._tokens = tokens
 
@@ -94,10 +94,15 @@ class TokenAdministration:
         )
         return TokenResponse(token=token, token_id=record.token_hash, expires_at=record.expires_at)
 
+    def authorize_revoke(self, principal: Principal) -> None:
+        """``InsufficientScopeError`` unless ``principal`` may revoke tokens at all (``knowledge:admin``);
+        which tokens it may revoke ``revoke`` decides."""
+        require_scope(principal, Permission.ADMIN)
+
     def revoke(self, principal: Principal, token_id: str) -> None:
         """Revoke the token named ``token_id`` (idempotent). The authorizer caches its answers, so
         a revoked token may still be accepted for up to its cache time (300 s on AWS)."""
-        require_scope(principal, Permission.ADMIN)
+        self.authorize_revoke(principal)
         record = self._store.get_token(token_id) if is_token_id(token_id) else None
         if record is None or not _may_revoke(principal, record):
             raise ResourceUnavailableError()

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 
+from knowledge.domain.bearer_tokens import hash_token, new_token
 from knowledge.domain.models import TokenRecord
-from knowledge.domain.tokens import hash_token, new_token
-from knowledge.ports import KnowledgeStore
+from knowledge.ports import TokenStore
 
 BEARER_PREFIX = "bearer "
 
@@ -20,7 +20,7 @@ def _utc_now() -> datetime:
 
 
 class TokenService:
-    def __init__(self, store: KnowledgeStore, clock: Callable[[], datetime] = _utc_now) -> None:
+    def __init__(self, store: TokenStore, clock: Callable[[], datetime] = _utc_now) -> None:
         self._store = store
         self._clock = clock
 

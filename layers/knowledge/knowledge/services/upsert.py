@@ -13,13 +13,13 @@ Errors: ``ResourceUnavailableError`` (the base is gone), ``ConflictError`` (the 
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from enum import StrEnum
 
+from knowledge.domain.lifecycle import content_sha256
 from knowledge.domain.models import KnowledgeItem, Source
 from knowledge.errors import ConflictError, ResourceUnavailableError
-from knowledge.ports import KnowledgeStore
+from knowledge.ports import ItemStore
 
 MAX_ATTEMPTS = 5
 """Re-reads of an item whose version moved between our read and our write."""
@@ -56,13 +56,8 @@ class Document:
     publish: bool
 
 
-def content_sha256(content: str) -> str:
-    """SHA-256 hex digest of the UTF-8 content: the ``sha256`` a stored revision records."""
-    return hashlib.sha256(content.encode("utf-8")).hexdigest()
-
-
 def upsert_by_external_id(
-    store: KnowledgeStore, tenant_id: str, knowledge_base_id: str, document: Document
+    store: ItemStore, tenant_id: str, knowledge_base_id: str, document: Document
 ) -> Upserted:
     """Create the item holding ``document.external_id``, or add a revision when the content, title or
     source changed, or publish the equal latest revision, or do nothing (see the module doc)."""
@@ -94,7 +89,7 @@ def upsert_by_external_id(
     )
 
 
-def _update(store: KnowledgeStore, item: KnowledgeItem, document: Document) -> Upserted:
+def _update(store: ItemStore, item: KnowledgeItem, document: Document) -> Upserted:
     latest = store.get_revision(item.tenant_id, item.knowledge_item_id, item.latest_revision_id)
     unchanged = (
         latest is not None

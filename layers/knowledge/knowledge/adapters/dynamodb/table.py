@@ -10,17 +10,19 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from knowledge.adapters.dynamodb_codec import RawItem, key, serialize
-from knowledge.adapters.dynamodb_errors import (
+from knowledge.adapters.dynamodb.codec import RawItem, key, serialize
+from knowledge.adapters.dynamodb.failures import (
     TransactionRaceError,
     backoff,
     translated_errors,
     unavailable,
 )
-from knowledge.adapters.dynamodb_paging import Listing
+from knowledge.adapters.dynamodb.paging import Listing
 from knowledge.domain.keys import TableKey
+from knowledge.domain.lifecycle import check_page_size
 from knowledge.errors import ConflictError, DependencyUnavailableError
 from knowledge.observability import logger
+from knowledge.ports import Clock
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -35,6 +37,9 @@ IS_NEW = "attribute_not_exists(PK)"
 
 EXISTS = "attribute_exists(PK)"
 """Condition clause: the record exists (an update must never create one)."""
+
+VERSION_IS_EXPECTED = "#version = :expected"
+"""Condition clause of versioned records (bases, items): the version the writer read."""
 
 BATCH_GET_LIMIT = 100
 BATCH_WRITE_LIMIT = 25
@@ -210,3 +215,18 @@ class DynamoDBTable:
             logger.warning("records left behind", extra={"records": len(requests)})
             return False
         return True
+
+
+class TableRecords:
+    """What the aggregates of the store share: the table, the clock of every timestamp (aware UTC
+    datetimes) and the page size of new revisions (1..90,000 code points, else ``ValueError``)."""
+
+    def __init__(self, table: DynamoDBTable, *, clock: Clock, page_size_chars: int) -> None:
+        self._table = table
+        self._clock = clock
+        self._page_size = check_page_size(page_size_chars)
+
+
+def all_of(*clauses: str) -> str:
+    """Condition clauses combined with ``AND``, each in parentheses."""
+    return " AND ".join(f"({clause})" for clause in clauses)

@@ -1,4 +1,5 @@
-"""LocalEmbedder: parity with sentence-transformers, normalization, batching and loading."""
+"""LocalEmbedder on the real ONNX model: parity with sentence-transformers, normalization, batching and
+loading."""
 
 from __future__ import annotations
 

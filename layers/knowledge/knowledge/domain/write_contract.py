@@ -24,7 +24,7 @@ from pydantic import (
 )
 
 from knowledge.domain import ids
-from knowledge.domain.ingestion import EXTERNAL_ID_MAX_CHARS, TENANT_ID_PATTERN, TITLE_MAX_CHARS
+from knowledge.domain.ingest_messages import EXTERNAL_ID_MAX_CHARS, TENANT_ID_PATTERN, TITLE_MAX_CHARS
 from knowledge.domain.models import (
     BaseStatus,
     ItemStatus,

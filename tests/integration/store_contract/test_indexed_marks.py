@@ -1,30 +1,17 @@
-"""``set_indexed_revision`` conditioned on the version that was indexed, as the stream indexer uses it."""
+"""The store contract: ``set_indexed_revision`` conditioned on the version that was indexed, as the
+stream indexer uses it."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
-from knowledge.adapters.dynamodb_store import DynamoDBKnowledgeStore
 from knowledge.domain.models import KnowledgeBase, KnowledgeItem, Source
 from knowledge.errors import ConflictError, ResourceUnavailableError
-from tests.support.store import make_base, make_store
-
-TENANT = "tenant-a"
-
-
-@pytest.fixture
-def store(table: Any) -> DynamoDBKnowledgeStore:
-    return make_store()
+from knowledge.ports import KnowledgeStore
+from tests.integration.store_contract.conftest import TENANT
 
 
-@pytest.fixture
-def base(store: DynamoDBKnowledgeStore) -> KnowledgeBase:
-    return make_base(store, TENANT)
-
-
-def _published(store: DynamoDBKnowledgeStore, base: KnowledgeBase) -> KnowledgeItem:
+def _published(store: KnowledgeStore, base: KnowledgeBase) -> KnowledgeItem:
     item, _ = store.create_item(
         TENANT,
         base.knowledge_base_id,
@@ -38,7 +25,7 @@ def _published(store: DynamoDBKnowledgeStore, base: KnowledgeBase) -> KnowledgeI
 
 
 def test_set_indexed_revision_at_expected_version_sets_mark_without_moving_version(
-    store: DynamoDBKnowledgeStore, base: KnowledgeBase
+    store: KnowledgeStore, base: KnowledgeBase
 ) -> None:
     item = _published(store, base)
 
@@ -51,7 +38,7 @@ def test_set_indexed_revision_at_expected_version_sets_mark_without_moving_versi
 
 
 def test_set_indexed_revision_stale_version_raises_conflict_and_keeps_newer_mark(
-    store: DynamoDBKnowledgeStore, base: KnowledgeBase
+    store: KnowledgeStore, base: KnowledgeBase
 ) -> None:
     item = _published(store, base)
     newer, revision = store.add_revision(
@@ -79,7 +66,7 @@ def test_set_indexed_revision_stale_version_raises_conflict_and_keeps_newer_mark
 
 
 def test_set_indexed_revision_on_item_archived_since_raises_resource_unavailable(
-    store: DynamoDBKnowledgeStore, base: KnowledgeBase
+    store: KnowledgeStore, base: KnowledgeBase
 ) -> None:
     item = _published(store, base)
     store.archive_item(TENANT, item.knowledge_item_id, expected_version=item.version)
@@ -95,7 +82,7 @@ def test_set_indexed_revision_on_item_archived_since_raises_resource_unavailable
 
 
 def test_set_indexed_revision_clear_on_archived_item_at_its_version_succeeds(
-    store: DynamoDBKnowledgeStore, base: KnowledgeBase
+    store: KnowledgeStore, base: KnowledgeBase
 ) -> None:
     item = _published(store, base)
     store.set_indexed_revision(TENANT, item.knowledge_item_id, item.current_revision_id)

@@ -17,35 +17,32 @@
 | ``DELETE /v1/tokens/{token_id}`` | admin | 204, no body (also when already revoked) |
 | ``GET /v1/health`` | none | 200 ``{status, runtime_enabled}`` |
 
-Scopes are ``knowledge:<scope>``. Writes (``POST``, ``PATCH``) accept ``Idempotency-Key``
-(``knowledge.api.idempotency``); with one, the route runs the service's read-only ``authorize_*``
-check before the idempotency store is consulted, so a replay is never answered to a caller who
-may not make the write. Each route parses, calls ``CurationService`` (tokens:
-``TokenAdministration``) once and answers; errors are mapped by ``knowledge.api.http``.
+Scopes are ``knowledge:<scope>``. Every write (``POST``, ``PATCH``, ``DELETE``) is registered with
+``knowledge.api.writes.write_route``, which pairs it with its permission check: the service's
+read-only ``authorize_*`` check of scope and visibility, run before the route and before any
+``Idempotency-Key`` record is read (``POST`` and ``PATCH`` accept the header), so a replay is never
+answered to a caller who may not make the write. Each route then parses, calls ``CurationService``
+(tokens: ``TokenAdministration``) once and answers; errors are mapped by ``knowledge.api.http``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated, Any
 
-from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler import Request, Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from pydantic import BaseModel
 
 from knowledge.api.http import openapi_error_responses
-from knowledge.api.idempotency import (
-    IDEMPOTENCY_KEY_HEADER,
-    KEY_MAX_CHARS,
-    REPLAYED_HEADER,
-    Answer,
-    IdempotentWrites,
-)
-from knowledge.api.principal import principal_from_event
+from knowledge.api.principal import CallerPrincipal
+from knowledge.api.writes import IdempotencyKey, write_route
 from knowledge.bootstrap import get_container
-from knowledge.domain.curation import (
+from knowledge.domain.ingest_messages import EXTERNAL_ID_MAX_CHARS
+from knowledge.domain.models import Principal
+from knowledge.domain.text import Text
+from knowledge.domain.write_contract import (
     LIST_LIMIT_DEFAULT,
     LIST_LIMIT_MAX,
     ArchiveRequest,
@@ -66,9 +63,6 @@ from knowledge.domain.curation import (
     TokenResponse,
     UpdateKnowledgeBaseRequest,
 )
-from knowledge.domain.ingestion import EXTERNAL_ID_MAX_CHARS
-from knowledge.domain.models import Principal
-from knowledge.domain.text import Text
 from knowledge.services.curation import CurationService
 from knowledge.services.token_admin import TokenAdministration
 
@@ -88,18 +82,6 @@ TAG = "knowledge"
 
 router = Router()  # type: ignore[no-untyped-call]  # Powertools leaves Router.__init__ unannotated
 
-IdempotencyKey = Annotated[
-    str | None,
-    Header(
-        alias=IDEMPOTENCY_KEY_HEADER,
-        min_length=1,
-        max_length=KEY_MAX_CHARS,
-        description=(
-            "Makes the write safe to retry: a repeat within an hour answers the first answer (with "
-            "`Idempotent-Replayed: true`) and changes nothing; the same key with another body is a 400."
-        ),
-    ),
-]
 Limit = Annotated[int, Query(ge=1, le=LIST_LIMIT_MAX, description=f"Page size, 1 to {LIST_LIMIT_MAX}.")]
 NextToken = Annotated[
     Text | None,
@@ -115,10 +97,6 @@ WRITE_ERRORS = (400, 401, 403, 404, 409, 500, 503)
 READ_ERRORS = (400, 401, 403, 404, 500, 503)
 
 
-def _principal() -> Principal:
-    return principal_from_event(router.current_event.raw_event)
-
-
 def _curation() -> CurationService:
     return get_container().curation
 
@@ -127,56 +105,49 @@ def _token_admin() -> TokenAdministration:
     return get_container().token_admin
 
 
-def _answer(status: int, body: BaseModel, *, secret: bool = False) -> Answer:
-    return Answer(status=status, body=body.model_dump(mode="json"), secret=secret)
-
-
-def _created_or_unchanged(body: BaseModel, created: bool) -> Answer:
-    """201 when the write created something; 200 for an upsert that found everything equal."""
-    return _answer(201 if created else 200, body)
-
-
-def _write(
-    principal: Principal,
-    key: str | None,
-    request: BaseModel | None,
-    write: Callable[[], Answer],
-    *,
-    authorize: Callable[[], object],
-) -> Response[Any]:
-    """Run ``write`` once per ``Idempotency-Key`` (just run it without one) and answer its JSON.
-
-    With a key, ``authorize`` (the service's read-only check of scope and visibility; it raises)
-    runs first, so that a stored answer is replayed only to a caller allowed to make the write.
-    Without one the write checks the same itself.
-    """
-    if key is None:
-        answer = write()
-    else:
-        authorize()
-        container = get_container()
-        event = router.current_event
-        answer = IdempotentWrites(container.idempotency(), container.settings.idempotency_ttl_seconds).run(
-            write,
-            principal=principal,
-            route=f"{event.http_method} {event.path}",
-            key=key,
-            payload=request.model_dump(mode="json") if request is not None else None,
-            context=router.lambda_context,
-        )
+def _json(status: int, body: BaseModel) -> Response[Any]:
     return Response(
-        status_code=answer.status,
-        content_type=content_types.APPLICATION_JSON,
-        body=dict(answer.body),
-        headers={REPLAYED_HEADER: "true"} if answer.replayed else None,
+        status_code=status, content_type=content_types.APPLICATION_JSON, body=body.model_dump(mode="json")
     )
+
+
+def _path_parameter(request: Request, name: str) -> str:
+    return str(request.path_parameters[name])
+
+
+def _may_create_base(principal: Principal, request: Request) -> None:
+    _curation().authorize_base_creation(principal)
+
+
+def _may_manage_base(principal: Principal, request: Request) -> None:
+    _curation().authorize_base_management(principal, _path_parameter(request, "knowledge_base_id"))
+
+
+def _may_create_item(principal: Principal, request: Request) -> None:
+    _curation().authorize_item_creation(principal, _path_parameter(request, "knowledge_base_id"))
+
+
+def _may_write_item(principal: Principal, request: Request) -> None:
+    _curation().authorize_item_write(principal, _path_parameter(request, "knowledge_item_id"))
+
+
+def _may_issue_token(principal: Principal, request: Request) -> None:
+    _token_admin().authorize_issue(principal, CreateTokenRequest.model_validate(request.json_body))
+
+
+def _may_revoke_token(principal: Principal, request: Request) -> None:
+    _token_admin().authorize_revoke(principal)
 
 
 # -- bases ----------------------------------------------------------------------------------------
 
 
-@router.post(
+@write_route(
+    router,
+    "POST",
     BASES_PATH,
+    check=_may_create_base,
+    body=CreateKnowledgeBaseRequest,
     operation_id="create_knowledge_base",
     summary="Create a knowledge base in the caller's tenant, owned by the caller.",
     description="Needs `knowledge:admin`. `scope` is `private`, `team` (with `team_id`) or `tenant`.",
@@ -185,16 +156,11 @@ def _write(
     responses=_responses(201, "The new base (version 1).", *WRITE_ERRORS),
 )
 def create_knowledge_base(
-    request: Annotated[CreateKnowledgeBaseRequest, Body()], idempotency_key: IdempotencyKey = None
+    request: Annotated[CreateKnowledgeBaseRequest, Body()],
+    principal: CallerPrincipal,
+    idempotency_key: IdempotencyKey = None,
 ) -> Response[KnowledgeBaseResponse]:
-    principal = _principal()
-    return _write(
-        principal,
-        idempotency_key,
-        request,
-        lambda: _answer(201, _curation().create_base(principal, request)),
-        authorize=lambda: _curation().authorize_base_creation(principal),
-    )
+    return _json(201, _curation().create_base(principal, request))
 
 
 @router.get(
@@ -205,13 +171,17 @@ def create_knowledge_base(
     responses=_responses(200, "One page of bases, in id order.", *READ_ERRORS),
 )
 def list_knowledge_bases(
-    limit: Limit = LIST_LIMIT_DEFAULT, next_token: NextToken = None
+    principal: CallerPrincipal, limit: Limit = LIST_LIMIT_DEFAULT, next_token: NextToken = None
 ) -> KnowledgeBaseList:
-    return _curation().list_bases(_principal(), limit=limit, next_token=next_token)
+    return _curation().list_bases(principal, limit=limit, next_token=next_token)
 
 
-@router.patch(
+@write_route(
+    router,
+    "PATCH",
     BASE_PATH,
+    check=_may_manage_base,
+    body=UpdateKnowledgeBaseRequest,
     operation_id="update_knowledge_base",
     summary="Rename a knowledge base or change its status (active/inactive).",
     description=(
@@ -224,20 +194,17 @@ def list_knowledge_bases(
 def update_knowledge_base(
     knowledge_base_id: str,
     request: Annotated[UpdateKnowledgeBaseRequest, Body()],
+    principal: CallerPrincipal,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[KnowledgeBaseResponse]:
-    principal = _principal()
-    return _write(
-        principal,
-        idempotency_key,
-        request,
-        lambda: _answer(200, _curation().update_base(principal, knowledge_base_id, request)),
-        authorize=lambda: _curation().authorize_base_management(principal, knowledge_base_id),
-    )
+    return _json(200, _curation().update_base(principal, knowledge_base_id, request))
 
 
-@router.post(
+@write_route(
+    router,
+    "POST",
     REINDEX_PATH,
+    check=_may_manage_base,
     operation_id="reindex_knowledge_base",
     summary="Rebuild the search index of one knowledge base from the store.",
     description="Needs `knowledge:admin`. Runs synchronously; an inactive base is removed from the index.",
@@ -245,23 +212,20 @@ def update_knowledge_base(
     responses=_responses(200, "What the rebuild did.", *WRITE_ERRORS),
 )
 def reindex_knowledge_base(
-    knowledge_base_id: str, idempotency_key: IdempotencyKey = None
+    knowledge_base_id: str, principal: CallerPrincipal, idempotency_key: IdempotencyKey = None
 ) -> Response[ReindexResponse]:
-    principal = _principal()
-    return _write(
-        principal,
-        idempotency_key,
-        None,
-        lambda: _answer(200, _curation().reindex_base(principal, knowledge_base_id)),
-        authorize=lambda: _curation().authorize_base_management(principal, knowledge_base_id),
-    )
+    return _json(200, _curation().reindex_base(principal, knowledge_base_id))
 
 
 # -- items ----------------------------------------------------------------------------------------
 
 
-@router.post(
+@write_route(
+    router,
+    "POST",
     ITEMS_PATH,
+    check=_may_create_item,
+    body=CreateItemRequest,
     operation_id="create_knowledge_item",
     summary="Add content to a knowledge base: a new item, or a new revision of the item with `external_id`.",
     description=(
@@ -278,16 +242,11 @@ def reindex_knowledge_base(
 def create_knowledge_item(
     knowledge_base_id: str,
     request: Annotated[CreateItemRequest, Body()],
+    principal: CallerPrincipal,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[CreatedRevisionResponse]:
-    principal = _principal()
-    return _write(
-        principal,
-        idempotency_key,
-        request,
-        lambda: _created_or_unchanged(*_curation().create_item(principal, knowledge_base_id, request)),
-        authorize=lambda: _curation().authorize_item_creation(principal, knowledge_base_id),
-    )
+    item, created = _curation().create_item(principal, knowledge_base_id, request)
+    return _json(201 if created else 200, item)
 
 
 @router.get(
@@ -299,6 +258,7 @@ def create_knowledge_item(
 )
 def list_knowledge_items(
     knowledge_base_id: str,
+    principal: CallerPrincipal,
     external_id: Annotated[
         Text | None, Query(min_length=1, max_length=EXTERNAL_ID_MAX_CHARS, description="Exact external id.")
     ] = None,
@@ -306,7 +266,7 @@ def list_knowledge_items(
     next_token: NextToken = None,
 ) -> KnowledgeItemList:
     return _curation().list_items(
-        _principal(), knowledge_base_id, external_id=external_id, limit=limit, next_token=next_token
+        principal, knowledge_base_id, external_id=external_id, limit=limit, next_token=next_token
     )
 
 
@@ -317,12 +277,16 @@ def list_knowledge_items(
     tags=[TAG],
     responses=_responses(200, "The item.", *READ_ERRORS),
 )
-def get_knowledge_item(knowledge_item_id: str) -> KnowledgeItemDetail:
-    return _curation().get_item(_principal(), knowledge_item_id)
+def get_knowledge_item(knowledge_item_id: str, principal: CallerPrincipal) -> KnowledgeItemDetail:
+    return _curation().get_item(principal, knowledge_item_id)
 
 
-@router.post(
+@write_route(
+    router,
+    "POST",
     REVISIONS_PATH,
+    check=_may_write_item,
+    body=CreateRevisionRequest,
     operation_id="create_knowledge_revision",
     summary="Add a revision to an item.",
     description="Needs `knowledge:write`. `publish: true` makes it current at once.",
@@ -336,16 +300,10 @@ def get_knowledge_item(knowledge_item_id: str) -> KnowledgeItemDetail:
 def create_knowledge_revision(
     knowledge_item_id: str,
     request: Annotated[CreateRevisionRequest, Body()],
+    principal: CallerPrincipal,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[CreatedRevisionResponse]:
-    principal = _principal()
-    return _write(
-        principal,
-        idempotency_key,
-        request,
-        lambda: _answer(201, _curation().add_revision(principal, knowledge_item_id, request)),
-        authorize=lambda: _curation().authorize_item_write(principal, knowledge_item_id),
-    )
+    return _json(201, _curation().add_revision(principal, knowledge_item_id, request))
 
 
 @router.get(
@@ -356,13 +314,20 @@ def create_knowledge_revision(
     responses=_responses(200, "One page of revisions.", *READ_ERRORS),
 )
 def list_knowledge_revisions(
-    knowledge_item_id: str, limit: Limit = LIST_LIMIT_DEFAULT, next_token: NextToken = None
+    knowledge_item_id: str,
+    principal: CallerPrincipal,
+    limit: Limit = LIST_LIMIT_DEFAULT,
+    next_token: NextToken = None,
 ) -> RevisionList:
-    return _curation().list_revisions(_principal(), knowledge_item_id, limit=limit, next_token=next_token)
+    return _curation().list_revisions(principal, knowledge_item_id, limit=limit, next_token=next_token)
 
 
-@router.post(
+@write_route(
+    router,
+    "POST",
     PUBLISH_PATH,
+    check=_may_write_item,
+    body=PublishRequest,
     operation_id="publish_knowledge_revision",
     summary="Make one of the item's revisions current (an older one rolls back).",
     tags=[TAG],
@@ -371,20 +336,18 @@ def list_knowledge_revisions(
 def publish_knowledge_revision(
     knowledge_item_id: str,
     request: Annotated[PublishRequest, Body()],
+    principal: CallerPrincipal,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[KnowledgeItemResponse]:
-    principal = _principal()
-    return _write(
-        principal,
-        idempotency_key,
-        request,
-        lambda: _answer(200, _curation().publish(principal, knowledge_item_id, request)),
-        authorize=lambda: _curation().authorize_item_write(principal, knowledge_item_id),
-    )
+    return _json(200, _curation().publish(principal, knowledge_item_id, request))
 
 
-@router.post(
+@write_route(
+    router,
+    "POST",
     ARCHIVE_PATH,
+    check=_may_write_item,
+    body=ArchiveRequest,
     operation_id="archive_knowledge_item",
     summary="Archive an item: it leaves search and reads, and its external_id is released.",
     tags=[TAG],
@@ -393,23 +356,22 @@ def publish_knowledge_revision(
 def archive_knowledge_item(
     knowledge_item_id: str,
     request: Annotated[ArchiveRequest, Body()],
+    principal: CallerPrincipal,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[KnowledgeItemResponse]:
-    principal = _principal()
-    return _write(
-        principal,
-        idempotency_key,
-        request,
-        lambda: _answer(200, _curation().archive(principal, knowledge_item_id, request)),
-        authorize=lambda: _curation().authorize_item_write(principal, knowledge_item_id),
-    )
+    return _json(200, _curation().archive(principal, knowledge_item_id, request))
 
 
 # -- tokens and health ----------------------------------------------------------------------------
 
 
-@router.post(
+@write_route(
+    router,
+    "POST",
     TOKENS_PATH,
+    check=_may_issue_token,
+    body=CreateTokenRequest,
+    secret=True,
     operation_id="create_token",
     summary="Issue a bearer token; it is shown once and only its SHA-256 is stored.",
     description=(
@@ -424,20 +386,19 @@ def archive_knowledge_item(
     responses=_responses(201, "The new token.", *WRITE_ERRORS),
 )
 def create_token(
-    request: Annotated[CreateTokenRequest, Body()], idempotency_key: IdempotencyKey = None
+    request: Annotated[CreateTokenRequest, Body()],
+    principal: CallerPrincipal,
+    idempotency_key: IdempotencyKey = None,
 ) -> Response[TokenResponse]:
-    principal = _principal()
-    return _write(
-        principal,
-        idempotency_key,
-        request,
-        lambda: _answer(201, _token_admin().issue(principal, request), secret=True),
-        authorize=lambda: _token_admin().authorize_issue(principal, request),
-    )
+    return _json(201, _token_admin().issue(principal, request))
 
 
-@router.delete(
+@write_route(
+    router,
+    "DELETE",
     TOKEN_PATH,
+    check=_may_revoke_token,
+    idempotent=False,
     operation_id="revoke_token",
     summary="Revoke a token by its `token_id` (the SHA-256 hex that POST /v1/tokens answered).",
     description=(
@@ -454,8 +415,8 @@ def create_token(
         **openapi_error_responses(401, 403, 404, 500, 503),
     },
 )
-def revoke_token(token_id: str) -> Response[None]:
-    _token_admin().revoke(_principal(), token_id)
+def revoke_token(token_id: str, principal: CallerPrincipal) -> Response[None]:
+    _token_admin().revoke(principal, token_id)
     return Response(status_code=204)
 
 

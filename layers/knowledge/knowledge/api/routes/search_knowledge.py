@@ -1,24 +1,23 @@
-"""REST routes of the ``search_knowledge`` tool (spec + DESIGN §5).
+"""REST route of the ``search_knowledge`` tool (spec + DESIGN §5).
 
-- ``POST /v1/tools/search_knowledge``: the tool's arguments as a JSON object
-  (``SearchKnowledgeArguments``) → ``KnowledgeSearchResponse`` (query) or ``KnowledgeReadResponse``
-  (addressed read), 200; errors as in ``knowledge.api.http``.
-- ``GET /v1/openapi.json``: the OpenAPI 3.1 document of every route of the service (public).
+``POST /v1/tools/search_knowledge``: the tool's arguments as a JSON object
+(``SearchKnowledgeArguments``) → ``KnowledgeSearchResponse`` (query) or ``KnowledgeReadResponse``
+(addressed read), 200; errors as in ``knowledge.api.http``.
 
 The caller is the principal the Lambda authorizer put in the event
-(``knowledge.api.principal.principal_from_event``); the service enforces ``knowledge:read``.
+(``knowledge.api.principal.CallerPrincipal``); the service enforces ``knowledge:read``.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.metrics import MetricUnit
 
 from knowledge.api.http import openapi_error_responses
-from knowledge.api.principal import principal_from_event
+from knowledge.api.principal import CallerPrincipal
 from knowledge.bootstrap import get_container
 from knowledge.domain.contract import (
     KnowledgeReadResponse,
@@ -28,7 +27,6 @@ from knowledge.domain.contract import (
 from knowledge.observability import metrics
 
 SEARCH_KNOWLEDGE_PATH = "/v1/tools/search_knowledge"
-OPENAPI_PATH = "/v1/openapi.json"
 
 router = Router()  # type: ignore[no-untyped-call]  # Powertools leaves Router.__init__ unannotated
 
@@ -50,24 +48,8 @@ router = Router()  # type: ignore[no-untyped-call]  # Powertools leaves Router._
     },
 )
 def search_knowledge(
-    arguments: Annotated[SearchKnowledgeArguments, Body()],
+    arguments: Annotated[SearchKnowledgeArguments, Body()], principal: CallerPrincipal
 ) -> KnowledgeSearchResponse | KnowledgeReadResponse:
-    principal = principal_from_event(router.current_event.raw_event)
     response = get_container().search.search_knowledge(principal, arguments)
     metrics.add_metric(name="SearchKnowledgeAnswered", unit=MetricUnit.Count, value=1)
     return response
-
-
-@router.get(
-    OPENAPI_PATH,
-    operation_id="openapi",
-    summary="The OpenAPI document of the service.",
-    tags=["meta"],
-    security=[{}],
-    responses={200: {"description": "An OpenAPI 3.1 document."}, **openapi_error_responses(500)},
-)
-def openapi_json() -> dict[str, Any]:
-    # Imported here: the document includes this module's router.
-    from knowledge.api.openapi import openapi_document
-
-    return openapi_document()

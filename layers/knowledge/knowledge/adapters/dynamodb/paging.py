@@ -1,6 +1,6 @@
 """Opaque ``next_token`` values of paginated listings, bound to the listing that issued them.
 
-A token is the URL-safe base64 (unpadded) of ``{"l": listing, "k": {attribute: string}}``, where
+A token (``knowledge.adapters.next_tokens``) holds ``{"l": listing, "k": {attribute: string}}``, where
 ``k`` is the DynamoDB key of the last entry returned. Decoding checks that the token names the same
 listing (kind and partition, which includes the tenant), carries exactly the listing's key
 attributes and stays in the listing's partition, so a token from another listing or tenant, or a
@@ -9,16 +9,11 @@ hand-made one, is rejected with ``RequestValidationError`` instead of reaching D
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from knowledge.errors import RequestValidationError
-
-MAX_TOKEN_CHARS = 2_048
+from knowledge.adapters import next_tokens
 
 TABLE_KEY = ("PK", "SK")
 INDEX_KEY = ("PK", "SK", "GSI1PK", "GSI1SK")
@@ -48,18 +43,18 @@ class Listing:
 
     def encode(self, start_key: Mapping[str, Any]) -> str:
         """``start_key`` (low-level attribute values, all strings) as an opaque token."""
-        payload = {"l": self._binding, "k": {name: start_key[name]["S"] for name in self.key_names}}
-        raw = json.dumps(payload, separators=(",", ":"), sort_keys=True).encode("utf-8")
-        return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+        return next_tokens.encode(
+            {"l": self._binding, "k": {name: start_key[name]["S"] for name in self.key_names}}
+        )
 
     def decode(self, token: str) -> dict[str, Any]:
         """The ``ExclusiveStartKey`` a token stands for.
 
         Raises ``RequestValidationError`` when the token is malformed or belongs to another listing.
         """
-        payload = _payload(token)
+        payload = next_tokens.decode(token)
         if payload.get("l") != self._binding:
-            raise RequestValidationError("next_token does not belong to this listing.")
+            raise next_tokens.foreign()
         start = payload.get("k")
         if (
             not isinstance(start, dict)
@@ -67,18 +62,5 @@ class Listing:
             or not all(isinstance(value, str) for value in start.values())
             or start[self.partition_attribute] != self.partition
         ):
-            raise RequestValidationError("next_token is malformed.")
+            raise next_tokens.malformed()
         return {name: {"S": value} for name, value in start.items()}
-
-
-def _payload(token: str) -> dict[str, Any]:
-    if not token or len(token) > MAX_TOKEN_CHARS:
-        raise RequestValidationError("next_token is malformed.")
-    try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        payload = json.loads(raw)
-    except (binascii.Error, ValueError) as error:
-        raise RequestValidationError("next_token is malformed.") from error
-    if not isinstance(payload, dict):
-        raise RequestValidationError("next_token is malformed.")
-    return payload

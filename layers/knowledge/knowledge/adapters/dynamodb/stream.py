@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from knowledge.adapters.dynamodb_codec import decode_record
+from knowledge.adapters.dynamodb.codec import decode_record
 from knowledge.domain.changes import ChangeKind, StoreChange
 
 

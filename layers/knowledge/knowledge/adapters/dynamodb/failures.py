@@ -21,7 +21,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotocoreConnectionError
 
-from knowledge.adapters.dynamodb_codec import Entity, entity_of
+from knowledge.adapters.dynamodb.codec import Entity, entity_of
 from knowledge.domain.models import ItemStatus
 from knowledge.errors import ConflictError, DependencyUnavailableError, ResourceUnavailableError
 from knowledge.observability import logger

@@ -1,4 +1,5 @@
-"""DynamoDBKnowledgeStore: bases, items and the revision lifecycle on the template's table under moto."""
+"""The store contract: items and the revision lifecycle (versions, publishing, archiving,
+external ids, indexed marks, batch reads)."""
 
 from __future__ import annotations
 
@@ -6,25 +7,14 @@ from typing import Any
 
 import pytest
 
-from knowledge.adapters.dynamodb_store import DynamoDBKnowledgeStore
-from knowledge.domain.models import BaseStatus, ItemStatus, KnowledgeBase, Source
+from knowledge.domain.models import ItemStatus, KnowledgeBase, Source
 from knowledge.errors import ConflictError, ResourceUnavailableError
-from tests.support.store import TickingClock, make_base, make_store
-
-TENANT = "tenant-a"
-
-
-@pytest.fixture
-def store(table: Any) -> DynamoDBKnowledgeStore:
-    return make_store(clock=TickingClock())
+from knowledge.ports import KnowledgeStore
+from tests.integration.store_contract.conftest import TENANT
+from tests.support.store import make_base
 
 
-@pytest.fixture
-def base(store: DynamoDBKnowledgeStore) -> KnowledgeBase:
-    return make_base(store, TENANT)
-
-
-def _create(store: DynamoDBKnowledgeStore, base: KnowledgeBase, **overrides: Any) -> Any:
+def _create(store: KnowledgeStore, base: KnowledgeBase, **overrides: Any) -> Any:
     arguments: dict[str, Any] = {
         "title": "Runbook",
         "content": "Restart the service.",
@@ -36,63 +26,8 @@ def _create(store: DynamoDBKnowledgeStore, base: KnowledgeBase, **overrides: Any
     return store.create_item(TENANT, base.knowledge_base_id, **arguments)
 
 
-def test_create_base_then_get_base_returns_equal_base(store: DynamoDBKnowledgeStore) -> None:
-    created = make_base(store, TENANT)
-
-    assert store.get_base(TENANT, created.knowledge_base_id) == created
-    assert created.version == 1
-    assert created.status is BaseStatus.ACTIVE
-
-
-def test_get_base_other_tenant_returns_none(store: DynamoDBKnowledgeStore, base: KnowledgeBase) -> None:
-    assert store.get_base("tenant-b", base.knowledge_base_id) is None
-
-
-def test_update_base_matching_version_changes_fields_and_increments_version(
-    store: DynamoDBKnowledgeStore, base: KnowledgeBase
-) -> None:
-    updated = store.update_base(
-        TENANT, base.knowledge_base_id, expected_version=1, status=BaseStatus.INACTIVE, name="Archive"
-    )
-
-    assert (updated.version, updated.status, updated.name) == (2, BaseStatus.INACTIVE, "Archive")
-    assert store.get_base(TENANT, base.knowledge_base_id) == updated
-
-
-def test_update_base_stale_version_raises_conflict_with_current_version(
-    store: DynamoDBKnowledgeStore, base: KnowledgeBase
-) -> None:
-    store.update_base(TENANT, base.knowledge_base_id, expected_version=1, name="Second")
-    third = store.update_base(TENANT, base.knowledge_base_id, expected_version=2, name="Third")
-
-    with pytest.raises(ConflictError) as raised:
-        store.update_base(TENANT, base.knowledge_base_id, expected_version=1, name="Lost")
-
-    assert raised.value.current_version == 3
-    assert raised.value.details == {"current_version": 3}
-    assert store.get_base(TENANT, base.knowledge_base_id) == third
-
-
-def test_update_base_absent_base_raises_resource_unavailable_and_creates_nothing(
-    store: DynamoDBKnowledgeStore, base: KnowledgeBase
-) -> None:
-    with pytest.raises(ResourceUnavailableError):
-        store.update_base("tenant-b", base.knowledge_base_id, expected_version=1, name="Hijack")
-
-    assert store.get_base("tenant-b", base.knowledge_base_id) is None
-
-
-def test_get_bases_more_than_one_batch_returns_each_existing_base_once(store: DynamoDBKnowledgeStore) -> None:
-    created = [make_base(store, TENANT) for _ in range(105)]
-    wanted = [base.knowledge_base_id for base in created]
-
-    found = store.get_bases(TENANT, [*wanted, wanted[0], "kb_01ABSENT00000000000000000000"])
-
-    assert found == {base.knowledge_base_id: base for base in created}
-
-
 def test_create_item_without_publish_is_draft_with_unpublished_revision(
-    store: DynamoDBKnowledgeStore, base: KnowledgeBase
+    store: KnowledgeStore, base: KnowledgeBase
 ) -> None:
     item, revision = _create(store, base)
 
@@ -106,7 +41,7 @@ def test_create_item_without_publish_is_draft_with_unpublished_revision(
 
 
 def test_add_revision_without_publish_keeps_draft_unpublished(
-    store: DynamoDBKnowledgeStore, base: KnowledgeBase
+    store: KnowledgeStore, base: KnowledgeBase
 ) -> None:
     item, _ = _create(store, base)
 
@@ -130,7 +65,7 @@ def test_add_revision_without_publish_keeps_draft_unpublished(
 
 
 def test_publish_revision_of_draft_publishes_item_and_stamps_revision(
-    store: DynamoDBKnowledgeStore, base: KnowledgeBase
+    store: KnowledgeStore, base: KnowledgeBase
 ) -> None:
     item, revision = _create(store, base)
 
@@ -150,7 +85,7 @@ def test_publish_revision_of_draft_publishes_item_and_stamps_revision(
 
 
 def test_add_revision_with_publish_supersedes_but_keeps_first_revision_published(
-    store: DynamoDBKnowledgeStore, base: KnowledgeBase
+    store: KnowledgeStore, base: KnowledgeBase
 ) -> None:
     item, first = _create(store, base, publish=True)
 
@@ -174,7 +109,7 @@ def test_add_revision_with_publish_supersedes_but_keeps_first_revision_published
 
 
 def test_publish_revision_superseded_revision_rolls_back_and_keeps_published_at(
-    store: DynamoDBKnowledgeStore, base: KnowledgeBase
+    store: KnowledgeStore, base: KnowledgeBase
 ) -> None:
     item, first = _create(store, base, publish=True)
     store.add_revision(
@@ -196,7 +131,7 @@ def test_publish_revision_superseded_revision_rolls_back_and_keeps_published_at(
 
 
 def test_publish_revision_of_another_item_raises_resource_unavailable_and_changes_nothing(
-    store: DynamoDBKnowledgeStore, base: KnowledgeBase
+    store: KnowledgeStore, base: KnowledgeBase
 ) -> None:
     item, _ = _create(store, base)
     _, foreign = _create(store, base, title="Other")
@@ -211,7 +146,7 @@ def test_publish_revision_of_another_item_raises_resource_unavailable_and_change
 
 
 def test_publish_revision_stale_version_raises_conflict_with_current_version(
-    store: DynamoDBKnowledgeStore, base: KnowledgeBase
+    store: KnowledgeStore, base: KnowledgeBase
 ) -> None:
     item, revision = _create(store, base)
     store.add_revision(
@@ -232,7 +167,7 @@ def test_publish_revision_stale_version_raises_conflict_with_current_version(
     assert raised.value.current_version == 2
 
 
-def _add(store: DynamoDBKnowledgeStore, item_id: str, **overrides: Any) -> Any:
+def _add(store: KnowledgeStore, item_id: str, **overrides: Any) -> Any:
     arguments: dict[str, Any] = {
         "content": "v2",
         "title": None,
@@ -245,7 +180,7 @@ def _add(store: DynamoDBKnowledgeStore, item_id: str, **overrides: Any) -> Any:
 
 
 def test_add_revision_defaults_title_and_source_from_latest_revision(
-    store: DynamoDBKnowledgeStore, base: KnowledgeBase
+    store: KnowledgeStore, base: KnowledgeBase
 ) -> None:
     item, first = _create(store, base)
     _, draft = _add(store, item.knowledge_item_id, title="Draft title", content="v2")
@@ -256,9 +191,7 @@ def test_add_revision_defaults_title_and_source_from_latest_revision(
     assert draft.title == "Draft title"
 
 
-def test_add_draft_revision_with_title_keeps_item_title(
-    store: DynamoDBKnowledgeStore, base: KnowledgeBase
-) -> None:
+def test_add_draft_revision_with_title_keeps_item_title(store: KnowledgeStore, base: KnowledgeBase) -> None:
     item, first = _create(store, base, publish=True)
     source = Source(uri="https://example.com/new")
 
@@ -272,9 +205,7 @@ def test_add_draft_revision_with_title_keeps_item_title(
     assert store.get_item(TENANT, item.knowledge_item_id) == updated
 
 
-def test_add_published_revision_with_title_renames_item(
-    store: DynamoDBKnowledgeStore, base: KnowledgeBase
-) -> None:
+def test_add_published_revision_with_title_renames_item(store: KnowledgeStore, base: KnowledgeBase) -> None:
     item, _ = _create(store, base, publish=True)
 
     updated, revision = _add(store, item.knowledge_item_id, title="Renamed", publish=True)
@@ -284,7 +215,7 @@ def test_add_published_revision_with_title_renames_item(
 
 
 def test_publish_revision_renames_item_to_its_title_and_rollback_restores_the_old_one(
-    store: DynamoDBKnowledgeStore, base: KnowledgeBase
+    store: KnowledgeStore, base: KnowledgeBase
 ) -> None:
     item, first = _create(store, base, publish=True)
     _, draft = _add(store, item.knowledge_item_id, title="Renamed")
@@ -302,7 +233,7 @@ def test_publish_revision_renames_item_to_its_title_and_rollback_restores_the_ol
 
 
 def test_add_revision_stale_expected_version_raises_conflict_and_writes_no_revision(
-    store: DynamoDBKnowledgeStore, base: KnowledgeBase
+    store: KnowledgeStore, base: KnowledgeBase
 ) -> None:
     item, _ = _create(store, base)
     store.add_revision(
@@ -330,7 +261,7 @@ def test_add_revision_stale_expected_version_raises_conflict_and_writes_no_revis
     assert len(store.list_revisions(TENANT, item.knowledge_item_id, limit=10, next_token=None).entries) == 2
 
 
-def test_add_revision_records_latest_sha256(store: DynamoDBKnowledgeStore, base: KnowledgeBase) -> None:
+def test_add_revision_records_latest_sha256(store: KnowledgeStore, base: KnowledgeBase) -> None:
     item, first = _create(store, base)
 
     updated, second = store.add_revision(
@@ -346,7 +277,7 @@ def test_add_revision_records_latest_sha256(store: DynamoDBKnowledgeStore, base:
     assert updated.latest_sha256 == second.sha256 != first.sha256
 
 
-def test_create_item_in_absent_base_raises_resource_unavailable(store: DynamoDBKnowledgeStore) -> None:
+def test_create_item_in_absent_base_raises_resource_unavailable(store: KnowledgeStore) -> None:
     other_tenant_base = make_base(store, "tenant-b")
 
     with pytest.raises(ResourceUnavailableError):
@@ -362,7 +293,7 @@ def test_create_item_in_absent_base_raises_resource_unavailable(store: DynamoDBK
 
 
 def test_create_item_taken_external_id_raises_conflict_with_existing_version(
-    store: DynamoDBKnowledgeStore, base: KnowledgeBase
+    store: KnowledgeStore, base: KnowledgeBase
 ) -> None:
     existing, _ = _create(store, base, external_id="doc-1")
     store.publish_revision(
@@ -378,7 +309,7 @@ def test_create_item_taken_external_id_raises_conflict_with_existing_version(
 
 
 def test_find_item_by_external_id_returns_owner_only_in_its_base(
-    store: DynamoDBKnowledgeStore, base: KnowledgeBase
+    store: KnowledgeStore, base: KnowledgeBase
 ) -> None:
     item, _ = _create(store, base, external_id="doc-1")
     other_base = make_base(store, TENANT)
@@ -389,7 +320,7 @@ def test_find_item_by_external_id_returns_owner_only_in_its_base(
 
 
 def test_archive_item_stale_version_raises_conflict_with_current_version(
-    store: DynamoDBKnowledgeStore, base: KnowledgeBase
+    store: KnowledgeStore, base: KnowledgeBase
 ) -> None:
     item, revision = _create(store, base)
     store.publish_revision(TENANT, item.knowledge_item_id, revision.knowledge_revision_id, expected_version=1)
@@ -404,7 +335,7 @@ def test_archive_item_stale_version_raises_conflict_with_current_version(
 
 
 def test_archive_item_then_every_write_raises_resource_unavailable(
-    store: DynamoDBKnowledgeStore, base: KnowledgeBase
+    store: KnowledgeStore, base: KnowledgeBase
 ) -> None:
     item, revision = _create(store, base, publish=True)
     archived = store.archive_item(TENANT, item.knowledge_item_id, expected_version=1)
@@ -430,7 +361,7 @@ def test_archive_item_then_every_write_raises_resource_unavailable(
 
 
 def test_archive_item_releases_external_id_and_leaves_listing(
-    store: DynamoDBKnowledgeStore, base: KnowledgeBase
+    store: KnowledgeStore, base: KnowledgeBase
 ) -> None:
     item, _ = _create(store, base, external_id="doc-1")
     store.archive_item(TENANT, item.knowledge_item_id, expected_version=1)
@@ -444,7 +375,7 @@ def test_archive_item_releases_external_id_and_leaves_listing(
 
 
 def test_set_indexed_revision_sets_and_clears_without_moving_version(
-    store: DynamoDBKnowledgeStore, base: KnowledgeBase
+    store: KnowledgeStore, base: KnowledgeBase
 ) -> None:
     item, revision = _create(store, base, publish=True)
 
@@ -458,7 +389,7 @@ def test_set_indexed_revision_sets_and_clears_without_moving_version(
 
 
 def test_set_indexed_revision_absent_item_raises_resource_unavailable_and_creates_nothing(
-    store: DynamoDBKnowledgeStore,
+    store: KnowledgeStore,
 ) -> None:
     with pytest.raises(ResourceUnavailableError):
         store.set_indexed_revision(
@@ -469,7 +400,7 @@ def test_set_indexed_revision_absent_item_raises_resource_unavailable_and_create
 
 
 def test_get_items_and_get_revisions_return_existing_records_only(
-    store: DynamoDBKnowledgeStore, base: KnowledgeBase
+    store: KnowledgeStore, base: KnowledgeBase
 ) -> None:
     first, first_revision = _create(store, base)
     second, second_revision = _create(store, base, title="Second")

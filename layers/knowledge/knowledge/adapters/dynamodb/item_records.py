@@ -1,0 +1,358 @@
+"""Items and revisions on the table: the item (``T#{tenant}#ITEM#{item}`` / ``META``), its revisions
+(``REV#{rev}``) and pages under the same partition, and one external-id guard per live item that
+has an ``external_id``.
+
+Write protocol:
+
+- A revision's pages are written first (``page_records``); then its record (the seal) and the item
+  change commit in one ``TransactWriteItems``. Readers reach content only through a revision
+  record, so a revision is never observed half-written. Pages stay out of the transaction (4 MB /
+  100 items limit). When the transaction is refused the pages are deleted again; when its outcome
+  is unknown (timeout) they are kept, because the seal may have committed.
+- Every item change is conditioned on ``version = :expected`` and on the item not being archived,
+  and moves ``version`` by one (``domain.lifecycle``).
+- ``external_id`` is unique per base through a guard record created in the item's transaction:
+  of two concurrent creators with one external id, one gets ``ConflictError``; it may re-read with
+  ``find_item_by_external_id`` and add a revision instead. Archiving deletes the guard.
+- Archived items drop out of ``list_items`` (their GSI1 keys are removed).
+
+Reads of single records are strongly consistent; ``list_items`` reads GSI1 (eventually consistent),
+``list_revisions`` the table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from knowledge.adapters.dynamodb import codec
+from knowledge.adapters.dynamodb.page_records import discard_pages, revision_ids, write_pages
+from knowledge.adapters.dynamodb.paging import INDEX_KEY, TABLE_KEY, Listing
+from knowledge.adapters.dynamodb.table import EXISTS, VERSION_IS_EXPECTED, TableRecords, all_of
+from knowledge.domain import ids, keys, lifecycle
+from knowledge.domain.models import ItemStatus, KnowledgeItem, Page, Revision, Source
+from knowledge.errors import ConflictError, ResourceUnavailableError
+from knowledge.observability import logger
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import (
+        TransactWriteItemTypeDef,
+        UpdateItemInputTypeDef,
+        UpdateTypeDef,
+    )
+
+# Condition clauses of item writes, named before they are combined with all_of.
+_NOT_ARCHIVED = "#status <> :archived"
+_GUARD_IS_ABSENT_OR_OURS = "attribute_not_exists(PK) OR #knowledge_item_id = :knowledge_item_id"
+
+
+class DynamoDBItemStore(TableRecords):
+    """The ``ItemStore`` port (see the module docs for the write protocol)."""
+
+    def create_item(
+        self,
+        tenant_id: str,
+        knowledge_base_id: str,
+        *,
+        title: str,
+        content: str,
+        source: Source,
+        external_id: str | None,
+        publish: bool,
+    ) -> tuple[KnowledgeItem, Revision]:
+        """A new item with its first revision, published at once when ``publish``.
+
+        Raises ``ResourceUnavailableError`` when the base does not exist in the tenant, and
+        ``ConflictError`` (``current_version`` of the existing item) when ``external_id`` is taken.
+        """
+        if self._table.get(keys.base_key(tenant_id, knowledge_base_id)) is None:
+            raise ResourceUnavailableError()
+        if external_id is not None:
+            self._refuse_taken_external_id(tenant_id, knowledge_base_id, external_id)
+        revision = lifecycle.new_revision(
+            tenant_id,
+            knowledge_base_id,
+            ids.new_item_id(),
+            title=title,
+            source=source,
+            content=content,
+            page_size=self._page_size,
+            publish=publish,
+            now=self._clock(),
+        )
+        item = lifecycle.new_item(revision, external_id=external_id, publish=publish)
+        writes = [self._table.put_new_write(codec.encode_item(item))]
+        if external_id is not None:
+            guard = codec.encode_external_id(
+                tenant_id, knowledge_base_id, external_id, item.knowledge_item_id
+            )
+            writes.append(self._table.put_new_write(guard))
+        try:
+            self._write_revision(revision, content, writes)
+        except ConflictError:
+            # Only the guard can be taken (the item and revision ids are fresh): report the winner's version.
+            if external_id is not None:
+                self._refuse_taken_external_id(tenant_id, knowledge_base_id, external_id)
+            raise
+        _log_revision(revision, item)
+        return item, revision
+
+    def add_revision(
+        self,
+        tenant_id: str,
+        knowledge_item_id: str,
+        *,
+        content: str,
+        title: str | None,
+        source: Source | None,
+        publish: bool,
+        expected_version: int | None,
+    ) -> tuple[KnowledgeItem, Revision]:
+        """A new latest revision, published at once when ``publish``.
+
+        ``title`` and ``source`` default to the latest revision's. The item takes the revision's
+        title only when it becomes current (``publish``): a draft never renames the item.
+        ``expected_version=None`` means the version read just before writing; a race still fails.
+        Raises ``ResourceUnavailableError`` (absent or archived item) or ``ConflictError``.
+        """
+        item = lifecycle.writable_item(self.get_item(tenant_id, knowledge_item_id), expected_version)
+        latest = (
+            self.get_revision(tenant_id, knowledge_item_id, item.latest_revision_id)
+            if title is None or source is None
+            else None
+        )
+        title, source = lifecycle.revision_defaults(item, latest, title=title, source=source)
+        now = self._clock()
+        revision = lifecycle.new_revision(
+            tenant_id,
+            item.knowledge_base_id,
+            knowledge_item_id,
+            title=title,
+            source=source,
+            content=content,
+            page_size=self._page_size,
+            publish=publish,
+            now=now,
+        )
+        updated = lifecycle.revised_item(item, revision, publish=publish, now=now)
+        self._write_revision(revision, content, [{"Update": self._item_update(item, updated)}])
+        _log_revision(revision, updated)
+        return updated, revision
+
+    def publish_revision(
+        self, tenant_id: str, knowledge_item_id: str, knowledge_revision_id: str, *, expected_version: int
+    ) -> KnowledgeItem:
+        """Make a revision of the item current; an older one works too (rollback). The item takes
+        the revision's title.
+
+        The revision's ``published_at`` is set the first time only. Raises ``ResourceUnavailableError``
+        (absent or archived item, revision not of this item) or ``ConflictError``.
+        """
+        item = lifecycle.writable_item(self.get_item(tenant_id, knowledge_item_id), expected_version)
+        revision = self.get_revision(tenant_id, knowledge_item_id, knowledge_revision_id)
+        if revision is None:
+            raise ResourceUnavailableError()
+        now = self._clock()
+        updated = lifecycle.published_item(item, revision, now=now)
+        stamp: UpdateTypeDef = {
+            "TableName": self._table.name,
+            "Key": codec.key(keys.revision_key(tenant_id, knowledge_item_id, knowledge_revision_id)),
+            "UpdateExpression": "SET #published_at = if_not_exists(#published_at, :published_at)",
+            "ConditionExpression": EXISTS,
+            "ExpressionAttributeNames": {"#published_at": "published_at"},
+            "ExpressionAttributeValues": codec.serialize({":published_at": codec.timestamp(now)}),
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        self._table.transact([{"Update": self._item_update(item, updated)}, {"Update": stamp}])
+        logger.info(
+            "revision published",
+            extra={
+                "tenant_id": tenant_id,
+                "knowledge_item_id": knowledge_item_id,
+                "knowledge_revision_id": knowledge_revision_id,
+                "version": updated.version,
+            },
+        )
+        return updated
+
+    def archive_item(self, tenant_id: str, knowledge_item_id: str, *, expected_version: int) -> KnowledgeItem:
+        """Archive the item and release its external id.
+
+        Raises ``ResourceUnavailableError`` (absent or already archived item) or ``ConflictError``.
+        """
+        item = lifecycle.writable_item(self.get_item(tenant_id, knowledge_item_id), expected_version)
+        updated = lifecycle.archived_item(item, now=self._clock())
+        writes: list[TransactWriteItemTypeDef] = [
+            {"Update": self._item_update(item, updated, remove=("GSI1PK", "GSI1SK"))}
+        ]
+        if item.external_id is not None:
+            guard = keys.external_id_key(tenant_id, item.knowledge_base_id, item.external_id)
+            writes.append(
+                {
+                    "Delete": {
+                        "TableName": self._table.name,
+                        "Key": codec.key(guard),
+                        "ConditionExpression": _GUARD_IS_ABSENT_OR_OURS,
+                        "ExpressionAttributeNames": {"#knowledge_item_id": "knowledge_item_id"},
+                        "ExpressionAttributeValues": codec.serialize(
+                            {":knowledge_item_id": knowledge_item_id}
+                        ),
+                    }
+                }
+            )
+        self._table.transact(writes)
+        logger.info(
+            "item archived",
+            extra={
+                "tenant_id": tenant_id,
+                "knowledge_item_id": knowledge_item_id,
+                "version": updated.version,
+            },
+        )
+        return updated
+
+    def set_indexed_revision(
+        self,
+        tenant_id: str,
+        knowledge_item_id: str,
+        knowledge_revision_id: str | None,
+        *,
+        expected_version: int | None = None,
+    ) -> None:
+        """Record which revision the search index holds; the item's ``version`` does not move.
+
+        With ``expected_version`` the write applies only while the item is at that version.
+        Raises ``ResourceUnavailableError`` when the item does not exist (or, with
+        ``expected_version``, was archived) and ``ConflictError`` when its version moved on.
+        """
+        change = codec.update({"indexed_revision_id": knowledge_revision_id})
+        condition, names, values = EXISTS, dict(change.names), dict(change.values)
+        if expected_version is not None:
+            condition = all_of(EXISTS, VERSION_IS_EXPECTED)
+            names["#version"] = "version"
+            values.update(codec.serialize({":expected": expected_version}))
+        request: UpdateItemInputTypeDef = {
+            "TableName": self._table.name,
+            "Key": codec.key(keys.item_key(tenant_id, knowledge_item_id)),
+            "UpdateExpression": change.expression,
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": names,
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        if values:  # a REMOVE has no values, and DynamoDB rejects an empty map
+            request["ExpressionAttributeValues"] = values
+        self._table.update(request)
+
+    def get_item(self, tenant_id: str, knowledge_item_id: str) -> KnowledgeItem | None:
+        record = self._table.get(keys.item_key(tenant_id, knowledge_item_id))
+        return codec.decode_item(record) if record is not None else None
+
+    def get_items(self, tenant_id: str, knowledge_item_ids: Sequence[str]) -> dict[str, KnowledgeItem]:
+        records = self._table.batch_get(keys.item_key(tenant_id, item_id) for item_id in knowledge_item_ids)
+        items = (codec.decode_item(record) for record in records)
+        return {item.knowledge_item_id: item for item in items}
+
+    def find_item_by_external_id(
+        self, tenant_id: str, knowledge_base_id: str, external_id: str
+    ) -> KnowledgeItem | None:
+        """The live item holding ``external_id`` in the base; archived items have released theirs."""
+        guard = self._table.get(keys.external_id_key(tenant_id, knowledge_base_id, external_id))
+        return self.get_item(tenant_id, codec.decode_external_id(guard)) if guard is not None else None
+
+    def list_items(
+        self, tenant_id: str, knowledge_base_id: str, *, limit: int, next_token: str | None
+    ) -> Page[KnowledgeItem]:
+        """Items of the base that are not archived, in id (creation) order."""
+        listing = Listing("items", "GSI1PK", keys.base_partition(tenant_id, knowledge_base_id), INDEX_KEY)
+        records, token = self._table.query_listing(
+            listing, keys.ITEM_INDEX_PREFIX, limit=limit, next_token=next_token
+        )
+        return Page[KnowledgeItem](
+            entries=[codec.decode_item(record) for record in records], next_token=token
+        )
+
+    def get_revision(
+        self, tenant_id: str, knowledge_item_id: str, knowledge_revision_id: str
+    ) -> Revision | None:
+        record = self._table.get(keys.revision_key(tenant_id, knowledge_item_id, knowledge_revision_id))
+        return codec.decode_revision(record) if record is not None else None
+
+    def get_revisions(
+        self, tenant_id: str, keys: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], Revision]:
+        """Revisions by ``(knowledge_item_id, knowledge_revision_id)``; absent ones are left out."""
+        records = self._table.batch_get(_revision_keys(tenant_id, keys))
+        revisions = (codec.decode_revision(record) for record in records)
+        return {(rev.knowledge_item_id, rev.knowledge_revision_id): rev for rev in revisions}
+
+    def list_revisions(
+        self, tenant_id: str, knowledge_item_id: str, *, limit: int, next_token: str | None
+    ) -> Page[Revision]:
+        """Revisions of the item, newest first (revision ids are ULIDs, which sort by time)."""
+        listing = Listing("revisions", "PK", keys.item_partition(tenant_id, knowledge_item_id), TABLE_KEY)
+        records, token = self._table.query_listing(
+            listing, keys.REVISION_PREFIX, limit=limit, next_token=next_token, newest_first=True
+        )
+        return Page[Revision](entries=[codec.decode_revision(record) for record in records], next_token=token)
+
+    # Internals
+
+    def _item_update(
+        self, item: KnowledgeItem, updated: KnowledgeItem, remove: Iterable[str] = ()
+    ) -> UpdateTypeDef:
+        """``item`` → ``updated`` as one versioned update of the item record."""
+        change = codec.update(codec.changes(item, updated), remove)
+        return {
+            "TableName": self._table.name,
+            "Key": codec.key(keys.item_key(item.tenant_id, item.knowledge_item_id)),
+            "UpdateExpression": change.expression,
+            "ConditionExpression": all_of(EXISTS, VERSION_IS_EXPECTED, _NOT_ARCHIVED),
+            "ExpressionAttributeNames": {**change.names, "#version": "version", "#status": "status"},
+            "ExpressionAttributeValues": {
+                **change.values,
+                **codec.serialize({":expected": item.version, ":archived": ItemStatus.ARCHIVED}),
+            },
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+
+    def _refuse_taken_external_id(self, tenant_id: str, knowledge_base_id: str, external_id: str) -> None:
+        existing = self.find_item_by_external_id(tenant_id, knowledge_base_id, external_id)
+        if existing is not None:
+            raise ConflictError(
+                "An item with this external_id already exists in the knowledge base.",
+                current_version=existing.version,
+            )
+
+    def _write_revision(
+        self, revision: Revision, content: str, writes: list[TransactWriteItemTypeDef]
+    ) -> None:
+        """Write every page, then seal: the revision record and ``writes`` in one transaction.
+
+        Pages of a revision that is certainly unsealed are deleted again. A seal whose outcome is
+        unknown (``DependencyUnavailableError`` after botocore's retries) may have committed, so its
+        pages stay.
+        """
+        write_pages(self._table, revision, content)
+        try:
+            self._table.transact([self._table.put_new_write(codec.encode_revision(revision)), *writes])
+        except (ConflictError, ResourceUnavailableError):
+            discard_pages(self._table, revision)
+            raise
+
+
+def _revision_keys(tenant_id: str, pairs: Iterable[tuple[str, str]]) -> Iterable[keys.TableKey]:
+    return (keys.revision_key(tenant_id, item_id, revision_id) for item_id, revision_id in pairs)
+
+
+def _log_revision(revision: Revision, item: KnowledgeItem) -> None:
+    logger.info(
+        "revision created",
+        extra={
+            **revision_ids(revision),
+            "knowledge_base_id": revision.knowledge_base_id,
+            "version": item.version,
+            "total_chars": revision.total_chars,
+            "page_count": revision.page_count,
+            "published": revision.is_published,
+        },
+    )

@@ -1,0 +1,397 @@
+"""The ``KnowledgeStore`` port in process memory: the services' fake in unit tests, held to the same
+contract suite as the DynamoDB store (``tests/integration/store_contract``).
+
+Records are the frozen domain models themselves, so nothing a caller holds can change what is
+stored. Each method runs under one lock, so every write is atomic as a DynamoDB conditional write
+or transaction is: a write conditioned on a version that moved on is ``ConflictError`` carrying the
+stored version, a write to an absent or archived record ``ResourceUnavailableError``. The rules of
+each change come from ``knowledge.domain.lifecycle``, as in the DynamoDB store. A listing's
+``next_token`` (``knowledge.adapters.next_tokens``) holds ``{"l": listing, "k": last id}``, and a
+token of another listing or tenant is ``RequestValidationError``. Nothing is persisted, and two
+stores share nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, TypeVar
+
+from knowledge.adapters import next_tokens
+from knowledge.domain import ids, lifecycle
+from knowledge.domain.models import (
+    BaseStatus,
+    ContentWindow,
+    ItemStatus,
+    KnowledgeBase,
+    KnowledgeItem,
+    Page,
+    Revision,
+    Scope,
+    Source,
+    TokenRecord,
+)
+from knowledge.errors import ConflictError, DependencyUnavailableError, ResourceUnavailableError
+from knowledge.ports import Clock
+
+if TYPE_CHECKING:
+    from knowledge.ports import KnowledgeStore
+
+T = TypeVar("T")
+
+_RACE_LOST = "The record was changed by another writer; re-read it and retry with its current version."
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class InMemoryKnowledgeStore:
+    """Bases, items, revisions and their content, and tokens in dictionaries.
+
+    ``clock`` returns aware UTC datetimes; ``page_size_chars`` (1..90,000, else ``ValueError``) is
+    recorded on new revisions as the DynamoDB store records its page size.
+    """
+
+    def __init__(
+        self, *, clock: Clock | None = None, page_size_chars: int = lifecycle.DEFAULT_PAGE_SIZE_CHARS
+    ) -> None:
+        self._clock = clock or _utc_now
+        self._page_size = lifecycle.check_page_size(page_size_chars)
+        self._lock = threading.RLock()
+        self._bases: dict[tuple[str, str], KnowledgeBase] = {}
+        self._items: dict[tuple[str, str], KnowledgeItem] = {}
+        self._revisions: dict[tuple[str, str, str], Revision] = {}
+        self._contents: dict[tuple[str, str, str], str] = {}
+        self._external_ids: dict[tuple[str, str, str], str] = {}
+        self._tokens: dict[str, TokenRecord] = {}
+
+    # Bases
+
+    def create_base(
+        self, tenant_id: str, *, name: str, owner_id: str, scope: Scope, team_id: str | None
+    ) -> KnowledgeBase:
+        with self._lock:
+            base = lifecycle.new_base(
+                tenant_id, name=name, owner_id=owner_id, scope=scope, team_id=team_id, now=self._clock()
+            )
+            self._bases[tenant_id, base.knowledge_base_id] = base
+            return base
+
+    def update_base(
+        self,
+        tenant_id: str,
+        knowledge_base_id: str,
+        *,
+        expected_version: int,
+        status: BaseStatus | None = None,
+        name: str | None = None,
+    ) -> KnowledgeBase:
+        with self._lock:
+            base = self._bases.get((tenant_id, knowledge_base_id))
+            if base is None:
+                raise ResourceUnavailableError()
+            if base.version != expected_version:
+                raise ConflictError(_RACE_LOST, current_version=base.version)
+            updated = lifecycle.updated_base(base, status=status, name=name, now=self._clock())
+            self._bases[tenant_id, knowledge_base_id] = updated
+            return updated
+
+    def get_base(self, tenant_id: str, knowledge_base_id: str) -> KnowledgeBase | None:
+        with self._lock:
+            return self._bases.get((tenant_id, knowledge_base_id))
+
+    def get_bases(self, tenant_id: str, knowledge_base_ids: Sequence[str]) -> dict[str, KnowledgeBase]:
+        with self._lock:
+            return _found(self._bases, tenant_id, knowledge_base_ids)
+
+    def list_bases(self, tenant_id: str, *, limit: int, next_token: str | None) -> Page[KnowledgeBase]:
+        with self._lock:
+            bases = [base for (tenant, _), base in self._bases.items() if tenant == tenant_id]
+        return _page(f"bases:{tenant_id}", bases, _base_id, limit=limit, next_token=next_token)
+
+    # Items and revisions
+
+    def create_item(
+        self,
+        tenant_id: str,
+        knowledge_base_id: str,
+        *,
+        title: str,
+        content: str,
+        source: Source,
+        external_id: str | None,
+        publish: bool,
+    ) -> tuple[KnowledgeItem, Revision]:
+        with self._lock:
+            if (tenant_id, knowledge_base_id) not in self._bases:
+                raise ResourceUnavailableError()
+            if external_id is not None:
+                holder = self._find_by_external_id(tenant_id, knowledge_base_id, external_id)
+                if holder is not None:
+                    raise ConflictError(
+                        "An item with this external_id already exists in the knowledge base.",
+                        current_version=holder.version,
+                    )
+            revision = self._new_revision(
+                tenant_id, knowledge_base_id, ids.new_item_id(), title, source, content, publish
+            )
+            item = lifecycle.new_item(revision, external_id=external_id, publish=publish)
+            self._seal(revision, content, item)
+            if external_id is not None:
+                self._external_ids[tenant_id, knowledge_base_id, external_id] = item.knowledge_item_id
+            return item, revision
+
+    def add_revision(
+        self,
+        tenant_id: str,
+        knowledge_item_id: str,
+        *,
+        content: str,
+        title: str | None,
+        source: Source | None,
+        publish: bool,
+        expected_version: int | None,
+    ) -> tuple[KnowledgeItem, Revision]:
+        with self._lock:
+            item = lifecycle.writable_item(self._items.get((tenant_id, knowledge_item_id)), expected_version)
+            latest = self._revisions.get((tenant_id, knowledge_item_id, item.latest_revision_id))
+            title, source = lifecycle.revision_defaults(item, latest, title=title, source=source)
+            revision = self._new_revision(
+                tenant_id, item.knowledge_base_id, knowledge_item_id, title, source, content, publish
+            )
+            updated = lifecycle.revised_item(item, revision, publish=publish, now=revision.created_at)
+            self._seal(revision, content, updated)
+            return updated, revision
+
+    def publish_revision(
+        self, tenant_id: str, knowledge_item_id: str, knowledge_revision_id: str, *, expected_version: int
+    ) -> KnowledgeItem:
+        with self._lock:
+            item = lifecycle.writable_item(self._items.get((tenant_id, knowledge_item_id)), expected_version)
+            key = (tenant_id, knowledge_item_id, knowledge_revision_id)
+            revision = self._revisions.get(key)
+            if revision is None:
+                raise ResourceUnavailableError()
+            now = self._clock()
+            if revision.published_at is None:
+                self._revisions[key] = revision.model_copy(update={"published_at": now})
+            updated = lifecycle.published_item(item, revision, now=now)
+            self._items[tenant_id, knowledge_item_id] = updated
+            return updated
+
+    def archive_item(self, tenant_id: str, knowledge_item_id: str, *, expected_version: int) -> KnowledgeItem:
+        with self._lock:
+            item = lifecycle.writable_item(self._items.get((tenant_id, knowledge_item_id)), expected_version)
+            archived = lifecycle.archived_item(item, now=self._clock())
+            self._items[tenant_id, knowledge_item_id] = archived
+            if item.external_id is not None:
+                self._external_ids.pop((tenant_id, item.knowledge_base_id, item.external_id), None)
+            return archived
+
+    def set_indexed_revision(
+        self,
+        tenant_id: str,
+        knowledge_item_id: str,
+        knowledge_revision_id: str | None,
+        *,
+        expected_version: int | None = None,
+    ) -> None:
+        with self._lock:
+            item = self._items.get((tenant_id, knowledge_item_id))
+            if item is None:
+                raise ResourceUnavailableError()
+            if expected_version is not None and item.version != expected_version:
+                if item.status is ItemStatus.ARCHIVED:
+                    raise ResourceUnavailableError()
+                raise ConflictError(_RACE_LOST, current_version=item.version)
+            self._items[tenant_id, knowledge_item_id] = item.model_copy(
+                update={"indexed_revision_id": knowledge_revision_id}
+            )
+
+    def get_item(self, tenant_id: str, knowledge_item_id: str) -> KnowledgeItem | None:
+        with self._lock:
+            return self._items.get((tenant_id, knowledge_item_id))
+
+    def get_items(self, tenant_id: str, knowledge_item_ids: Sequence[str]) -> dict[str, KnowledgeItem]:
+        with self._lock:
+            return _found(self._items, tenant_id, knowledge_item_ids)
+
+    def find_item_by_external_id(
+        self, tenant_id: str, knowledge_base_id: str, external_id: str
+    ) -> KnowledgeItem | None:
+        with self._lock:
+            return self._find_by_external_id(tenant_id, knowledge_base_id, external_id)
+
+    def list_items(
+        self, tenant_id: str, knowledge_base_id: str, *, limit: int, next_token: str | None
+    ) -> Page[KnowledgeItem]:
+        with self._lock:
+            items = [
+                item
+                for (tenant, _), item in self._items.items()
+                if tenant == tenant_id
+                and item.knowledge_base_id == knowledge_base_id
+                and item.status is not ItemStatus.ARCHIVED
+            ]
+        listing = f"items:{tenant_id}:{knowledge_base_id}"
+        return _page(listing, items, _item_id, limit=limit, next_token=next_token)
+
+    def get_revision(
+        self, tenant_id: str, knowledge_item_id: str, knowledge_revision_id: str
+    ) -> Revision | None:
+        with self._lock:
+            return self._revisions.get((tenant_id, knowledge_item_id, knowledge_revision_id))
+
+    def get_revisions(
+        self, tenant_id: str, keys: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], Revision]:
+        with self._lock:
+            found = (self._revisions.get((tenant_id, item_id, revision_id)) for item_id, revision_id in keys)
+            return {
+                (revision.knowledge_item_id, revision.knowledge_revision_id): revision
+                for revision in found
+                if revision is not None
+            }
+
+    def list_revisions(
+        self, tenant_id: str, knowledge_item_id: str, *, limit: int, next_token: str | None
+    ) -> Page[Revision]:
+        with self._lock:
+            revisions = [
+                revision
+                for (tenant, item_id, _), revision in self._revisions.items()
+                if (tenant, item_id) == (tenant_id, knowledge_item_id)
+            ]
+        listing = f"revisions:{tenant_id}:{knowledge_item_id}"
+        return _page(listing, revisions, _revision_id, limit=limit, next_token=next_token, newest_first=True)
+
+    # Content
+
+    def read_content(self, revision: Revision, *, offset: int, limit: int) -> ContentWindow:
+        end = lifecycle.content_window(revision, offset=offset, limit=limit)
+        text = self.read_all_content(revision)[offset:end] if end > offset else ""
+        return ContentWindow(text=text, offset=offset, limit=limit, total_chars=revision.total_chars)
+
+    def read_all_content(self, revision: Revision) -> str:
+        with self._lock:
+            content = self._contents.get(
+                (revision.tenant_id, revision.knowledge_item_id, revision.knowledge_revision_id)
+            )
+        if content is None or not lifecycle.matches(revision, content):
+            raise DependencyUnavailableError("The knowledge store returned inconsistent content.")
+        return content
+
+    # Tokens
+
+    def put_token(self, record: TokenRecord) -> None:
+        with self._lock:
+            stored = self._tokens.setdefault(record.token_hash, record)
+        if stored != record:
+            raise ConflictError(_RACE_LOST, current_version=None)
+
+    def get_token(self, token_hash: str) -> TokenRecord | None:
+        with self._lock:
+            return self._tokens.get(token_hash)
+
+    def revoke_token(self, token_hash: str) -> None:
+        with self._lock:
+            record = self._tokens.get(token_hash)
+            if record is None:
+                raise ResourceUnavailableError()
+            self._tokens[token_hash] = record.model_copy(update={"revoked": True})
+
+    # Internals (callers hold the lock)
+
+    def _new_revision(
+        self,
+        tenant_id: str,
+        knowledge_base_id: str,
+        knowledge_item_id: str,
+        title: str,
+        source: Source,
+        content: str,
+        publish: bool,
+    ) -> Revision:
+        return lifecycle.new_revision(
+            tenant_id,
+            knowledge_base_id,
+            knowledge_item_id,
+            title=title,
+            source=source,
+            content=content,
+            page_size=self._page_size,
+            publish=publish,
+            now=self._clock(),
+        )
+
+    def _seal(self, revision: Revision, content: str, item: KnowledgeItem) -> None:
+        key = (revision.tenant_id, revision.knowledge_item_id, revision.knowledge_revision_id)
+        self._contents[key] = content
+        self._revisions[key] = revision
+        self._items[item.tenant_id, item.knowledge_item_id] = item
+
+    def _find_by_external_id(
+        self, tenant_id: str, knowledge_base_id: str, external_id: str
+    ) -> KnowledgeItem | None:
+        item_id = self._external_ids.get((tenant_id, knowledge_base_id, external_id))
+        return self._items.get((tenant_id, item_id)) if item_id is not None else None
+
+
+def _base_id(base: KnowledgeBase) -> str:
+    return base.knowledge_base_id
+
+
+def _item_id(item: KnowledgeItem) -> str:
+    return item.knowledge_item_id
+
+
+def _revision_id(revision: Revision) -> str:
+    return revision.knowledge_revision_id
+
+
+def _found(records: dict[tuple[str, str], T], tenant_id: str, record_ids: Iterable[str]) -> dict[str, T]:
+    return {
+        record_id: records[tenant_id, record_id]
+        for record_id in dict.fromkeys(record_ids)
+        if (tenant_id, record_id) in records
+    }
+
+
+def _page(
+    listing: str,
+    entries: list[T],
+    key: Callable[[T], str],
+    *,
+    limit: int,
+    next_token: str | None,
+    newest_first: bool = False,
+) -> Page[T]:
+    """Up to ``limit`` of ``entries`` in id order (descending when ``newest_first``) after the
+    token's last id; the next token names the last entry when more follow."""
+    if limit < 1:
+        raise ValueError("limit must be at least 1")
+    ordered = sorted(entries, key=key, reverse=newest_first)
+    if next_token is not None:
+        after = _last_id(listing, next_token)
+        ordered = [entry for entry in ordered if (key(entry) < after if newest_first else key(entry) > after)]
+    page = ordered[:limit]
+    token = next_tokens.encode({"l": listing, "k": key(page[-1])}) if len(ordered) > limit else None
+    return Page[T](entries=page, next_token=token)
+
+
+def _last_id(listing: str, token: str) -> str:
+    payload = next_tokens.decode(token)
+    if payload.get("l") != listing:
+        raise next_tokens.foreign()
+    last = payload.get("k")
+    if not isinstance(last, str):
+        raise next_tokens.malformed()
+    return last
+
+
+if TYPE_CHECKING:
+
+    def _implements_the_port(store: InMemoryKnowledgeStore) -> KnowledgeStore:
+        return store  # mypy checks the whole KnowledgeStore protocol here
