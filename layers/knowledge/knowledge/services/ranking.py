@@ -25,7 +25,7 @@ from knowledge.domain.fusion import FusedHit, fuse
 from knowledge.domain.models import ItemStatus, KnowledgeBase, KnowledgeItem, Principal
 from knowledge.domain.retrieval import CANDIDATE_DEPTH, IndexQuery, LegHits, SearchMode
 from knowledge.domain.visibility import can_see
-from knowledge.ports import KnowledgeStore, SearchIndex
+from knowledge.ports import CatalogStore, SearchIndex
 
 REFILL_DEPTH = 1_000
 """Chunk candidates per leg of the one deeper round that refills a page the first round left short."""
@@ -69,7 +69,7 @@ def passage_key(hit: FusedHit) -> str:
 
 
 def rank(
-    store: KnowledgeStore,
+    store: CatalogStore,
     index: SearchIndex,
     principal: Principal,
     query: IndexQuery,
@@ -100,7 +100,7 @@ def rank(
 
 
 def _page(
-    store: KnowledgeStore, principal: Principal, fused: Sequence[FusedHit], wanted: int
+    store: CatalogStore, principal: Principal, fused: Sequence[FusedHit], wanted: int
 ) -> list[Accepted]:
     """Up to ``wanted`` current, visible results from ``fused`` in order, one per passage, each listing
     the visible copies of its passage anywhere in ``fused``."""
@@ -123,7 +123,7 @@ def _page(
     return list(kept.values())
 
 
-def _verified(store: KnowledgeStore, principal: Principal, hits: Sequence[FusedHit]) -> Iterator[Accepted]:
+def _verified(store: CatalogStore, principal: Principal, hits: Sequence[FusedHit]) -> Iterator[Accepted]:
     """The hits whose base is visible and active, whose item is published, and whose revision is the
     item's current one, in order (DESIGN §4, read-time truth)."""
     items = store.get_items(principal.tenant_id, [hit.knowledge_item_id for hit in hits])
