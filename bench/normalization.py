@@ -30,16 +30,18 @@ from tqdm import tqdm
 
 from bench.relevance import (
     ALPHA_GRID,
+    DEFAULT_ALPHA,
     Split,
+    best_alpha,
     build_index,
-    evaluate,
+    hybrid_curve,
     load_split,
     open_embedder,
     retrieve,
 )
 from knowledge.domain.chunking import Chunker
 from knowledge.domain.fusion import MinMaxWithLowerBounds, Normalizer
-from knowledge.domain.retrieval import TIE_BREAKER, TITLE_BOOST, Leg, LegHits, SearchMode
+from knowledge.domain.retrieval import TIE_BREAKER, TITLE_BOOST, Leg, LegHits
 
 SEMANTIC_BOUNDS = (None, -1.0, 0.0, 0.1, 0.2, 0.3)
 
@@ -70,17 +72,13 @@ def candidates() -> dict[str, Normalizer]:
     return named
 
 
-def compare(hits: Mapping[str, LegHits], split: Split) -> list[tuple[str, float, float]]:
-    """``(name, best alpha, nDCG@10 at that alpha)`` per candidate, best first."""
+def compare(hits: Mapping[str, LegHits], split: Split) -> list[tuple[str, float, float, float]]:
+    """``(name, best alpha, nDCG@10 at that alpha, nDCG@10 at alpha 0.5)`` per candidate, best first."""
     rows = []
-    named = candidates()
-    for name, normalizer in tqdm(named.items(), desc="normalizations", file=sys.stderr):
-        scored = [
-            (evaluate(hits, split, SearchMode.HYBRID, alpha, normalizer)["nDCG@10"], alpha)
-            for alpha in ALPHA_GRID
-        ]
-        ndcg, alpha = max(scored, key=lambda pair: (round(pair[0], 6), -abs(pair[1] - 0.5)))
-        rows.append((name, alpha, ndcg))
+    for name, normalizer in tqdm(candidates().items(), desc="normalizations", file=sys.stderr):
+        curve = hybrid_curve(hits, split, ALPHA_GRID, normalizer)
+        alpha, ndcg = best_alpha(curve)
+        rows.append((name, alpha, ndcg, dict(curve)[DEFAULT_ALPHA]))
     return sorted(rows, key=lambda row: -row[2])
 
 
@@ -97,8 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     train = load_split(args.data_dir, "train")
     hits = retrieve(index, embedder, train)
     print(f"SciFact train: {len(train.queries)} queries, hybrid nDCG@10 at the best alpha")
-    for name, alpha, ndcg in compare(hits, train):
-        print(f"{name:<24} alpha={alpha:.2f} nDCG@10={ndcg:.4f}")
+    for name, alpha, ndcg, at_default in compare(hits, train):
+        print(f"{name:<24} alpha={alpha:.2f} nDCG@10={ndcg:.4f} (alpha=0.50: {at_default:.4f})")
     return 0
 
 

@@ -13,6 +13,7 @@ Prints one line per mode: ``MODE nDCG@10=0.xxx Recall@10=0.xxx Recall@100=0.xxx`
 from __future__ import annotations
 
 import argparse
+import heapq
 import json
 import sys
 from collections import defaultdict
@@ -27,7 +28,7 @@ from knowledge.adapters.embedded_index import EmbeddedIndex
 from knowledge.adapters.embedding_cache import CachedEmbedder, SqliteEmbeddingCache
 from knowledge.adapters.local_embedder import LocalEmbedder
 from knowledge.domain.chunking import Chunker
-from knowledge.domain.fusion import Normalizer, fuse
+from knowledge.domain.fusion import FusedHit, Normalizer, fuse
 from knowledge.domain.retrieval import (
     CANDIDATE_DEPTH,
     TIE_BREAKER,
@@ -137,11 +138,44 @@ def evaluate(
     return {"nDCG@10": mean(ndcg), "Recall@10": mean(r10), "Recall@100": mean(r100)}
 
 
+def hybrid_curve(
+    hits: Mapping[str, LegHits], split: Split, grid: Sequence[float], normalizer: Normalizer | None = None
+) -> list[tuple[float, float]]:
+    """``(alpha, hybrid nDCG@10)`` for every alpha of ``grid``.
+
+    One fusion per query gives every item's normalized leg scores (0 for a leg that did not return
+    it); each alpha then re-weights them as ``fuse`` does, ``alpha·lexical + (1 − alpha)·semantic``
+    with ties by item id, so the grid costs one fusion per query instead of one per alpha."""
+    legs_by_query = []
+    for qid, legs in hits.items():
+        fused = fuse(legs, SearchMode.HYBRID, DEFAULT_ALPHA, normalizer)
+        legs_by_query.append((qid, [_normalized_legs(hit) for hit in fused]))
+    curve = []
+    for alpha in grid:
+        ndcg = []
+        for qid, items in legs_by_query:
+            top = heapq.nsmallest(
+                10, items, key=lambda row: (-(alpha * row[1] + (1.0 - alpha) * row[2]), row[0])
+            )
+            ndcg.append(ndcg_at_k([row[0] for row in top], split.qrels[qid], 10))
+        curve.append((alpha, mean(ndcg)))
+    return curve
+
+
+def _normalized_legs(hit: FusedHit) -> tuple[str, float, float]:
+    lexical = hit.lexical.normalized if hit.lexical else 0.0
+    semantic = hit.semantic.normalized if hit.semantic else 0.0
+    return hit.knowledge_item_id, lexical, semantic
+
+
+def best_alpha(curve: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    """``(alpha, nDCG@10)`` of the best point of ``curve`` (ties: the alpha closest to 0.5)."""
+    return max(curve, key=lambda point: (round(point[1], 6), -abs(point[0] - 0.5)))
+
+
 def tune_alpha(hits: Mapping[str, LegHits], split: Split, grid: Sequence[float]) -> tuple[float, float]:
     """The alpha of ``grid`` with the best hybrid nDCG@10 (ties: the one closest to 0.5)."""
-    scored = [(evaluate(hits, split, SearchMode.HYBRID, alpha)["nDCG@10"], alpha) for alpha in grid]
-    best = max(scored, key=lambda pair: (round(pair[0], 6), -abs(pair[1] - 0.5)))
-    return best[1], best[0]
+    return best_alpha(hybrid_curve(hits, split, grid))
 
 
 def open_embedder(cache: Path) -> Embedder:
