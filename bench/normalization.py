@@ -11,7 +11,9 @@ scores hybrid fusion for every candidate normalization and every alpha of 0.00, 
   ``lower-bounds(0, 0)`` is max-only scaling, ``s / max``;
 - ``z-score``: ``(s − mean) / std`` over each leg's candidates, an item missing from a leg scoring 0
   there (the leg's mean), and ``z-score-floor``: the same shifted so the leg's lowest candidate
-  scores 0, like a missing item.
+  scores 0, like a missing item;
+- ``distribution-based``: min–max between ``mean − 3·std`` and ``mean + 3·std`` of each leg,
+  clipped to [0, 1] (Qdrant's distribution-based score fusion).
 
 Prints one line per candidate with its best alpha and train nDCG@10; the test queries are left to
 ``bench.relevance``, so the choice never sees them.
@@ -61,6 +63,19 @@ class ZScore:
         return [(score - centre) / spread for score in scores]
 
 
+@dataclass(frozen=True)
+class DistributionBased:
+    """Distribution-based score fusion (Qdrant's DBSF): min–max between ``mean ± 3·std`` of the leg,
+    clipped to [0, 1]. A leg of equal scores (a single hit included) normalizes to 1.0."""
+
+    def __call__(self, leg: Leg, scores: Sequence[float]) -> list[float]:
+        spread = statistics.pstdev(scores)
+        if spread == 0.0:
+            return [1.0] * len(scores)
+        low = statistics.fmean(scores) - 3 * spread
+        return [min(1.0, max(0.0, (score - low) / (6 * spread))) for score in scores]
+
+
 def candidates() -> dict[str, Normalizer]:
     """Every normalization compared, by the name printed."""
     named: dict[str, Normalizer] = {"min-max": MinMaxWithLowerBounds(lexical=None, semantic=None)}
@@ -69,6 +84,7 @@ def candidates() -> dict[str, Normalizer]:
         named[f"lower-bounds(0, {label})"] = MinMaxWithLowerBounds(lexical=0.0, semantic=semantic)
     named["z-score"] = ZScore(floor=False)
     named["z-score-floor"] = ZScore(floor=True)
+    named["distribution-based"] = DistributionBased()
     return named
 
 
