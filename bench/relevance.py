@@ -6,7 +6,8 @@
 Every document becomes one item (title + abstract) in an ``EmbeddedIndex``; chunk embeddings are
 cached in a SQLite file (``--cache``), so only the first run pays for the model (~10 minutes on two
 cores). Each query runs both legs with the service's fixed candidate depth
-(``retrieval.CANDIDATE_DEPTH`` chunks per leg), then the mode's fusion; the top 100 items are scored.
+(``retrieval.CANDIDATE_DEPTH`` per leg: passages for BM25, chunks for kNN), then the mode's fusion;
+the top 100 items are scored.
 Prints one line per mode: ``MODE nDCG@10=0.xxx Recall@10=0.xxx Recall@100=0.xxx``.
 """
 
