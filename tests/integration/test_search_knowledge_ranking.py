@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from knowledge.bootstrap import use_container
 from knowledge.domain.models import KnowledgeBase, Scope
 from knowledge.settings import Settings
+from tests.conftest import TABLE_NAME
 from tests.support import multilingual
 from tests.support.rest import SearchWorld, new_world, result_items
 
@@ -30,7 +31,7 @@ def world(table: Any) -> Iterator[SearchWorld]:
 @pytest.fixture
 def fine_world(table: Any) -> Iterator[SearchWorld]:
     """A world chunking by 16 tokens: short items span several chunks, so candidates run deep."""
-    built = new_world(settings=Settings(chunk_tokens=16, chunk_overlap_tokens=4))
+    built = new_world(settings=Settings(table_name=TABLE_NAME, chunk_tokens=16, chunk_overlap_tokens=4))
     yield built
     use_container(None)
 
