@@ -14,7 +14,7 @@ export HF_HUB_OFFLINE := 1
 export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help install test lint typecheck unit run lint-template pr bench-relevance clean
+.PHONY: help install test lint typecheck unit run lint-template pr bench-relevance bench-ingest clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -63,6 +63,9 @@ pr: test  ## the same gates as test
 
 bench-relevance: install  ## nDCG@10 / Recall on BEIR SciFact for every search mode (DATA_DIR overrides)
 	POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/python -m bench.relevance --data-dir "$${DATA_DIR:-../shared/data}/scifact"
+
+bench-ingest: install  ## SciFact + FastAPI pages through the write API into a local runtime: docs/s, RSS, stop time
+	$(BIN)/python -m bench.ingest --data-dir "$${DATA_DIR:-../shared/data}"
 
 clean:  ## remove the virtualenvs and caches
 	rm -rf $(VENV) $(SAM_VENV) .cache .aws-sam .mypy_cache .ruff_cache

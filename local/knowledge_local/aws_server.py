@@ -2,15 +2,18 @@
 one port, so any AWS client reaches them with ``endpoint_url`` as it would reach AWS.
 
 DynamoDB requests are answered one at a time. DynamoDB applies every write and transaction
-atomically; moto does not lock, and a transaction it rolls back restores a copy of the whole table,
-which would wipe writes that other threads made meanwhile. Serializing the DynamoDB (and Streams)
-requests restores DynamoDB's guarantees; other services are not serialized, so an SQS long poll
-never holds anyone up.
+atomically; moto does not lock, so serializing the DynamoDB (and Streams) requests restores
+DynamoDB's guarantees; other services are not serialized, so an SQS long poll never holds anyone up.
 
-A rolled-back transaction also keeps the table's stream whole (``keep_streams_across_rollback``):
-moto's copy of the table carries a copy of its stream shard, and every shard iterator handed out
-before the rollback would read the abandoned original forever, so a stream consumer (the local
-stream poller, Lambda's stand-in) would silently stop seeing writes.
+Three behaviours of moto are changed for the life of the process, because their cost grows with
+everything ever written:
+
+- every model object moto creates (each item version, stream record, shard iterator...) is kept in
+  its class's ``instances_tracked`` list, for moto's dashboard (``/moto-api/``), so nothing is ever
+  freed: ``start()`` stops that tracking for every model (the dashboard then lists no instances);
+- transactions roll back by journal instead of by copying whole tables (``transactions``);
+- a query on a table's key reads its partition, not the whole table (``partition_queries``);
+- stream records every reader has passed are dropped (``stream_retention``).
 
 The server binds in ``start()``, in the caller's thread, so a port in use raises ``OSError`` there
 (moto's own ``ThreadedMotoServer`` binds in its thread, and werkzeug exits the process instead).
@@ -21,12 +24,13 @@ from __future__ import annotations
 import logging
 import socket
 import threading
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import Any
 
+from moto.core.model_instances import model_data
 from moto.dynamodb.models import dynamodb_backends
+from moto.dynamodb.models.utilities import dynamo_json_dump
 from moto.moto_server.werkzeug_app import (
     DomainDispatcherApplication,
     MotoRequestHandler,
@@ -34,69 +38,50 @@ from moto.moto_server.werkzeug_app import (
 )
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from knowledge_local import partition_queries, stream_retention, transactions
+
 log = logging.getLogger(__name__)
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 _SERIALIZED_TARGETS = ("DynamoDB_", "DynamoDBStreams_")
 """``X-Amz-Target`` prefixes of the DynamoDB and DynamoDB Streams JSON APIs."""
-_TRANSACT_WRITE_SUFFIX = ".TransactWriteItems"
 
 
 class SerializedDynamoDB:
-    """WSGI middleware: DynamoDB and Streams requests run (and their bodies are read) under one lock;
-    ``TransactWriteItems`` also runs inside ``keep_streams_across_rollback``."""
+    """WSGI middleware: DynamoDB and Streams requests run (and their bodies are read) under one lock."""
 
     def __init__(self, app: WsgiApp) -> None:
         self._app = app
-        self._lock = threading.Lock()
+        self.lock = threading.Lock()
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         target = str(environ.get("HTTP_X_AMZ_TARGET", ""))
         if not target.startswith(_SERIALIZED_TARGETS):
             return self._app(environ, start_response)
-        with self._lock:
+        with self.lock:
             # Consume the body inside the lock: a lazy iterable would run moto after release.
-            if target.endswith(_TRANSACT_WRITE_SUFFIX):
-                with keep_streams_across_rollback():
-                    return list(self._app(environ, start_response))
             return list(self._app(environ, start_response))
 
 
-@contextmanager
-def keep_streams_across_rollback() -> Iterator[None]:
-    """Run one DynamoDB transaction so that a rollback leaves every table's stream shard in place.
+class _Untracked(list[Any]):
+    """An ``instances_tracked`` that keeps nothing."""
 
-    moto's ``transact_write_items`` deep-copies each table it touches first and, when the
-    transaction fails, puts the copies in place of the tables. The copies carry copies of the
-    stream shards, while every shard iterator already handed out stays bound to the original
-    shard, which no table writes to any more: ``GetRecords`` answers nothing, for ever. The original
-    shard also holds records of the writes that were rolled back, whose sequence numbers the copy
-    hands out again to later writes.
+    def append(self, instance: Any) -> None:
+        pass
 
-    After a rollback this truncates each original shard to the records it held before the
-    transaction (exactly the copy's records) and attaches it to the table's copy, so open iterators
-    keep reading every later write, and no consumer ever sees a rolled-back one. Re-acquiring
-    iterators in the stream poller instead would repair only that consumer, and, resuming after a
-    sequence number a rolled-back record held, could skip the write that reuses it.
 
-    Callers hold the DynamoDB lock: nothing else may write to a table in between.
-    """
-    before = [
-        (backend, name, table, table.stream_shard, len(table.stream_shard.items))
-        for account in list(dynamodb_backends.values())
-        for backend in list(account.values())
-        for name, table in list(backend.tables.items())
-        if table.stream_shard is not None
-    ]
-    try:
-        yield
-    finally:
-        for backend, name, table, shard, length in before:
-            restored = backend.tables.get(name)
-            if restored is not None and restored is not table:
-                del shard.items[length:]
-                shard.table = restored
-                restored.stream_shard = shard
+def stop_tracking_instances() -> None:
+    """Make every moto model class of the served services (and any other imported so far) forget
+    the instances it creates. moto's ``mock_aws`` resets the lists when it starts or stops, so this
+    runs on every ``AwsServer.start()``."""
+    import moto.dynamodb.models
+    import moto.dynamodbstreams.models
+    import moto.sqs.models  # noqa: F401 - registers the SQS models
+
+    for models in model_data.values():
+        for model in models.values():
+            if not isinstance(vars(model).get("instances_tracked"), _Untracked):
+                model.instances_tracked = _Untracked()  # type: ignore[attr-defined]
 
 
 class AwsServer:
@@ -107,6 +92,7 @@ class AwsServer:
         self._host, self._port = host, port
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
+        self._app: SerializedDynamoDB | None = None
 
     @property
     def url(self) -> str:
@@ -121,7 +107,11 @@ class AwsServer:
             return self
         # werkzeug logs every request at INFO through its own handler unless told otherwise.
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
-        app = SerializedDynamoDB(DomainDispatcherApplication(create_backend_app))
+        stop_tracking_instances()
+        transactions.install()
+        partition_queries.install()
+        stream_retention.install()
+        app = self._app = SerializedDynamoDB(DomainDispatcherApplication(create_backend_app))
         # Bound here, not by werkzeug: it answers a taken port with sys.exit(1).
         with socket.create_server((self._host, self._port)) as listener:
             self._server = make_server(
@@ -136,6 +126,19 @@ class AwsServer:
         self._thread.start()
         log.info("aws server listening", extra={"url": self.url})
         return self
+
+    def export_table(self, table_name: str) -> list[str]:
+        """Every item of the table ``table_name`` in DynamoDB's JSON (one string each, binary values
+        base64), read from moto's memory between two requests; ``KeyError`` for no such table."""
+        if self._app is None:
+            raise RuntimeError("The AWS server is not started.")
+        with self._app.lock:
+            for account in list(dynamodb_backends.values()):
+                for backend in list(account.values()):
+                    table = backend.tables.get(table_name)
+                    if table is not None:
+                        return [dynamo_json_dump(item.to_json()["Attributes"]) for item in table.all_items()]
+        raise KeyError(table_name)
 
     def stop(self) -> None:
         server, self._server = self._server, None

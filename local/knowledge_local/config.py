@@ -8,6 +8,8 @@
 | ``KNOWLEDGE_SEED_BASE`` | ``project-docs`` | name of the seeded knowledge base |
 | ``KNOWLEDGE_STATE_DIR`` | ``.knowledge`` at the project root | endpoints, token, cache; one runtime each |
 | ``LOG_LEVEL`` | ``WARNING`` | Python and Powertools log level (``INFO`` shows every request) |
+| ``KNOWLEDGE_MAX_ENVIRONMENTS`` | 4 | execution environments (processes) per function at most |
+| ``KNOWLEDGE_PERSIST`` | ``false`` | keep the table in the state folder across restarts (``snapshot``) |
 
 The service's settings (``knowledge.settings``: ``SEARCH_BACKEND``, ``EMBEDDER``,
 ``EMBEDDING_CACHE_PATH``, ``KNOWLEDGE_RUNTIME_ENABLED``...) are passed through; the runtime sets
@@ -22,6 +24,7 @@ from typing import Literal
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from knowledge_local.invoker import DEFAULT_MAX_ENVIRONMENTS
 from knowledge_local.state import DEFAULT_STATE_DIR, EMBEDDING_CACHE_FILE, PROJECT_ROOT
 
 LOCAL_ACCESS_KEY = "local"
@@ -48,6 +51,13 @@ class RuntimeSettings(BaseSettings):
     knowledge_seed_base: str = Field(default="project-docs", min_length=1)
     knowledge_state_dir: Path = DEFAULT_STATE_DIR
     log_level: LogLevel = "WARNING"
+    knowledge_max_environments: int = Field(default=DEFAULT_MAX_ENVIRONMENTS, ge=1, le=64)
+    knowledge_persist: bool = False
+
+    @property
+    def max_environments(self) -> int:
+        """How many invocations of one function run at once (``invoker``)."""
+        return self.knowledge_max_environments
 
     @field_validator("log_level", mode="before")
     @classmethod

@@ -21,6 +21,8 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl
 
+from knowledge.domain.contract import ErrorDetail, ErrorResponse
+
 ACCOUNT_ID = "123456789012"
 REGION = "us-east-1"
 API_ID = "local"
@@ -190,11 +192,11 @@ def function_response(answer: Any) -> HttpResponse:
     return HttpResponse(status, headers, body)
 
 
-def gateway_message(status: int, message: str) -> HttpResponse:
-    """API Gateway's own answer, e.g. 401 ``{"message":"Unauthorized"}``."""
-    return HttpResponse(
-        status, [("content-type", "application/json")], json.dumps({"message": message}).encode()
-    )
+def gateway_error(status: int, code: str, message: str, *, retryable: bool = False) -> HttpResponse:
+    """An answer of the gateway itself, in the service's error envelope
+    (``{"type": "error", "error": {"code", "message", "retryable", "details"}}``)."""
+    envelope = ErrorResponse(error=ErrorDetail(code=code, message=message, retryable=retryable))
+    return HttpResponse(status, [("content-type", "application/json")], envelope.model_dump_json().encode())
 
 
 def _common_event(

@@ -1,116 +1,263 @@
-"""Lambda invocations for the local gateway: handlers imported from their files, run on worker
-threads that stand in for warm execution environments.
+"""Lambda invocations, locally: every function runs in execution environments of its own, each a
+process that handles one invocation at a time (``worker``), as on AWS.
 
-Each handler module is imported once (by file path, under ``_lambda_functions.<LogicalId>``, without
-adding ``CodeUri`` to ``sys.path``), so module state survives between invocations as in a warm
-container. Invocations run on a fixed set of worker threads; each worker owns an event loop for its
-lifetime (as the Lambda runtime's thread does), so adapters such as Mangum reuse it, and closes it
-when the invoker closes. An invocation past the function's ``Timeout`` is reported as failed; its
-thread finishes in the background.
+An ``Invoker`` keeps a pool of environments per function. An invocation takes an idle environment
+(the most recently used: the warmest), or starts a new one while the function has fewer than
+``max_environments`` (a cold start: the process starts, runs ``setup`` and imports the handler,
+within ``INIT_TIMEOUT_SECONDS``), or waits for one to be free, for at most
+``QUEUE_TIMEOUT_SECONDS``, and then fails with ``InvocationThrottledError``. Concurrent clients
+therefore never share a function's module state: Powertools' resolver, its current event and the
+caller identity read from it, log keys and metrics all belong to one invocation at a time.
 
-Every invocation runs in its function's execution environment on its worker thread
-(``execution_environment``): Powertools log keys stay with that function, and its metrics are
-cleared when it ends, as if each function ran in its own Lambda container.
+An invocation that runs past the function's ``Timeout`` fails with ``InvocationTimeoutError`` and its
+environment is killed, as Lambda ends a timed-out environment; one whose process dies fails with
+``InvocationError``, and the next invocation starts a fresh environment. A handler that raises fails
+with ``InvocationError`` carrying the error's type and message (the traceback is in the function's
+output); the environment stays warm.
+
+Processes start from a fork server (``multiprocessing``'s ``forkserver``) that has imported the
+heavy shared libraries once, so a cold start costs a fork and the function's own imports, and
+environments share those pages. Each environment gets the runtime's environment variables as
+they are when it starts, and writes to the runtime's stdout and stderr.
 """
 
 from __future__ import annotations
 
-import asyncio
-import importlib.util
-import queue
-import sys
+import contextlib
+import multiprocessing
+import os
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeoutError
-from typing import Any
+from multiprocessing.connection import Connection
+from multiprocessing.context import ForkServerContext, ForkServerProcess
+from typing import Any, Protocol
 
-from knowledge_local import execution_environment
+from knowledge_local import worker
 from knowledge_local.http_api import LambdaContext
 from knowledge_local.routes import FunctionSpec
 
-Handler = Callable[[dict[str, Any], Any], Any]
-_Job = tuple[str, Handler, tuple[Any, ...], "Future[Any]"]
+DEFAULT_MAX_ENVIRONMENTS = 4
+"""Execution environments per function at most: how many invocations of it run at once."""
+INIT_TIMEOUT_SECONDS = 60.0
+"""How long an environment may take to start and import its handler (Lambda allows 10 s; a
+loaded laptop importing boto3 and Powertools needs more)."""
+QUEUE_TIMEOUT_SECONDS = 60.0
+"""How long an invocation waits for a free environment when all of its function's are busy."""
+STOP_SECONDS = 2.0
+PRELOADED_MODULES = [
+    "boto3",
+    "botocore.session",
+    "pydantic",
+    "aws_lambda_powertools.event_handler",
+    "aws_lambda_powertools.utilities.batch",
+    "aws_lambda_powertools.utilities.parser",
+    "knowledge_local.worker",
+]
+"""Imported once by the fork server; every environment inherits them."""
 
 
-class InvocationTimeoutError(TimeoutError):
+class InvocationError(RuntimeError):
+    """The function raised (``reason``: its error's type and message), or its environment died."""
+
+
+class InvocationTimeoutError(InvocationError, TimeoutError):
     """The function did not answer within its ``Timeout``."""
 
 
-class Invoker:
-    """Runs handlers of ``FunctionSpec``s on ``workers`` threads; at most that many at once."""
+class InvocationThrottledError(InvocationError):
+    """Every environment of the function stayed busy for the function's ``Timeout``."""
 
-    def __init__(self, workers: int) -> None:
-        execution_environment.install()
+
+class Invocations(Protocol):
+    """What the gateway and the event source pollers need of an invoker."""
+
+    def invoke(self, function: FunctionSpec, event: dict[str, Any]) -> Any: ...
+
+    def close(self, timeout: float) -> None: ...
+
+
+class _Environment:
+    """One execution environment: its process and the pipe to it."""
+
+    _starting = threading.Lock()
+    """Processes start one at a time: ``multiprocessing`` hands a new process its pipe through the
+    fork server, and concurrent starts from several threads can leave a process without it."""
+
+    def __init__(
+        self, context: ForkServerContext, function: FunctionSpec, setup: worker.Setup | None
+    ) -> None:
+        self.function = function
+        self.broken = False
+        ours, theirs = context.Pipe()
+        self._connection: Connection = ours
+        self._process: ForkServerProcess = context.Process(
+            target=worker.run,
+            args=(function, dict(os.environ), setup, theirs),
+            name=f"lambda-{function.logical_id}",
+            daemon=True,
+        )
+        with self._starting:
+            self._process.start()
+        theirs.close()
+        try:
+            self._expect(worker.READY, INIT_TIMEOUT_SECONDS, "did not initialize in time")
+        except InvocationError:
+            self.kill()
+            raise
+
+    def invoke(self, event: dict[str, Any], context: LambdaContext) -> Any:
+        self._connection.send((event, context))
+        return self._expect(worker.OK, self.function.timeout_seconds, "timed out")
+
+    def _expect(self, kind: str, timeout: float, late: str) -> Any:
+        name = self.function.logical_id
+        try:
+            ready = self._connection.poll(timeout)
+            answered, payload = self._connection.recv() if ready else (None, None)
+        except (EOFError, OSError):
+            self.broken = True
+            raise InvocationError(f"{name}: its execution environment exited") from None
+        if not ready:
+            self.broken = True
+            raise InvocationTimeoutError(f"{name} {late} after {timeout:g} s")
+        if answered != kind:
+            raise InvocationError(f"{name}: {payload}")
+        return payload
+
+    def stop(self, timeout: float) -> None:
+        """Ask the process to end; kill it if it has not after ``timeout`` seconds."""
+        with contextlib.suppress(OSError):
+            self._connection.send(None)
+        self._process.join(timeout)
+        self.kill()
+
+    def kill(self) -> None:
+        if self._process.is_alive():
+            self._process.kill()
+            self._process.join(STOP_SECONDS)
+        self._connection.close()
+
+
+class _Pool:
+    """The environments of one function."""
+
+    def __init__(self, start: Callable[[], _Environment], limit: int) -> None:
+        self._start = start
+        self._limit = limit
+        self._idle: list[_Environment] = []
+        self._all: set[_Environment] = set()
+        self._starting = 0
+        self._closed = False
+        self._changed = threading.Condition()
+
+    def acquire(self, function: FunctionSpec) -> _Environment:
+        deadline = time.monotonic() + QUEUE_TIMEOUT_SECONDS
+        with self._changed:
+            while not self._closed and not self._idle and len(self._all) + self._starting >= self._limit:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise InvocationThrottledError(
+                        f"{function.logical_id}: all {self._limit} execution environments stayed busy"
+                    )
+                self._changed.wait(remaining)
+            if self._closed:
+                raise InvocationError(f"{function.logical_id}: the invoker is closed")
+            if self._idle:
+                return self._idle.pop()
+            self._starting += 1
+        try:
+            environment = self._start()
+        finally:
+            with self._changed:
+                self._starting -= 1
+                self._changed.notify()
+        with self._changed:
+            self._all.add(environment)
+        return environment
+
+    def release(self, environment: _Environment) -> None:
+        with self._changed:
+            if environment.broken or self._closed:
+                self._all.discard(environment)
+            else:
+                self._idle.append(environment)
+            self._changed.notify()
+        if environment.broken:
+            environment.kill()
+        elif self._closed:
+            environment.stop(STOP_SECONDS)
+
+    def close(self, deadline: float) -> None:
+        """Stop the idle environments now and the busy ones when they finish, killing whatever
+        still runs at ``deadline``."""
+        with self._changed:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            self._all.difference_update(idle)
+            self._changed.notify_all()
+        for environment in idle:
+            environment.stop(max(0.0, deadline - time.monotonic()))
+        with self._changed:
+            while self._all and time.monotonic() < deadline:
+                self._changed.wait(deadline - time.monotonic())
+            busy, self._all = list(self._all), set()
+        for environment in busy:
+            environment.kill()
+
+
+class Invoker:
+    """Runs functions in execution environments, at most ``max_environments`` per function;
+    ``setup`` (picklable: a module-level function or a ``functools.partial`` of one) runs in every
+    environment before its handler is imported."""
+
+    def __init__(
+        self, *, max_environments: int = DEFAULT_MAX_ENVIRONMENTS, setup: worker.Setup | None = None
+    ) -> None:
+        if max_environments < 1:
+            raise ValueError(f"max_environments must be at least 1, got {max_environments}")
+        self._max_environments = max_environments
+        self._setup = setup
+        self._context = multiprocessing.get_context("forkserver")
+        self._context.set_forkserver_preload(PRELOADED_MODULES)
+        self._pools: dict[str, _Pool] = {}
         self._lock = threading.Lock()
-        self._handlers: dict[str, Handler] = {}
-        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
-        self._threads = [
-            threading.Thread(target=self._work, name=f"lambda-worker-{number}", daemon=True)
-            for number in range(workers)
-        ]
-        for thread in self._threads:
-            thread.start()
 
     def invoke(self, function: FunctionSpec, event: dict[str, Any]) -> Any:
-        """The handler's answer to ``event`` with a fresh context. Raises what the handler or its
-        import raises, or ``InvocationTimeoutError`` after ``function.timeout_seconds``."""
-        handler = self._handler(function)
+        """The handler's answer to ``event``, with a fresh context. Raises ``InvocationError`` (and
+        its subclasses for a timeout or a throttle) as the module docs describe."""
+        pool = self._pool(function)
+        environment = pool.acquire(function)
         context = LambdaContext(
             function_name=function.logical_id,
             memory_limit_in_mb=function.memory_mb,
             timeout_seconds=function.timeout_seconds,
         )
-        future: Future[Any] = Future()
-        self._jobs.put((function.logical_id, handler, (event, context), future))
         try:
-            return future.result(timeout=function.timeout_seconds)
-        except FutureTimeoutError as error:
-            raise InvocationTimeoutError(f"{function.logical_id} timed out") from error
+            return environment.invoke(event, context)
+        finally:
+            pool.release(environment)
+
+    def prepare(self, function: FunctionSpec) -> None:
+        """Start one environment of ``function`` now (unless one is idle), so that its first
+        invocation finds it warm. Raises ``InvocationError`` when it cannot initialize."""
+        pool = self._pool(function)
+        pool.release(pool.acquire(function))
 
     def close(self, timeout: float) -> None:
-        """Stop the workers after the invocations already queued, waiting at most ``timeout`` seconds."""
-        for _ in self._threads:
-            self._jobs.put(None)
+        """Stop every environment: idle ones now, busy ones when their invocation ends, and kill
+        what still runs after ``timeout`` seconds."""
         deadline = time.monotonic() + timeout
-        for thread in self._threads:
-            thread.join(timeout=max(0.0, deadline - time.monotonic()))
-
-    def _handler(self, function: FunctionSpec) -> Handler:
         with self._lock:
-            if function.logical_id not in self._handlers:
-                self._handlers[function.logical_id] = _import_handler(function)
-            return self._handlers[function.logical_id]
+            pools = list(self._pools.values())
+        for pool in pools:
+            pool.close(deadline)
 
-    def _work(self) -> None:
-        loop = asyncio.new_event_loop()
-        asyncio.set_event_loop(loop)
-        try:
-            while (job := self._jobs.get()) is not None:
-                function_name, handler, args, future = job
-                if not future.set_running_or_notify_cancel():
-                    continue
-                try:
-                    with execution_environment.invocation(function_name):
-                        answer = handler(*args)
-                    future.set_result(answer)
-                except BaseException as error:
-                    future.set_exception(error)
-        finally:
-            asyncio.set_event_loop(None)
-            loop.close()
-
-
-def _import_handler(function: FunctionSpec) -> Handler:
-    module_name = f"_lambda_functions.{function.logical_id}"
-    spec = importlib.util.spec_from_file_location(module_name, function.module_file)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"Cannot load {function.module_file}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    spec.loader.exec_module(module)
-    handler = getattr(module, function.attribute)
-    if not callable(handler):
-        raise TypeError(f"{function.handler} is not callable")
-    return handler  # type: ignore[no-any-return]
+    def _pool(self, function: FunctionSpec) -> _Pool:
+        with self._lock:
+            pool = self._pools.get(function.logical_id)
+            if pool is None:
+                pool = self._pools[function.logical_id] = _Pool(
+                    lambda: _Environment(self._context, function, self._setup), self._max_environments
+                )
+            return pool

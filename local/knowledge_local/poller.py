@@ -31,7 +31,12 @@ class Poller:
             self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
             self._thread.start()
 
+    def request_stop(self) -> None:
+        """Make the loop end after the current call, without waiting for it."""
+        self._stopping.set()
+
     def stop(self, timeout: float = 5.0) -> None:
+        """``request_stop()``, then wait at most ``timeout`` seconds for the loop to end."""
         self._stopping.set()
         if self._thread is not None:
             self._thread.join(timeout=timeout)

@@ -20,7 +20,7 @@ from typing import Any
 
 from knowledge_local.event_filter import EventFilter
 from knowledge_local.http_api import REGION
-from knowledge_local.invoker import Invoker
+from knowledge_local.invoker import Invocations
 from knowledge_local.poller import Poller, failed_item_identifiers
 from knowledge_local.resources import EventSourceSpec
 
@@ -37,7 +37,7 @@ class QueuePoller(Poller):
     ``source.function`` through ``invoker``."""
 
     def __init__(
-        self, source: EventSourceSpec, queue_url: str, queue_arn: str, sqs: Any, invoker: Invoker
+        self, source: EventSourceSpec, queue_url: str, queue_arn: str, sqs: Any, invoker: Invocations
     ) -> None:
         super().__init__(f"queue-{source.function.logical_id}")
         self._source = source

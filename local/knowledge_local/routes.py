@@ -119,6 +119,16 @@ class RouteTable:
     def __init__(self, routes: Sequence[Route]) -> None:
         self.routes = sorted(routes, key=lambda route: route.specificity)
 
+    @property
+    def functions(self) -> list[FunctionSpec]:
+        """Every function the routes invoke, authorizers included, each once, in route order."""
+        found: dict[str, FunctionSpec] = {}
+        for route in self.routes:
+            for function in (route.authorizer.function if route.authorizer else None, route.function):
+                if function is not None:
+                    found.setdefault(function.logical_id, function)
+        return list(found.values())
+
     def match(self, method: str, raw_path: str) -> RouteMatch | None:
         """The most specific route for ``method`` and the request's (still encoded) path."""
         for route in self.routes:

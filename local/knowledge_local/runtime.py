@@ -54,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     # Imported only now: the handlers' Powertools objects read the environment set just above.
     from knowledge_local.documents import DocumentError
     from knowledge_local.routes import TemplateError
+    from knowledge_local.snapshot import SnapshotError
     from knowledge_local.stack import InstanceRunningError, LocalStack, PortInUseError, StateDirectoryError
 
     try:
@@ -69,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         _serve(stack, plan)
     except KeyboardInterrupt:
         print("\nStopping...", flush=True)
-    except (InstanceRunningError, PortInUseError, StateDirectoryError) as error:
+    except (InstanceRunningError, PortInUseError, StateDirectoryError, SnapshotError) as error:
         print(error, file=sys.stderr)
         code = 1
     finally:
@@ -83,12 +84,18 @@ def main(argv: list[str] | None = None) -> int:
 def _serve(stack: LocalStack, plan: SeedPlan | None) -> None:
     from knowledge_local.client import ApiError
     from knowledge_local.ingestion import IndexWaitTimeoutError
+    from knowledge_local.snapshot import SNAPSHOT_FILE
     from knowledge_local.stack import DEV_SCOPES, TENANT_ID
 
     started = time.monotonic()
     print("Starting the knowledge service on embedded defaults...", flush=True)
-    endpoints = stack.start()
     state_dir = stack.settings.knowledge_state_dir
+    saved = state_dir / SNAPSHOT_FILE
+    if stack.settings.knowledge_persist and saved.exists():
+        print(f"Restoring the table saved in {display_path(saved)}; it is indexed before the API serves...")
+    endpoints = stack.start()
+    if stack.restored:
+        print(f"  {'restored':<13} {stack.restored} records, all indexed")
     _print_endpoints(endpoints, state_dir)
     token = stack.issue_dev_token()
     print(f"  {'dev token':<13} {token}")
@@ -182,7 +189,8 @@ def _parse_arguments(argv: list[str] | None) -> argparse.Namespace:
         description="Serve the knowledge API locally on embedded defaults (what `make run` runs).",
         epilog="Environment: PORT (3000), AWS_PORT (5000), KNOWLEDGE_SEED_DIR (README.md and docs/; "
         "empty: no seed), KNOWLEDGE_SEED_BASE (project-docs), KNOWLEDGE_STATE_DIR (.knowledge), "
-        "LOG_LEVEL (WARNING).",
+        "KNOWLEDGE_PERSIST (false: keep the table in the state directory across restarts), "
+        "KNOWLEDGE_MAX_ENVIRONMENTS (4), LOG_LEVEL (WARNING).",
     )
     parser.add_argument(
         "--template", type=Path, default=TEMPLATE, help="the SAM template to serve (default: the project's)"
@@ -191,4 +199,9 @@ def _parse_arguments(argv: list[str] | None) -> argparse.Namespace:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    status = main()
+    # Everything is stopped by now (environments, pollers, servers) and the output is flushed:
+    # tearing down the interpreter's heap object by object adds nothing but seconds of CPU.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)

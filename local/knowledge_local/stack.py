@@ -12,12 +12,15 @@ event sources polled into the real handlers, and its HTTP API, all in this proce
 4. the HTTP API on that socket (``gateway``): every route of the template, behind its authorizer,
    served by the real handlers.
 
-Every handler runs in this process on the embedded search index and the offline embedder, sharing
-one ``knowledge.bootstrap`` container, so what the indexer writes is what search reads. Functions'
-settings come from the process environment: ``config.function_environment`` before anything of
-``knowledge`` is imported, the endpoints, table and queue once they exist. ``issue_dev_token`` and ``seed``
-prepare a fresh stack for use; ``stop`` ends everything. State is in memory; only the embedding
-cache survives a restart.
+Every function runs in execution environments of its own, processes that handle one invocation at
+a time (``invoker``), as on Lambda. This process holds the embedded search index and the offline
+embedder and serves them to every environment (``shared_services``), so what the indexer writes is
+what search reads. Functions' settings come from the process environment:
+``config.function_environment`` before anything of ``knowledge`` is imported, the endpoints, table
+and queue once they exist. ``issue_dev_token`` and ``seed`` prepare a fresh stack for use; ``stop``
+ends everything. State is in memory; the embedding cache survives a restart, and with
+``KNOWLEDGE_PERSIST`` the table does too (``snapshot``: restored before the pollers start, indexed
+before the API serves, saved on stop).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import os
 import shlex
 import shutil
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -36,17 +40,20 @@ from typing import Any, TypeVar
 from knowledge.bootstrap import get_container, use_container
 from knowledge.domain.models import Permission
 from knowledge.settings import get_settings
+from knowledge_local import snapshot
 from knowledge_local.aws_server import AwsServer
 from knowledge_local.client import KnowledgeClient
 from knowledge_local.config import DEFAULT_AWS_PORT, DEFAULT_PORT, RuntimeSettings
 from knowledge_local.documents import DocumentError, SkippedFile, SourceDocument, collect_documents
 from knowledge_local.gateway import Gateway
 from knowledge_local.ingestion import IngestSummary, ingest, wait_until_indexed
-from knowledge_local.invoker import Invoker
+from knowledge_local.invoker import InvocationError, Invoker
 from knowledge_local.poller import Poller
 from knowledge_local.provisioning import Provisioned, aws_client, provision
 from knowledge_local.queue_poller import QueuePoller
 from knowledge_local.resources import StackSpec, load_stack
+from knowledge_local.routes import FunctionSpec
+from knowledge_local.shared_services import SharedServices
 from knowledge_local.state import (
     DEFAULT_STATE_DIR,
     ENDPOINTS_FILE,
@@ -64,6 +71,8 @@ TENANT_ID = "dev"
 DEV_SUBJECT_ID = "dev"
 DEV_SCOPES = tuple(permission.value for permission in Permission)
 KNOWLEDGE_TABLE = "KnowledgeTable"
+STOP_SECONDS = 3.0
+"""How long running invocations may take to finish when the stack stops."""
 _ORDINALS = ("second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth")
 
 log = logging.getLogger(__name__)
@@ -108,8 +117,13 @@ class LocalStack:
         self.endpoints: Endpoints | None = None
         self._aws: AwsServer | None = None
         self._gateway: Gateway | None = None
-        self._pollers: list[tuple[Poller, Invoker]] = []
+        self._services: SharedServices | None = None
+        self._invoker: Invoker | None = None
+        self._pollers: list[Poller] = []
         self._written: dict[Path, str] = {}
+        self._table_name: str | None = None
+        self.restored = 0
+        """Items restored from the saved table on start (``KNOWLEDGE_PERSIST``)."""
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -120,17 +134,27 @@ class LocalStack:
         self._refuse_a_running_instance()
         settings = self.settings
         self._aws = _bind(AwsServer(settings.host, settings.aws_port).start, "AWS_PORT", settings.aws_port)
-        gateway = _bind(Gateway(self.template, settings.host, settings.port).bind, "PORT", settings.port)
-        self._gateway = gateway
+        self._services = services = SharedServices()
+        self._invoker = invoker = Invoker(max_environments=settings.max_environments, setup=services.setup)
+        gateway = Gateway(self.template, settings.host, settings.port, invoker=invoker)
+        self._gateway = _bind(gateway.bind, "PORT", settings.port)
         created = _make_directory(settings.knowledge_state_dir)
         try:
             provisioned = provision(self.spec, self._aws.url)
             table = provisioned.tables[KNOWLEDGE_TABLE]
             ingest_queue, dead_letters = self._ingest_queues(provisioned)
-            self._configure_endpoints(self._aws.url, table.name, ingest_queue)
-            get_container()  # build the shared container (index, embedder) before the first request
-            self._start_pollers(provisioned, self._aws.url)
+            self._configure_endpoints(self._aws.url, table.name)
+            self._table_name = table.name
+            if settings.knowledge_persist:
+                dynamodb = aws_client("dynamodb", self._aws.url)
+                self.restored = snapshot.restore(dynamodb, table.name, settings.knowledge_state_dir)
+            container = get_container()
+            services.start(container.index, container.embedder)
+            self._start_pollers(provisioned, self._aws.url, invoker)
+            if self.restored:
+                self._wait_for_the_index()
             gateway.start()
+            self._warm(invoker, gateway.routes.functions)
             self.endpoints = Endpoints(
                 api_url=gateway.url,
                 aws_endpoint_url=self._aws.url,
@@ -148,14 +172,23 @@ class LocalStack:
         return self.endpoints
 
     def stop(self) -> None:
-        """Stop serving, then the pollers, then moto; remove the files this stack wrote."""
+        """Stop serving, then the pollers, the functions' environments and the shared index; save
+        the table (``KNOWLEDGE_PERSIST``); stop moto; remove the files this stack wrote."""
         gateway, self._gateway = self._gateway, None
         if gateway is not None:
             gateway.stop()
-        for poller, invoker in self._pollers:
+        for poller in self._pollers:
+            poller.request_stop()
+        invoker, self._invoker = self._invoker, None
+        if invoker is not None:
+            invoker.close(timeout=STOP_SECONDS)  # a poller waiting for an invocation returns now
+        for poller in self._pollers:
             poller.stop()
-            invoker.close(timeout=5)
         self._pollers = []
+        services, self._services = self._services, None
+        if services is not None:
+            services.stop()
+        self._save_the_table()
         aws, self._aws = self._aws, None
         if aws is not None:
             aws.stop()
@@ -219,6 +252,44 @@ class LocalStack:
                 "(the knowledge command then needs the same KNOWLEDGE_STATE_DIR)."
             )
 
+    def _wait_for_the_index(self) -> None:
+        """Serve a restored table only once the indexer has taken it in from the stream."""
+        for poller in self._pollers:
+            if isinstance(poller, StreamPoller) and not poller.wait_until_caught_up(
+                snapshot.RESTORE_INDEX_TIMEOUT_SECONDS
+            ):
+                log.warning("the index is still catching up with the restored table; serving anyway")
+
+    def _save_the_table(self) -> None:
+        """With ``KNOWLEDGE_PERSIST``, save the table (nothing writes to it any more); a failure is
+        logged, the stop goes on."""
+        if not self.settings.knowledge_persist or self._aws is None or self._table_name is None:
+            return
+        if self.endpoints is None:
+            return  # a start that failed (say, on the saved table) must not replace it
+        try:
+            saved = snapshot.save(self._aws.export_table(self._table_name), self.settings.knowledge_state_dir)
+            log.info("table saved", extra={"items": saved})
+        except (OSError, KeyError, RuntimeError) as error:
+            log.error("the table could not be saved", extra={"error": str(error)})
+
+    @staticmethod
+    def _warm(invoker: Invoker, functions: list[FunctionSpec]) -> None:
+        """Start one execution environment of each of ``functions`` at once, so that no first
+        request waits for a cold start (a function that cannot start is logged; its requests fail).
+        The event sources' functions start with their first event, as they would on Lambda."""
+
+        def warm(function: FunctionSpec) -> None:
+            try:
+                invoker.prepare(function)
+            except InvocationError as error:
+                log.error(
+                    "function cannot start", extra={"function": function.logical_id, "error": str(error)}
+                )
+
+        with ThreadPoolExecutor(max_workers=len(functions) or 1, thread_name_prefix="warm") as pool:
+            list(pool.map(warm, functions))
+
     def _ingest_queues(self, provisioned: Provisioned) -> tuple[str | None, str | None]:
         """URLs of the queue an SQS event source reads, and of its dead-letter queue."""
         for source in self.spec.event_sources:
@@ -230,25 +301,21 @@ class LocalStack:
                 )
         return None, None
 
-    def _configure_endpoints(self, endpoint_url: str, table_name: str, ingest_queue_url: str | None) -> None:
-        """Point every function at the local endpoint, table and queue (``config.function_environment``
-        set the rest before ``knowledge`` was imported)."""
+    def _configure_endpoints(self, endpoint_url: str, table_name: str) -> None:
+        """Point every function at the local endpoint and table (``config.function_environment`` set
+        the rest before ``knowledge`` was imported)."""
         os.environ.update({"AWS_ENDPOINT_URL": endpoint_url, "TABLE_NAME": table_name})
-        if ingest_queue_url is not None:
-            os.environ["INGEST_QUEUE_URL"] = ingest_queue_url
         get_settings.cache_clear()
         use_container(None)
 
-    def _start_pollers(self, provisioned: Provisioned, endpoint_url: str) -> None:
+    def _start_pollers(self, provisioned: Provisioned, endpoint_url: str, invoker: Invoker) -> None:
         streams, sqs = aws_client("dynamodbstreams", endpoint_url), aws_client("sqs", endpoint_url)
         for source in self.spec.event_sources:
-            invoker = Invoker(1)
             poller: Poller
             if source.kind == "dynamodb":
                 stream_arn = provisioned.tables[source.source].stream_arn
                 if stream_arn is None:
                     log.warning("table has no stream; event source skipped", extra={"table": source.source})
-                    invoker.close(timeout=1)
                     continue
                 poller = StreamPoller(
                     source,
@@ -261,7 +328,7 @@ class LocalStack:
                 queue = provisioned.queues[source.source]
                 poller = QueuePoller(source, queue.url, queue.arn, sqs, invoker)
             poller.start()
-            self._pollers.append((poller, invoker))
+            self._pollers.append(poller)
 
 
 def _sender(sqs: Any, provisioned: Provisioned, queue: str | None) -> Callable[[dict[str, Any]], None] | None:

@@ -4,7 +4,9 @@
 - ``endpoints.json``: ``{"api_url", "aws_endpoint_url", "table_name", "ingest_queue_url",
   "ingest_dlq_url"}``;
 - ``dev-token``: the dev token (readable by its owner only);
-- ``embeddings.sqlite3``: the embedding cache, kept across runs so restarts embed nothing twice.
+- ``embeddings.sqlite3``: the embedding cache, kept across runs so restarts embed nothing twice;
+- ``table.jsonl``: with ``KNOWLEDGE_PERSIST``, the table as the last clean stop left it
+  (``snapshot``).
 
 One runtime owns a state directory at a time: ``running_instance`` tells whether the runtime that
 wrote ``endpoints.json`` still answers, so a second one can refuse to start instead of taking over
@@ -25,7 +27,7 @@ DEFAULT_STATE_DIR = PROJECT_ROOT / ".knowledge"
 ENDPOINTS_FILE = "endpoints.json"
 TOKEN_FILE = "dev-token"
 EMBEDDING_CACHE_FILE = "embeddings.sqlite3"
-HEALTH_PROBE_SECONDS = 2.0
+HEALTH_PROBE_SECONDS = 5.0
 
 
 class StateError(Exception):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -32,7 +33,7 @@ from typing import Any
 
 from knowledge_local.event_filter import EventFilter
 from knowledge_local.http_api import ACCOUNT_ID, REGION
-from knowledge_local.invoker import Invoker
+from knowledge_local.invoker import Invocations
 from knowledge_local.poller import Poller, failed_item_identifiers
 from knowledge_local.resources import EventSourceSpec
 
@@ -62,7 +63,7 @@ class StreamPoller(Poller):
         source: EventSourceSpec,
         stream_arn: str,
         streams: Any,
-        invoker: Invoker,
+        invoker: Invocations,
         *,
         on_failure: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
@@ -75,8 +76,14 @@ class StreamPoller(Poller):
         self._filter = EventFilter(source.filter_patterns)
         self._shards: dict[str, _Shard] = {}
         self._refreshed_at: float | None = None
+        self._rounds = threading.Condition()
+        self._started = self._idle = 0
+        """Rounds of reads started, and the last one that found nothing to deliver."""
 
     def poll_once(self) -> float:
+        with self._rounds:
+            self._started += 1
+            round_number = self._started
         now = time.monotonic()
         if self._refreshed_at is None or now - self._refreshed_at >= SHARD_REFRESH_SECONDS:
             self._refresh_shards()
@@ -85,7 +92,19 @@ class StreamPoller(Poller):
         for shard in list(self._shards.values()):
             if shard.iterator is not None and shard.not_before <= time.monotonic() and not self.stopping:
                 busy = self._poll_shard(shard) or busy
+        if not busy and not any(shard.attempts for shard in self._shards.values()):
+            with self._rounds:
+                self._idle = round_number
+                self._rounds.notify_all()
         return 0.0 if busy else IDLE_INTERVAL_SECONDS
+
+    def wait_until_caught_up(self, timeout: float) -> bool:
+        """Wait until a round of reads that started after this call found no record in any shard
+        and no batch waiting for a retry: every record written before the call has been delivered
+        (or discarded after its retries). False when ``timeout`` seconds pass first."""
+        with self._rounds:
+            after = self._started
+            return self._rounds.wait_for(lambda: self._idle > after, timeout=timeout)
 
     def _refresh_shards(self) -> None:
         first = self._refreshed_at is None

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import boto3
 import httpx2
 
+from knowledge_local.processes import descendants
 from tests.support.template import ROOT, TEMPLATE
 
 READY_MARKER = "Ready in "
@@ -76,6 +77,10 @@ class RuntimeProcess:
         return httpx2.Client(
             base_url=self.api_url, headers={"Authorization": f"Bearer {token or self.token}"}, timeout=60
         )
+
+    def descendants(self) -> set[int]:
+        """The processes started by the runtime, and by those, that are running now."""
+        return descendants(self.process.pid)
 
     def wait_until_ready(self, timeout: float = BOOT_TIMEOUT_SECONDS) -> None:
         deadline = time.monotonic() + timeout

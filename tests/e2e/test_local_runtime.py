@@ -110,11 +110,11 @@ def test_rest_addressed_read_returns_the_seeded_text(api: httpx2.Client) -> None
     assert located["content"] == whole["content"][start : start + hit["locator"]["length"]]
 
 
-def test_rest_request_without_token_answers_gateway_unauthorized(runtime: RuntimeProcess) -> None:
+def test_rest_request_without_token_answers_authentication_required(runtime: RuntimeProcess) -> None:
     response = httpx2.post(f"{runtime.api_url}/v1/tools/search_knowledge", json={"query": "rollback"})
 
     assert response.status_code == 401
-    assert response.json() == {"message": "Unauthorized"}
+    assert response.json()["error"]["code"] == "authentication_required"
 
 
 def test_gateway_keep_alive_answers_are_not_held_back(runtime: RuntimeProcess) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from tests.e2e.runtime_process import free_port, start_runtime
+from tests.e2e.runtime_process import eventually, free_port, start_runtime
 
 
 @pytest.fixture
@@ -23,14 +23,19 @@ def taken_port() -> Iterator[int]:
         yield int(listener.getsockname()[1])
 
 
-def test_runtime_sigterm_stops_everything_and_removes_its_files(tmp_path: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
+def test_runtime_signal_stops_everything_and_removes_its_files(tmp_path: Path, signum: int) -> None:
     runtime = start_runtime(tmp_path, seed_dir=None)
     runtime.wait_until_ready()
     assert (runtime.state_dir / "endpoints.json").exists()
+    environments = runtime.descendants()
 
-    status = runtime.stop(signal.SIGTERM)
+    status = runtime.stop(signum)
 
     assert status == 0, runtime.log
+    assert len(environments) > 1  # the fork server and the functions' environments
+    # multiprocessing's fork server and resource tracker end when they see the runtime gone
+    assert eventually(lambda: not any(Path(f"/proc/{pid}").exists() for pid in environments), timeout=5)
     assert runtime.log.rstrip().endswith("Stopped. Bye.")
     assert not (runtime.state_dir / "endpoints.json").exists()
     assert not (runtime.state_dir / "dev-token").exists()
@@ -86,3 +91,60 @@ def test_runtime_second_instance_on_one_state_folder_refuses_and_leaves_the_firs
         assert httpx2.get(f"{first.api_url}/v1/health").status_code == 200
     finally:
         first.stop()
+
+
+def test_runtime_with_persistence_keeps_the_table_and_rebuilds_the_index(tmp_path: Path) -> None:
+    persist = {"KNOWLEDGE_PERSIST": "true"}
+    first = start_runtime(tmp_path, seed_dir=None, environment=persist)
+    try:
+        first.wait_until_ready()
+        token = first.token
+        with first.http() as api:
+            base = api.post("/v1/knowledge-bases", json={"name": "kept", "scope": "tenant"}).json()
+            created = api.post(
+                f"/v1/knowledge-bases/{base['knowledge_base_id']}/items",
+                json={
+                    "title": "Espresso",
+                    "content": "Pull the shot for twenty-five seconds.",
+                    "publish": True,
+                },
+            ).json()
+    finally:
+        assert first.stop() == 0, first.log
+    state = first.state_dir
+
+    second = start_runtime(tmp_path, seed_dir=None, environment=persist)  # the same state folder
+    try:
+        second.wait_until_ready()
+        with second.http(token) as api:  # the first runtime's token is in the restored table
+            item = api.get(f"/v1/knowledge-items/{created['knowledge_item_id']}").json()
+            found = api.post("/v1/tools/search_knowledge", json={"query": "espresso shot"}).json()
+    finally:
+        assert second.stop() == 0, second.log
+
+    assert "Restoring the table saved in" in second.log
+    assert item["current_revision_id"] == created["knowledge_revision_id"]
+    assert [result["knowledge_item_id"] for result in found["results"]] == [created["knowledge_item_id"]]
+    assert (state / "table.jsonl").exists()
+
+
+def test_runtime_without_persistence_starts_empty(tmp_path: Path) -> None:
+    first = start_runtime(tmp_path, seed_dir=None)
+    try:
+        first.wait_until_ready()
+        with first.http() as api:
+            assert (
+                api.post("/v1/knowledge-bases", json={"name": "gone", "scope": "tenant"}).status_code == 201
+            )
+    finally:
+        assert first.stop() == 0, first.log
+    second = start_runtime(tmp_path, seed_dir=None)  # the same state folder
+    try:
+        second.wait_until_ready()
+        with second.http() as api:
+            listed = api.get("/v1/knowledge-bases").json()
+    finally:
+        second.stop()
+
+    assert listed["knowledge_bases"] == []
+    assert not (first.state_dir / "table.jsonl").exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import logging
 import select
@@ -13,14 +14,17 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from http.client import HTTPConnection
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
 
-from knowledge_local.gateway import MAX_BODY_BYTES, Gateway, GatewayServer
+from knowledge_local import gateway_server, invoker
+from knowledge_local.gateway import Gateway
+from knowledge_local.gateway_server import MAX_BODY_BYTES, GatewayServer
+from knowledge_local.http_api import HttpRequest, HttpResponse
+from knowledge_local.invoker import Invoker
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "gateway"
 
@@ -141,44 +145,60 @@ def test_gateway_method_without_route_answers_not_found(http: httpx2.Client) -> 
     assert response.json()["error"]["code"] == "not_found"
 
 
-def test_gateway_missing_identity_source_answers_unauthorized(http: httpx2.Client) -> None:
+def _error(response: httpx2.Response) -> dict[str, Any]:
+    """The envelope's ``error``, after checking the envelope's shape."""
+    body: dict[str, Any] = response.json()
+    assert body["type"] == "error"
+    assert set(body["error"]) == {"code", "message", "retryable", "details"}
+    error: dict[str, Any] = body["error"]
+    return error
+
+
+def test_gateway_missing_identity_source_answers_authentication_required(http: httpx2.Client) -> None:
     response = http.get("/items/x")
 
     assert response.status_code == 401
-    assert response.json() == {"message": "Unauthorized"}
+    assert _error(response)["code"] == "authentication_required"
 
 
 def test_gateway_denying_authorizer_answers_forbidden(http: httpx2.Client) -> None:
     response = http.get("/items/x", headers={"Authorization": "Bearer deny"})
 
     assert response.status_code == 403
-    assert response.json() == {"message": "Forbidden"}
+    assert _error(response)["code"] == "forbidden"
 
 
 def test_gateway_failing_authorizer_answers_internal_error(http: httpx2.Client) -> None:
     response = http.get("/items/x", headers={"Authorization": "Bearer boom"})
 
     assert response.status_code == 500
-    assert response.json() == {"message": "Internal Server Error"}
+    assert _error(response) == {
+        "code": "internal_error",
+        "message": "The authorizer failed.",
+        "retryable": True,
+        "details": {},
+    }
 
 
 @pytest.mark.parametrize("path", ["/boom", "/invalid"])
-def test_gateway_failing_function_answers_bad_gateway_and_keeps_serving(
+def test_gateway_failing_function_answers_function_error_and_keeps_serving(
     http: httpx2.Client, path: str
 ) -> None:
     failed = http.get(path)
     after = http.get("/public")
 
     assert failed.status_code == 502
-    assert failed.json() == {"message": "Internal Server Error"}
+    assert _error(failed)["code"] == "function_error"
     assert after.status_code == 200
 
 
-def test_gateway_function_past_its_timeout_answers_bad_gateway(http: httpx2.Client) -> None:
+def test_gateway_function_past_its_timeout_answers_function_timeout(http: httpx2.Client) -> None:
+    assert http.get("/sleep", params={"seconds": "0"}).status_code == 200  # a warm environment
     started = time.monotonic()
     response = http.get("/sleep", params={"seconds": "1.5"})
 
-    assert response.status_code == 502
+    assert response.status_code == 504
+    assert _error(response)["code"] == "function_timeout"
     assert time.monotonic() - started < 1.5
 
 
@@ -199,17 +219,25 @@ def test_gateway_answer_without_status_code_is_inferred_as_json(http: httpx2.Cli
     assert response.json() == {"hello": "world"}
 
 
-def test_gateway_concurrent_requests_run_in_parallel(gateway: Gateway) -> None:
-    def call(_: int) -> int:
-        with httpx2.Client(base_url=gateway.url, timeout=10) as client:
-            return client.get("/sleep", params={"seconds": "0.4"}).status_code
+def test_gateway_concurrent_requests_run_at_once_one_per_environment(gateway: Gateway) -> None:
+    def call(_: int) -> dict[str, Any]:
+        with httpx2.Client(base_url=gateway.url, timeout=30) as client:
+            response = client.get("/sleep", params={"seconds": "0.3"})
+            assert response.status_code == 200, response.text
+            answer: dict[str, Any] = response.json()
+            return answer
 
-    started = time.monotonic()
     with ThreadPoolExecutor(max_workers=6) as pool:
-        statuses = list(pool.map(call, range(6)))
+        runs = list(pool.map(call, range(6)))
 
-    assert statuses == [200] * 6
-    assert time.monotonic() - started < 1.6
+    by_environment: dict[int, list[dict[str, Any]]] = {}
+    for run in runs:
+        by_environment.setdefault(run["pid"], []).append(run)
+    assert len(by_environment) > 1
+    for environment_runs in by_environment.values():
+        environment_runs.sort(key=lambda run: run["started"])
+        pairs = itertools.pairwise(environment_runs)
+        assert all(earlier["ended"] <= later["started"] for earlier, later in pairs)
 
 
 def test_gateway_body_at_payload_limit_is_accepted(http: httpx2.Client) -> None:
@@ -270,19 +298,11 @@ def test_gateway_malformed_content_length_answers_bad_request(gateway: Gateway) 
 
     head, _, body = reply.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 400")
-    assert json.loads(body) == {"message": "Bad Request"}
+    assert json.loads(body)["error"]["code"] == "validation_error"
 
 
-class _NoContent(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def do_GET(self) -> None:
-        self.send_response(204)
-        self.send_header("Connection", "close")
-        self.end_headers()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+def _no_content(request: HttpRequest, port: int) -> HttpResponse:
+    return HttpResponse(204, [], b"")
 
 
 def _established(connections: list[socket.socket], bound_seconds: float) -> list[socket.socket]:
@@ -299,7 +319,7 @@ def _established(connections: list[socket.socket], bound_seconds: float) -> list
 
 
 def test_gateway_server_queues_a_burst_of_connections_before_accepting_them() -> None:
-    server = GatewayServer(("127.0.0.1", 0), _NoContent)
+    server = GatewayServer(("127.0.0.1", 0), _no_content)
     connections = [socket.socket() for _ in range(100)]
     try:
         for connection in connections:
@@ -332,7 +352,7 @@ def _reset(connection: socket.socket) -> None:
 def test_gateway_client_gone_before_its_answer_is_logged_quietly(
     gateway: Gateway, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="knowledge_local.gateway")
+    caplog.set_level(logging.DEBUG, logger="knowledge_local.gateway_server")
     host, port = gateway.url.removeprefix("http://").split(":")
     connection = socket.create_connection((host, int(port)), timeout=5)
     connection.sendall(f"GET /sleep?seconds=0.2 HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
@@ -353,7 +373,7 @@ def test_gateway_client_gone_before_its_answer_is_logged_quietly(
 def test_gateway_server_logs_any_other_connection_failure_with_its_traceback(
     caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    server = GatewayServer(("127.0.0.1", 0), _NoContent)
+    server = GatewayServer(("127.0.0.1", 0), _no_content)
     try:
         with socket.socket() as request:
             try:
@@ -363,7 +383,7 @@ def test_gateway_server_logs_any_other_connection_failure_with_its_traceback(
     finally:
         server.server_close()
 
-    [record] = [record for record in caplog.records if record.name == "knowledge_local.gateway"]
+    [record] = [record for record in caplog.records if record.name == "knowledge_local.gateway_server"]
     assert record.levelno == logging.ERROR
     assert record.exc_info is not None
     assert isinstance(record.exc_info[1], RuntimeError)
@@ -394,3 +414,126 @@ def test_gateway_bound_but_never_started_stops_and_frees_its_port() -> None:
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", port))
+
+
+def _raw(gateway: Gateway, *parts: tuple[bytes, float]) -> tuple[bytes, float]:
+    """Send ``parts`` (bytes, then seconds to wait) on a new connection; everything the gateway
+    answered before closing it, and how long that took."""
+    host, port = gateway.url.removeprefix("http://").split(":")
+    started = time.monotonic()
+    with socket.create_connection((host, int(port)), timeout=30) as connection:
+        try:
+            for data, pause in parts:
+                connection.sendall(data)
+                time.sleep(pause)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        reply = connection.makefile("rb").read()
+    return reply, time.monotonic() - started
+
+
+def _status_and_error(reply: bytes) -> tuple[bytes, dict[str, Any]]:
+    head, _, body = reply.partition(b"\r\n\r\n")
+    error: dict[str, Any] = json.loads(body)["error"]
+    return head.split(b"\r\n")[0], error
+
+
+def test_gateway_headers_trickling_past_their_deadline_answer_request_timeout(
+    gateway: Gateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gateway_server, "HEADER_SECONDS", 0.6)
+    trickle = [(byte.to_bytes(1, "big"), 0.2) for byte in b"GET /public HTTP/1.1\r\nHost: x\r\n"]
+
+    reply, seconds = _raw(gateway, *trickle)
+
+    status, error = _status_and_error(reply)
+    assert status == b"HTTP/1.1 408 Request Timeout"
+    assert error["code"] == "request_timeout"
+    assert seconds < 3
+
+
+def test_gateway_body_trickling_past_its_deadline_answers_request_timeout(
+    gateway: Gateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gateway_server, "BODY_SECONDS", 0.6)
+    head = b"POST /size HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 50\r\n\r\n"
+
+    reply, seconds = _raw(gateway, (head, 0.1), *[(b"x", 0.2) for _ in range(10)])
+
+    status, error = _status_and_error(reply)
+    assert status == b"HTTP/1.1 408 Request Timeout"
+    assert error["code"] == "request_timeout"
+    assert seconds < 3
+
+
+def test_gateway_idle_kept_alive_connection_is_closed_without_an_answer(
+    gateway: Gateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gateway_server, "IDLE_SECONDS", 0.3)
+
+    reply, seconds = _raw(gateway, (b"GET /public HTTP/1.1\r\nHost: x\r\n\r\n", 0.0))
+
+    assert seconds < 5
+    assert reply.startswith(b"HTTP/1.1 200 OK")
+    assert b"\r\nHTTP/1.1 " not in reply
+
+
+def test_gateway_body_shorter_than_announced_answers_validation_error(gateway: Gateway) -> None:
+    host, port = gateway.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as connection:
+        connection.sendall(b"POST /size HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")
+        connection.shutdown(socket.SHUT_WR)
+        reply = connection.makefile("rb").read()
+
+    status, error = _status_and_error(reply)
+    assert status == b"HTTP/1.1 400 Bad Request"
+    assert error == {
+        "code": "validation_error",
+        "message": "The request body is shorter than announced.",
+        "retryable": False,
+        "details": {},
+    }
+
+
+@pytest.mark.parametrize(
+    ("request_head", "status"),
+    [
+        (b"GET /public HTTP/1.1\r\nHost: x\r\n" + b"X-Long: " + b"y" * 70000 + b"\r\n\r\n", b"431"),
+        (b"GET /" + b"p" * 70000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", b"431"),
+        (b"NOT A REQUEST LINE\r\n\r\n", b"400"),
+        (b"GET /public HTTP/1.1\r\nTransfer-Encoding: chunked\r\nHost: x\r\n\r\nzz\r\n", b"400"),
+    ],
+    ids=["header line too long", "request line too long", "bad request line", "bad chunk size"],
+)
+def test_gateway_malformed_http_answers_in_the_envelope(
+    gateway: Gateway, request_head: bytes, status: bytes
+) -> None:
+    reply, _ = _raw(gateway, (request_head, 0.0))
+
+    line, error = _status_and_error(reply)
+    assert line.split(b" ")[1] == status
+    assert error["code"] == "validation_error"
+
+
+def test_gateway_function_with_every_environment_busy_answers_too_many_requests(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(invoker, "QUEUE_TIMEOUT_SECONDS", 0.2)
+    with (
+        Gateway(FIXTURES / "template.yaml", invoker=Invoker(max_environments=1)) as running,
+        ThreadPoolExecutor(max_workers=2) as pool,
+    ):
+        assert httpx2.get(f"{running.url}/sleep", params={"seconds": "0"}, timeout=30).status_code == 200
+        busy = pool.submit(httpx2.get, f"{running.url}/sleep", params={"seconds": "0.8"}, timeout=30)
+        time.sleep(0.3)
+        throttled = httpx2.get(f"{running.url}/sleep", params={"seconds": "0"}, timeout=30)
+        first = busy.result()
+
+    assert first.status_code == 200
+    assert throttled.status_code == 429
+    assert _error(throttled) == {
+        "code": "too_many_requests",
+        "message": "The function is busy; retry later.",
+        "retryable": True,
+        "details": {},
+    }

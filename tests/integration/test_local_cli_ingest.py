@@ -19,6 +19,7 @@ from knowledge_local.client import KnowledgeClient
 from knowledge_local.gateway import Gateway
 from knowledge_local.stack import DEV_SCOPES
 from tests.conftest import TABLE_NAME
+from tests.support.inline_invoker import InlineInvoker
 from tests.support.rest import new_world
 from tests.support.template import TEMPLATE, create_table_kwargs
 
@@ -32,7 +33,7 @@ def api() -> Iterator[tuple[str, str]]:
         )
         world = new_world()
         token = world.token(scopes=DEV_SCOPES).removeprefix("Bearer ")
-        with Gateway(TEMPLATE) as gateway:
+        with Gateway(TEMPLATE, invoker=InlineInvoker()) as gateway:
             yield gateway.url, token
         use_container(None)
 

@@ -1,9 +1,11 @@
-"""The invoker runs each function in its own execution environment: Powertools' log keys and
-metrics of one function never reach another's, as on Lambda, where each has its own container."""
+"""The invoker runs each function in execution environments of its own, each a process with one
+invocation at a time, as on Lambda: module state stays warm between invocations, never reaches
+another function or a concurrent invocation, and a failing environment is replaced."""
 
 from __future__ import annotations
 
-import threading
+import functools
+import itertools
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -11,55 +13,76 @@ from typing import Any
 
 import pytest
 
-from knowledge.observability import metrics
-from knowledge_local.invoker import Invoker
+from knowledge_local.invoker import InvocationError, InvocationTimeoutError, Invoker
 from knowledge_local.routes import FunctionSpec
+from tests.fixtures.invoker.setup import mark
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "invoker"
 
 
-def _function(logical_id: str, handler: str) -> FunctionSpec:
-    return FunctionSpec(logical_id=logical_id, code_dir=FIXTURES, handler=f"app.{handler}")
+def _function(logical_id: str, handler: str, *, timeout: float = 10, code: Path = FIXTURES) -> FunctionSpec:
+    return FunctionSpec(
+        logical_id=logical_id, code_dir=code, handler=f"app.{handler}", timeout_seconds=timeout
+    )
 
 
+WHERE = _function("WhereProbe", "where")
+OTHER = _function("OtherProbe", "where")
 INDEXER = _function("IndexerProbe", "log_line")
 AUTHORIZER = _function("AuthorizerProbe", "log_line")
 MEASURE = _function("MeasureProbe", "measure")
 SINGLE = _function("SingleProbe", "single")
+FAIL = _function("FailProbe", "fail")
+EXIT = _function("ExitProbe", "exit_process")
+UNPICKLABLE = _function("UnpicklableProbe", "unpicklable")
+SLOW = _function("SlowProbe", "where", timeout=0.5)
+BROKEN = _function("BrokenProbe", "handler", code=FIXTURES / "broken")
 
 
 @pytest.fixture
 def invoker() -> Iterator[Invoker]:
-    running = Invoker(2)
+    running = Invoker(max_environments=2, setup=functools.partial(mark, "done"))
     yield running
     running.close(timeout=5)
 
 
-def test_invoker_concurrent_functions_log_with_their_own_keys(invoker: Invoker) -> None:
-    entered, gate = threading.Event(), threading.Event()
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        slow = pool.submit(invoker.invoke, INDEXER, {"entered": entered, "gate": gate})
-        assert entered.wait(timeout=10)
-        other = invoker.invoke(AUTHORIZER, {"append": {"tenant_id": "acme"}})
-        gate.set()
-        indexer_line: dict[str, Any] = slow.result(timeout=10)
+def test_invoker_warm_environment_keeps_module_state_and_runs_setup_first(invoker: Invoker) -> None:
+    first = invoker.invoke(WHERE, {})
+    second = invoker.invoke(WHERE, {})
 
-    assert other["function_name"] == "AuthorizerProbe"
-    assert other["tenant_id"] == "acme"
-    assert indexer_line["function_name"] == "IndexerProbe"
-    assert "tenant_id" not in indexer_line
+    assert (second["pid"], second["invocations"]) == (first["pid"], 2)
+    assert first["setup"] == "done"
+    assert first["function_name"] == "WhereProbe"
 
 
-def test_invoker_function_keeps_its_own_keys_but_never_another_functions() -> None:
-    invoker = Invoker(1)
-    try:
-        invoker.invoke(AUTHORIZER, {"append": {"tenant_id": "acme"}})
-        invoker.invoke(INDEXER, {"append": {"batch": "first"}})
-        authorizer_again = invoker.invoke(AUTHORIZER, {})
-        indexer_again = invoker.invoke(INDEXER, {})
-    finally:
-        invoker.close(timeout=5)
+def test_invoker_functions_never_share_an_environment(invoker: Invoker) -> None:
+    where = invoker.invoke(WHERE, {})
+    other = invoker.invoke(OTHER, {})
 
+    assert other["pid"] != where["pid"]
+    assert other["invocations"] == 1
+
+
+def test_invoker_concurrent_invocations_run_one_per_environment(invoker: Invoker) -> None:
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        answers = list(pool.map(lambda _: invoker.invoke(WHERE, {"seconds": 0.2}), range(6)))
+
+    by_environment: dict[int, list[dict[str, Any]]] = {}
+    for answer in answers:
+        by_environment.setdefault(answer["pid"], []).append(answer)
+    assert len(by_environment) == 2
+    for runs in by_environment.values():
+        runs.sort(key=lambda run: run["started"])
+        assert all(earlier["ended"] <= later["started"] for earlier, later in itertools.pairwise(runs))
+
+
+def test_invoker_function_keeps_its_own_log_keys_but_never_another_functions(invoker: Invoker) -> None:
+    invoker.invoke(AUTHORIZER, {"append": {"tenant_id": "acme"}})
+    invoker.invoke(INDEXER, {"append": {"batch": "first"}})
+    authorizer_again = invoker.invoke(AUTHORIZER, {})
+    indexer_again = invoker.invoke(INDEXER, {})
+
+    assert authorizer_again["function_name"] == "AuthorizerProbe"
     assert authorizer_again["tenant_id"] == "acme"
     assert "batch" not in authorizer_again
     assert indexer_again["batch"] == "first"
@@ -67,24 +90,67 @@ def test_invoker_function_keeps_its_own_keys_but_never_another_functions() -> No
 
 
 def test_invoker_disabled_metrics_print_nothing_and_end_with_each_invocation(
-    invoker: Invoker, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    invoker: Invoker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
 
-    for number in range(150):
-        invoker.invoke(MEASURE, {"error_code": f"code-{number}"})
-    invoker.invoke(SINGLE, {})
+    answers = [invoker.invoke(MEASURE, {"error_code": f"code-{number}"}) for number in range(150)]
+    printed = invoker.invoke(SINGLE, {})
 
-    assert capsys.readouterr().out == ""
-    assert metrics.metric_set == {}
-    assert metrics.metadata_set == {}
+    assert printed == ""
+    assert {answer["printed"] for answer in answers} == {""}
+    assert all(answer["held"] == {"metrics": 0, "metadata": {}} for answer in answers)
 
 
-def test_invoker_enabled_metrics_still_print(
-    invoker: Invoker, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_invoker_enabled_metrics_still_print(invoker: Invoker, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
 
-    invoker.invoke(SINGLE, {})
+    printed = invoker.invoke(SINGLE, {})
 
-    assert '"Single"' in capsys.readouterr().out
+    assert '"Single"' in printed
+
+
+def test_invoker_failing_function_reports_its_error_and_stays_warm(invoker: Invoker) -> None:
+    with pytest.raises(InvocationError, match="ValueError: the function failed on purpose"):
+        invoker.invoke(FAIL, {})
+    with pytest.raises(InvocationError, match="ValueError"):
+        invoker.invoke(FAIL, {})
+
+
+def test_invoker_timed_out_environment_is_replaced(invoker: Invoker) -> None:
+    before = invoker.invoke(SLOW, {})
+
+    with pytest.raises(InvocationTimeoutError, match=r"timed out after 0\.5 s"):
+        invoker.invoke(SLOW, {"seconds": 5})
+    after = invoker.invoke(SLOW, {})
+
+    assert after["pid"] != before["pid"]
+    assert after["invocations"] == 1
+
+
+def test_invoker_environment_that_exits_is_replaced(invoker: Invoker) -> None:
+    with pytest.raises(InvocationError, match="exited"):
+        invoker.invoke(EXIT, {})
+
+    with pytest.raises(InvocationError, match="exited"):
+        invoker.invoke(EXIT, {})
+
+
+def test_invoker_answer_that_cannot_leave_the_environment_is_an_error(invoker: Invoker) -> None:
+    with pytest.raises(InvocationError, match="UnpicklableProbe"):
+        invoker.invoke(UNPICKLABLE, {})
+
+
+def test_invoker_function_whose_init_fails_reports_it(invoker: Invoker) -> None:
+    with pytest.raises(InvocationError, match="RuntimeError: init failed on purpose"):
+        invoker.invoke(BROKEN, {})
+
+
+def test_invoker_closed_stops_every_environment(invoker: Invoker) -> None:
+    pid = invoker.invoke(WHERE, {})["pid"]
+
+    invoker.close(timeout=5)
+
+    assert not Path(f"/proc/{pid}").exists()
+    with pytest.raises(InvocationError, match="closed"):
+        invoker.invoke(WHERE, {})

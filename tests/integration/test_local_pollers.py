@@ -15,12 +15,12 @@ import pytest
 from botocore.exceptions import ClientError
 
 from knowledge_local.aws_server import AwsServer
-from knowledge_local.invoker import Invoker
 from knowledge_local.poller import Poller
 from knowledge_local.provisioning import Provisioned, aws_client, provision
 from knowledge_local.queue_poller import QueuePoller
 from knowledge_local.resources import load_stack
 from knowledge_local.stream_poller import StreamPoller
+from tests.support.inline_invoker import InlineInvoker
 from tests.support.recorder import RECORDER, Record
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "fixtures" / "pollers" / "template.yaml"
@@ -47,14 +47,14 @@ def world() -> Iterator[World]:
     stack = load_stack(TEMPLATE)
     with AwsServer(port=0) as aws:
         provisioned = provision(stack, aws.url)
-        pollers: list[tuple[Poller, Invoker]] = []
+        pollers: list[Poller] = []
+        invoker = InlineInvoker()  # the recorder is this process's
         sqs = aws_client("sqs", aws.url)
 
         def send_discarded(record: dict[str, Any]) -> None:
             sqs.send_message(QueueUrl=provisioned.queues["Discarded"].url, MessageBody=json.dumps(record))
 
         for source in stack.event_sources:
-            invoker = Invoker(1)
             poller: Poller
             if source.kind == "dynamodb":
                 stream = provisioned.tables[source.source].stream_arn
@@ -66,13 +66,12 @@ def world() -> Iterator[World]:
                 queue = provisioned.queues[source.source]
                 poller = QueuePoller(source, queue.url, queue.arn, sqs, invoker)
             poller.start()
-            pollers.append((poller, invoker))
+            pollers.append(poller)
         try:
             yield World(provisioned, aws_client("dynamodb", aws.url), sqs)
         finally:
-            for poller, invoker in pollers:
+            for poller in pollers:
                 poller.stop()
-                invoker.close(timeout=5)
 
 
 @pytest.fixture(autouse=True)

@@ -27,6 +27,7 @@ from knowledge.bootstrap import use_container
 from knowledge.domain.models import KnowledgeItem
 from knowledge_local.gateway import Gateway
 from tests.conftest import TABLE_NAME
+from tests.support.inline_invoker import InlineInvoker
 from tests.support.rest import SearchWorld, new_world
 from tests.support.template import TEMPLATE, create_table_kwargs
 
@@ -71,7 +72,7 @@ SPEC_PARAMETERS: dict[str, tuple[str, Any]] = {
 
 @pytest.fixture(scope="module")
 def gateway() -> Iterator[Gateway]:
-    with Gateway(TEMPLATE) as running:
+    with Gateway(TEMPLATE, invoker=InlineInvoker()) as running:
         yield running
 
 
@@ -393,9 +394,9 @@ def test_mcp_server_without_principal_refuses_tool_call() -> None:
 def test_mcp_request_without_token_is_unauthorized(gateway: Gateway) -> None:
     response = httpx2.post(_mcp_url(gateway), json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
 
-    # The authorizer's identity source is the Authorization header: API Gateway answers by itself.
+    # The authorizer's identity source is the Authorization header: the gateway answers by itself.
     assert response.status_code == 401
-    assert response.json() == {"message": "Unauthorized"}
+    assert response.json()["error"]["code"] == "authentication_required"
 
 
 @pytest.mark.parametrize("authorization", ["Bearer kn_not-a-token", "Basic dXNlcjpwYXNz"])

@@ -18,6 +18,11 @@
 
 Equal scores are ordered by item id, then ordinal. All methods hold one lock; writes are visible to
 search when they return. Sized for ~10k items / ~20k chunks: indexing in seconds, queries in ms.
+
+Commits are batched: a tantivy commit (and searcher reload) costs 10-20 ms whatever it holds, so
+writes only mark the index dirty, and the next ``search`` or ``refresh`` commits them first, as does
+a write once ``MAX_UNCOMMITTED_CHUNKS`` chunks wait. An ingest that writes one item at a time thus
+pays for one commit per search, not one per item.
 """
 
 from __future__ import annotations
@@ -46,6 +51,8 @@ from knowledge.domain.visibility import VisibilityFilter
 from knowledge.errors import IndexConfigurationError
 from knowledge.observability import logger
 
+MAX_UNCOMMITTED_CHUNKS = 2000
+"""Chunk writes (additions and deletions) that may wait for a commit."""
 _ANALYZER = "analyzed_english_stem"
 _FREQ = "freq"  # BM25 needs term frequencies, not positions
 
@@ -163,6 +170,7 @@ class EmbeddedIndex:
         self._index.register_tokenizer(_ANALYZER, _stemmer())
         self._writer = self._index.writer(heap_size=64_000_000, num_threads=1)
         self._searcher = self._index.searcher()
+        self._uncommitted = 0
 
         self._versions: dict[_Key, _Version] = {}
         self._item_rows: dict[_Key, list[int]] = {}
@@ -206,7 +214,7 @@ class EmbeddedIndex:
         return self.upsert_many([item])[0]
 
     def upsert_many(self, items: Sequence[IndexedItem]) -> list[bool]:
-        """``upsert`` for many items with one tantivy commit. Raises ``ValueError`` (before any change)
+        """``upsert`` for many items, committed together. Raises ``ValueError`` (before any change)
         for a vector of the wrong dimension or a zero vector; ``IndexConfigurationError`` before
         ``ensure_ready``."""
         with self._lock:
@@ -227,7 +235,7 @@ class EmbeddedIndex:
                 self._versions[key] = _Version(item.version, removed=False)
                 results.append(True)
             if any(results):
-                self._commit()
+                self._commit(sum(len(item.chunks) for item, ok in zip(items, results, strict=True) if ok))
             return results
 
     def remove_item(self, tenant_id: str, knowledge_item_id: str, *, version: int) -> None:
@@ -253,7 +261,9 @@ class EmbeddedIndex:
                 self._commit()
 
     def refresh(self) -> None:
-        """Writes are searchable when they return; nothing to do."""
+        """Commit the writes that wait (``search`` does it too)."""
+        with self._lock:
+            self._commit_now()
 
     # Reads
 
@@ -265,6 +275,7 @@ class EmbeddedIndex:
         dimension.
         """
         with self._lock:
+            self._commit_now()
             groups = self._admitted_groups(query.visibility)
             lexical: list[ChunkHit] = []
             semantic: list[ChunkHit] = []
@@ -458,10 +469,19 @@ class EmbeddedIndex:
             self._alive[row] = False
             self._free_rows.append(row)
 
-    def _commit(self) -> None:
+    def _commit(self, chunks: int = 1) -> None:
+        """Count ``chunks`` written for the next commit; commit now once too many wait."""
+        self._uncommitted += max(1, chunks)
+        if self._uncommitted >= MAX_UNCOMMITTED_CHUNKS:
+            self._commit_now()
+
+    def _commit_now(self) -> None:
+        if self._uncommitted == 0:
+            return
         self._writer.commit()
         self._index.reload()
         self._searcher = self._index.searcher()
+        self._uncommitted = 0
 
     def __len__(self) -> int:
         """Number of indexed chunks."""

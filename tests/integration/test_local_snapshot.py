@@ -1,0 +1,73 @@
+"""The saved table (``knowledge_local.snapshot``): every item of a table comes back exactly, binary
+and nested values included, and a file that is not a saved table is a clear error."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from knowledge_local import snapshot
+from knowledge_local.aws_server import AwsServer
+from knowledge_local.provisioning import aws_client
+from tests.support.template import create_table_kwargs
+
+ITEMS: list[dict[str, Any]] = [
+    {"PK": {"S": "T#a#KB#kb"}, "SK": {"S": "META"}, "GSI1PK": {"S": "T#a#BASES"}, "GSI1SK": {"S": "kb"}},
+    {
+        "PK": {"S": "T#a#ITEM#ki"},
+        "SK": {"S": "META"},
+        "version": {"N": "3"},
+        "blob": {"B": b"\x00\xffbinary"},
+        "blobs": {"BS": [b"one", b"\x01two"]},
+        "source": {
+            "M": {"uri": {"S": "file:///x.md"}, "tags": {"L": [{"S": "a"}, {"N": "2"}, {"NULL": True}]}}
+        },
+        "flags": {"SS": ["x", "y"]},
+        "published": {"BOOL": True},
+    },
+]
+
+
+def _table(aws: AwsServer) -> tuple[Any, str]:
+    client = aws_client("dynamodb", aws.url)
+    name = f"snapshot-{uuid.uuid4().hex[:8]}"
+    client.create_table(**create_table_kwargs("KnowledgeTable", name))
+    return client, name
+
+
+def _items(client: Any, name: str) -> list[dict[str, Any]]:
+    return sorted(client.scan(TableName=name, ConsistentRead=True)["Items"], key=lambda item: item["PK"]["S"])
+
+
+def test_snapshot_saved_table_comes_back_exactly(tmp_path: Path) -> None:
+    with AwsServer(port=0) as aws:
+        client, saved_from = _table(aws)
+        for item in ITEMS:
+            client.put_item(TableName=saved_from, Item=item)
+
+        count = snapshot.save(aws.export_table(saved_from), tmp_path)
+        _, restored_into = _table(aws)
+        restored = snapshot.restore(client, restored_into, tmp_path)
+
+        assert (count, restored) == (2, 2)
+        assert _items(client, restored_into) == _items(client, saved_from)
+
+
+def test_snapshot_without_a_saved_table_restores_nothing(tmp_path: Path) -> None:
+    with AwsServer(port=0) as aws:
+        client, name = _table(aws)
+
+        assert snapshot.restore(client, name, tmp_path) == 0
+        assert _items(client, name) == []
+
+
+def test_snapshot_file_that_is_not_a_saved_table_is_refused(tmp_path: Path) -> None:
+    (tmp_path / snapshot.SNAPSHOT_FILE).write_text("not json\n", encoding="utf-8")
+    with AwsServer(port=0) as aws:
+        client, name = _table(aws)
+
+        with pytest.raises(snapshot.SnapshotError, match=r"table\.jsonl is not a saved table"):
+            snapshot.restore(client, name, tmp_path)
