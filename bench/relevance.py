@@ -5,14 +5,16 @@
 
 Every document becomes one item (title + abstract) in an ``EmbeddedIndex``; chunk embeddings are
 cached in a SQLite file (``--cache``), so only the first run pays for the model (~10 minutes on two
-cores). Each query runs both legs with K = 400 chunk candidates per leg (the service's
-``max(50, 4 × max_results)`` for 100 results), then the mode's fusion; the top 100 items are scored.
+cores). Each query runs both legs with the service's fixed candidate depth
+(``retrieval.CANDIDATE_DEPTH`` per leg: passages for BM25, chunks for kNN), then the mode's fusion;
+the top 100 items are scored.
 Prints one line per mode: ``MODE nDCG@10=0.xxx Recall@10=0.xxx Recall@100=0.xxx``.
 """
 
 from __future__ import annotations
 
 import argparse
+import heapq
 import json
 import sys
 from collections import defaultdict
@@ -27,17 +29,24 @@ from knowledge.adapters.embedded_index import EmbeddedIndex
 from knowledge.adapters.embedding_cache import CachedEmbedder, SqliteEmbeddingCache
 from knowledge.adapters.local_embedder import LocalEmbedder
 from knowledge.domain.chunking import Chunker
-from knowledge.domain.fusion import fuse
-from knowledge.domain.retrieval import TIE_BREAKER, TITLE_BOOST, IndexQuery, LegHits, SearchMode
+from knowledge.domain.fusion import FusedHit, Normalizer, fuse
+from knowledge.domain.retrieval import (
+    CANDIDATE_DEPTH,
+    TIE_BREAKER,
+    TITLE_BOOST,
+    IndexQuery,
+    LegHits,
+    SearchMode,
+)
 from knowledge.domain.visibility import VisibilityFilter
 from knowledge.ports import Embedder
 from knowledge.services.documents import build_indexed_item
 
 TENANT, BASE, OWNER = "bench", "kb_bench", "bench"
-CANDIDATES_PER_LEG = 400
 RANKED = 100
 BATCH = 64
 DEFAULT_ALPHA = 0.5
+ALPHA_GRID = [step / 20 for step in range(21)]
 
 
 @dataclass(frozen=True)
@@ -107,15 +116,22 @@ def retrieve(index: EmbeddedIndex, embedder: Embedder, split: Split) -> dict[str
     hits = {}
     for qid, vector in tqdm(zip(ids, vectors, strict=True), total=len(ids), desc="querying", file=sys.stderr):
         hits[qid] = index.search(
-            IndexQuery(text=split.queries[qid], vector=vector, visibility=visibility, k=CANDIDATES_PER_LEG)
+            IndexQuery(text=split.queries[qid], vector=vector, visibility=visibility, k=CANDIDATE_DEPTH)
         )
     return hits
 
 
-def evaluate(hits: Mapping[str, LegHits], split: Split, mode: SearchMode, alpha: float) -> dict[str, float]:
+def evaluate(
+    hits: Mapping[str, LegHits],
+    split: Split,
+    mode: SearchMode,
+    alpha: float,
+    normalizer: Normalizer | None = None,
+) -> dict[str, float]:
+    """Mean nDCG@10, Recall@10 and Recall@100 of ``mode`` over the split's queries."""
     ndcg, r10, r100 = [], [], []
     for qid, legs in hits.items():
-        ranking = [hit.knowledge_item_id for hit in fuse(legs, mode, alpha)[:RANKED]]
+        ranking = [hit.knowledge_item_id for hit in fuse(legs, mode, alpha, normalizer)[:RANKED]]
         judgments = split.qrels[qid]
         ndcg.append(ndcg_at_k(ranking, judgments, 10))
         r10.append(recall_at_k(ranking, judgments, 10))
@@ -123,11 +139,50 @@ def evaluate(hits: Mapping[str, LegHits], split: Split, mode: SearchMode, alpha:
     return {"nDCG@10": mean(ndcg), "Recall@10": mean(r10), "Recall@100": mean(r100)}
 
 
+def hybrid_curve(
+    hits: Mapping[str, LegHits], split: Split, grid: Sequence[float], normalizer: Normalizer | None = None
+) -> list[tuple[float, float]]:
+    """``(alpha, hybrid nDCG@10)`` for every alpha of ``grid``.
+
+    One fusion per query gives every item's normalized leg scores (0 for a leg that did not return
+    it); each alpha then re-weights them as ``fuse`` does, ``alpha·lexical + (1 − alpha)·semantic``
+    with ties by item id, so the grid costs one fusion per query instead of one per alpha."""
+    legs_by_query = []
+    for qid, legs in hits.items():
+        fused = fuse(legs, SearchMode.HYBRID, DEFAULT_ALPHA, normalizer)
+        legs_by_query.append((qid, [_normalized_legs(hit) for hit in fused]))
+    curve = []
+    for alpha in grid:
+        ndcg = []
+        for qid, items in legs_by_query:
+            top = heapq.nsmallest(
+                10, items, key=lambda row: (-(alpha * row[1] + (1.0 - alpha) * row[2]), row[0])
+            )
+            ndcg.append(ndcg_at_k([row[0] for row in top], split.qrels[qid], 10))
+        curve.append((alpha, mean(ndcg)))
+    return curve
+
+
+def _normalized_legs(hit: FusedHit) -> tuple[str, float, float]:
+    lexical = hit.lexical.normalized if hit.lexical else 0.0
+    semantic = hit.semantic.normalized if hit.semantic else 0.0
+    return hit.knowledge_item_id, lexical, semantic
+
+
+def best_alpha(curve: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    """``(alpha, nDCG@10)`` of the best point of ``curve`` (ties: the alpha closest to 0.5)."""
+    return max(curve, key=lambda point: (round(point[1], 6), -abs(point[0] - 0.5)))
+
+
 def tune_alpha(hits: Mapping[str, LegHits], split: Split, grid: Sequence[float]) -> tuple[float, float]:
     """The alpha of ``grid`` with the best hybrid nDCG@10 (ties: the one closest to 0.5)."""
-    scored = [(evaluate(hits, split, SearchMode.HYBRID, alpha)["nDCG@10"], alpha) for alpha in grid]
-    best = max(scored, key=lambda pair: (round(pair[0], 6), -abs(pair[1] - 0.5)))
-    return best[1], best[0]
+    return best_alpha(hybrid_curve(hits, split, grid))
+
+
+def open_embedder(cache: Path) -> Embedder:
+    """The offline MiniLM embedder behind the SQLite embedding cache at ``cache``."""
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    return CachedEmbedder(LocalEmbedder(), SqliteEmbeddingCache(cache))
 
 
 def _format(mode: str, figures: Mapping[str, float]) -> str:
@@ -151,8 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if not (args.data_dir / "corpus.jsonl").exists():
         parser.error(f"{args.data_dir} has no corpus.jsonl (set DATA_DIR to the folder holding scifact/)")
-    args.cache.parent.mkdir(parents=True, exist_ok=True)
-    embedder = CachedEmbedder(LocalEmbedder(), SqliteEmbeddingCache(args.cache))
+    embedder = open_embedder(args.cache)
     chunker = Chunker(max_tokens=args.chunk_tokens, overlap_tokens=args.overlap_tokens)
     index = build_index(
         args.data_dir, embedder, chunker, title_boost=args.title_boost, tie_breaker=args.tie_breaker
@@ -161,8 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     alpha = DEFAULT_ALPHA if args.alpha is None else args.alpha
     if args.tune or args.alpha is None:
         train = load_split(args.data_dir, "train")
-        grid = [step / 20 for step in range(21)]
-        alpha, train_ndcg = tune_alpha(retrieve(index, embedder, train), train, grid)
+        alpha, train_ndcg = tune_alpha(retrieve(index, embedder, train), train, ALPHA_GRID)
         chosen = f"alpha={alpha:.2f} chosen on {len(train.queries)} train queries"
         print(f"{chosen} (hybrid nDCG@10={train_ndcg:.3f})")
 

@@ -19,6 +19,7 @@ from opensearchpy import Connection, OpenSearch
 from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
 from opensearchpy.exceptions import RequestError
 
+from knowledge.adapters import opensearch_queries as dsl
 from knowledge.adapters.opensearch_index import OpenSearchIndex, build_opensearch_client
 from knowledge.domain.retrieval import ChunkHit, IndexQuery, Leg
 from knowledge.errors import DependencyUnavailableError, IndexConfigurationError
@@ -97,11 +98,11 @@ def ready(index: OpenSearchIndex, wire: RecordingConnection, *, dimension: int =
     wire.requests.clear()
 
 
-def mapping_answer(model: str, dimension: int) -> dict[str, Any]:
+def mapping_answer(model: str, dimension: int, analysis: str | None = dsl.LAYOUT) -> dict[str, Any]:
     return {
         "chunks-000001": {
             "mappings": {
-                "_meta": {"embedding_model": model, "dimension": dimension},
+                "_meta": {"embedding_model": model, "dimension": dimension, "layout": analysis},
                 "properties": {"vector": {"type": "knn_vector", "dimension": dimension}},
             }
         }
@@ -128,6 +129,15 @@ def both_legs_query() -> IndexQuery:
         visibility=viewer(tenant="t1", subject="u1", teams=["red", "blue"], bases=["kb_b", "kb_a"]),
         k=3,
     )
+
+
+def visibility(doc_type: str) -> dict[str, Any]:
+    """The visibility filter of ``both_legs_query`` over documents of ``doc_type``."""
+    filter_ = {
+        **VISIBILITY["bool"],
+        "filter": [{"term": {"doc_type": doc_type}}, *VISIBILITY["bool"]["filter"][1:]],
+    }
+    return {"bool": filter_}
 
 
 VISIBILITY = {
@@ -159,20 +169,23 @@ VISIBILITY = {
 SORT = [{"_score": "desc"}, {"knowledge_item_id": "asc"}, {"ordinal": "asc"}]
 
 
-def hit(item_id: str, ordinal: int, score: float) -> dict[str, Any]:
+def hit(item_id: str, ordinal: int, score: float, *, passage: bool = True) -> dict[str, Any]:
+    """A hit of the lexical leg (a passage) or, with ``passage=False``, of the semantic leg (a chunk)."""
+    text = (
+        {"title": "Title", "text": f"text of {item_id}"} if passage else {"chunk_text": f"chunk of {item_id}"}
+    )
     return {
         "_index": "chunks-000001",
-        "_id": f"{item_id}:{ordinal}",
+        "_id": f"{item_id}:p{ordinal}" if passage else f"{item_id}:{ordinal}",
         "_score": score,
         "_routing": "t1",
         "_source": {
-            "doc_type": "chunk",
+            "doc_type": "passage" if passage else "chunk",
             "tenant_id": "t1",
             "knowledge_base_id": "kb_a",
             "knowledge_item_id": item_id,
             "knowledge_revision_id": f"kr_{item_id}",
-            "title": "Title",
-            "text": f"text of {item_id}",
+            **text,
             "ordinal": ordinal,
             "start": 10 * ordinal,
             "end": 10 * ordinal + 9,
@@ -216,11 +229,11 @@ def test_search_both_legs_sends_one_msearch_with_filter_inside_knn(
                                 "query": 'zebra "stripes"',
                                 "fields": ["title^1", "text"],
                                 "type": "best_fields",
-                                "tie_breaker": 0.5,
+                                "tie_breaker": 0.3,
                             }
                         }
                     ],
-                    "filter": [VISIBILITY],
+                    "filter": [visibility("passage")],
                 }
             },
             "sort": SORT,
@@ -251,7 +264,7 @@ def test_search_visibility_without_teams_or_allow_list_omits_those_clauses(
         {
             "bool": {
                 "filter": [
-                    {"term": {"doc_type": "chunk"}},
+                    {"term": {"doc_type": "passage"}},
                     {"term": {"tenant_id": "t1"}},
                     {
                         "bool": {
@@ -285,7 +298,7 @@ def test_search_parses_documented_msearch_answer_bm25_and_cosine(
 ) -> None:
     lexical = search_answer(hit("ki_1", 0, 7.25), hit("ki_2", 3, 2.5))
     # cosinesimil: score = (1 + cos) / 2, so 0.95 is cos 0.9 and 0.5 is cos 0.
-    semantic = search_answer(hit("ki_2", 1, 0.95), hit("ki_3", 0, 0.5))
+    semantic = search_answer(hit("ki_2", 1, 0.95, passage=False), hit("ki_3", 0, 0.5, passage=False))
     wire.answers.append((200, {"took": 4, "responses": [lexical, semantic]}))
 
     hits = index.search(both_legs_query())
@@ -312,7 +325,10 @@ def test_search_parses_documented_msearch_answer_bm25_and_cosine(
             score=2.5,
         ),
     ]
-    assert [(h.knowledge_item_id, h.ordinal) for h in hits.semantic] == [("ki_2", 1), ("ki_3", 0)]
+    assert [(h.knowledge_item_id, h.ordinal, h.text) for h in hits.semantic] == [
+        ("ki_2", 1, "chunk of ki_2"),
+        ("ki_3", 0, "chunk of ki_3"),
+    ]
     assert [h.score for h in hits.semantic] == pytest.approx([0.9, 0.0])
 
 
@@ -398,9 +414,9 @@ def test_ensure_ready_missing_index_creates_knn_mapping_with_meta(
     assert (read.method, read.url) == ("GET", "/chunks/_mapping")
     keyword = {"type": "keyword"}
     assert create.body == {
-        "settings": {"index": {"knn": True}},
+        "settings": {"index": {"knn": True, "analysis": dsl.analysis_settings()}},
         "mappings": {
-            "_meta": {"embedding_model": "model-a", "dimension": 384},
+            "_meta": {"embedding_model": "model-a", "dimension": 384, "layout": dsl.LAYOUT},
             "dynamic": "strict",
             "properties": {
                 "doc_type": keyword,
@@ -411,8 +427,9 @@ def test_ensure_ready_missing_index_creates_knn_mapping_with_meta(
                 "owner_id": keyword,
                 "team_id": keyword,
                 "scope": keyword,
-                "title": {"type": "text", "analyzer": "english"},
-                "text": {"type": "text", "analyzer": "english"},
+                "title": {"type": "text", "analyzer": "knowledge_text", "search_analyzer": "knowledge_query"},
+                "text": {"type": "text", "analyzer": "knowledge_text", "search_analyzer": "knowledge_query"},
+                "chunk_text": {"type": "text", "index": False},
                 "ordinal": {"type": "integer"},
                 "start": {"type": "integer"},
                 "end": {"type": "integer"},
@@ -445,9 +462,10 @@ def test_ensure_ready_index_created_concurrently_checks_its_mapping(
     [
         mapping_answer("model-b", 8),
         mapping_answer("model-a", 16),
+        mapping_answer("model-a", 8, analysis=None),
         {"chunks": {"mappings": {"properties": {"text": {"type": "text"}}}}},
     ],
-    ids=["other-model", "other-dimension", "no-meta"],
+    ids=["other-model", "other-dimension", "english-analysis", "no-meta"],
 )
 def test_ensure_ready_existing_index_built_otherwise_raises_without_writing(
     index: OpenSearchIndex, wire: RecordingConnection, answer: dict[str, Any]
@@ -515,8 +533,7 @@ def test_upsert_new_item_writes_versioned_head_then_routed_chunks(
             "version_type": "external_gte",
         }
     }
-    assert lines[1] == {
-        "doc_type": "chunk",
+    common = {
         "tenant_id": "t9",
         "knowledge_base_id": "kb_q",
         "knowledge_item_id": "ki_1",
@@ -524,15 +541,19 @@ def test_upsert_new_item_writes_versioned_head_then_routed_chunks(
         "owner_id": "owner",
         "team_id": None,
         "scope": "tenant",
-        "title": "T",
-        "text": "first",
         "ordinal": 0,
         "start": 0,
         "end": 5,
         "item_version": 3,
+    }
+    assert lines[1] == {
+        **common,
+        "doc_type": "chunk",
+        "chunk_text": "first",
         "vector": written.chunks[0].vector,
     }
-    assert lines[2]["index"]["_id"] == "ki_1:1"
+    assert [line["index"]["_id"] for line in lines[::2]] == ["ki_1:0", "ki_1:1", "ki_1:p0", "ki_1:p1"]
+    assert lines[5] == {**common, "doc_type": "passage", "title": "T", "text": "first"}
 
 
 def test_upsert_existing_item_deletes_superseded_chunks_by_query(
@@ -558,14 +579,29 @@ def test_upsert_existing_item_deletes_superseded_chunks_by_query(
     assert delete.body == {
         "query": {
             "bool": {
-                "filter": [{"term": {"doc_type": "chunk"}}],
+                "filter": [{"terms": {"doc_type": ["chunk", "passage"]}}],
                 "should": [
                     {
                         "bool": {
                             "filter": [{"term": {"knowledge_item_id": "ki_1"}}],
                             "should": [
                                 {"range": {"item_version": {"lt": 4}}},
-                                {"range": {"ordinal": {"gte": 1}}},
+                                {
+                                    "bool": {
+                                        "filter": [
+                                            {"term": {"doc_type": "chunk"}},
+                                            {"range": {"ordinal": {"gte": 1}}},
+                                        ]
+                                    }
+                                },
+                                {
+                                    "bool": {
+                                        "filter": [
+                                            {"term": {"doc_type": "passage"}},
+                                            {"range": {"ordinal": {"gte": 1}}},
+                                        ]
+                                    }
+                                },
                             ],
                             "minimum_should_match": 1,
                         }
@@ -677,7 +713,7 @@ def test_remove_item_writes_tombstone_version_then_deletes_chunks(
     assert refresh.url == "/chunks/_refresh"
     assert (delete.url, delete.params["routing"]) == ("/chunks/_delete_by_query", "t4")
     assert delete.body["query"]["bool"]["filter"] == [
-        {"term": {"doc_type": "chunk"}},
+        {"terms": {"doc_type": ["chunk", "passage"]}},
         {"term": {"tenant_id": "t4"}},
         {"term": {"knowledge_item_id": "ki_1"}},
     ]
@@ -703,7 +739,7 @@ def test_remove_base_deletes_base_chunks_routed_to_tenant(
     assert (refresh.url, delete.url) == ("/chunks/_refresh", "/chunks/_delete_by_query")
     assert delete.params == {"routing": "t4", "conflicts": "proceed"}
     assert delete.body["query"]["bool"]["filter"] == [
-        {"term": {"doc_type": "chunk"}},
+        {"terms": {"doc_type": ["chunk", "passage"]}},
         {"term": {"tenant_id": "t4"}},
         {"term": {"knowledge_base_id": "kb_q"}},
     ]

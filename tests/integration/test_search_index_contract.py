@@ -12,12 +12,15 @@ from typing import Any
 import pytest
 from osmem_server import OsmemServer
 
-from knowledge.domain.retrieval import IndexQuery, Leg
+from knowledge.domain.fusion import fuse
+from knowledge.domain.retrieval import Chunk, IndexQuery, Leg, LegHits, SearchMode
 from knowledge.errors import IndexConfigurationError
 from knowledge.ports import SearchIndex
+from tests.support import multilingual
 from tests.support.index import (
     ADAPTER_LEGS,
     ADAPTERS,
+    ANALYSIS_GAPS,
     DIMENSION,
     MODEL_ID,
     SEMANTIC_ADAPTERS,
@@ -92,6 +95,32 @@ def test_search_after_upsert_returns_chunk_fields(index: SearchIndex, leg: Leg) 
 
 
 @every_leg
+def test_search_lexical_leg_ranks_passages_semantic_leg_chunks(index: SearchIndex, leg: Leg) -> None:
+    chunked = item("ki_1", ("the zebra grazes", " near the river"), vectors=[axis(0), axis(2)])
+    whole = Chunk(ordinal=0, start=0, end=31, text="the zebra grazes near the river")
+    index.upsert(chunked.model_copy(update={"passages": [whole]}))
+
+    hits = index.search(probe(leg))
+
+    expected = (0, 0, 31, whole.text) if leg is Leg.LEXICAL else (0, 0, 16, "the zebra grazes")
+    best = (hits.lexical or hits.semantic)[0]
+    assert (best.ordinal, best.start, best.end, best.text) == expected
+    assert len(hits.lexical) == (1 if leg is Leg.LEXICAL else 0)
+
+
+@every_adapter
+def test_upsert_same_version_with_fewer_passages_removes_the_others(index: SearchIndex) -> None:
+    first = item("ki_1", ("alpha", "bravo"), version=3)
+    index.upsert(first)
+    single = Chunk(ordinal=0, start=0, end=5, text="alpha")
+
+    index.upsert(first.model_copy(update={"passages": [single]}))
+
+    assert leg_hits(index.search(query("alpha bravo")), Leg.LEXICAL) == [("ki_1", 0)]
+    assert index.search(query("bravo")).lexical == []
+
+
+@every_leg
 def test_search_one_leg_requested_other_leg_empty(index: SearchIndex, leg: Leg) -> None:
     index.upsert(matching("ki_1"))
 
@@ -160,6 +189,42 @@ def test_search_lexical_stems_english_words(index: SearchIndex) -> None:
     index.upsert(item("ki_1", ("The zebras were running across the plains",)))
 
     assert found_items(index, "zebra runs") == {"ki_1"}
+
+
+# One analyzer for every language family
+
+
+def _probe_cases() -> list[Any]:
+    cases = []
+    for adapter in ADAPTERS:
+        for probe_ in multilingual.PROBES:
+            if probe_.needs & ANALYSIS_GAPS.get(adapter, frozenset()):
+                continue
+            cases.append(pytest.param(adapter, probe_, id=f"{adapter}-{probe_.query}"))
+    return cases
+
+
+@pytest.mark.parametrize(("index", "probe_"), _probe_cases(), indirect=["index"])
+def test_search_lexical_multilingual_sanity_set(index: SearchIndex, probe_: multilingual.Probe) -> None:
+    index.upsert_many([item(f"ki_{p.key}", (p.text,), title=p.title) for p in multilingual.PASSAGES])
+
+    assert found_items(index, probe_.query) == {f"ki_{key}" for key in probe_.expected}
+
+
+@every_adapter
+def test_search_lexical_accents_fold_both_ways(index: SearchIndex) -> None:
+    index.upsert_many([item("ki_plain", ("resume the cafe",)), item("ki_accented", ("Résumé du café",))])
+
+    assert found_items(index, "résumé café") == {"ki_plain", "ki_accented"}
+    assert found_items(index, "resume cafe") == {"ki_plain", "ki_accented"}
+
+
+@every_adapter
+def test_search_lexical_cjk_adjacent_to_latin_is_split(index: SearchIndex) -> None:
+    index.upsert(item("ki_1", ("Python3の使い方を学ぶ",)))
+
+    assert found_items(index, "python3") == {"ki_1"}
+    assert found_items(index, "使い方") == {"ki_1"}
 
 
 # Visibility: tenant, base allow-list, scope
@@ -232,6 +297,63 @@ def test_search_hidden_better_matches_never_take_top_k(index: SearchIndex, leg: 
     hits = index.search(probe(leg, k=5, subject="bob"))
 
     assert leg_hits(hits, leg) == [("ki_visible", 0)]
+
+
+# Normalization edge cases (DESIGN §4) on each adapter's own hits
+
+
+def _fused(index: SearchIndex, leg: Leg, **viewer_kwargs: Any) -> dict[str, Any]:
+    """Hybrid fusion of one leg's hits from ``index`` (the other leg empty), by item id."""
+    hits = index.search(probe(leg, **viewer_kwargs))
+    legs = LegHits(lexical=hits.lexical) if leg is Leg.LEXICAL else LegHits(semantic=hits.semantic)
+    alpha = 1.0 if leg is Leg.LEXICAL else 0.0
+    return {hit.knowledge_item_id: hit for hit in fuse(legs, SearchMode.HYBRID, alpha)}
+
+
+@every_leg
+def test_fusion_single_hit_normalizes_to_one(index: SearchIndex, leg: Leg) -> None:
+    index.upsert_many([matching("ki_1"), item("ki_2", ("unrelated words",), vectors=[[-1.0] + [0.0] * 7])])
+
+    fused = _fused(index, leg)
+
+    assert fused["ki_1"].final == 1.0
+    assert set(fused) <= {"ki_1", "ki_2"}
+    assert all(hit.final == 0.0 for item_id, hit in fused.items() if item_id != "ki_1")
+
+
+@every_leg
+def test_fusion_equal_scores_normalize_to_one(index: SearchIndex, leg: Leg) -> None:
+    index.upsert_many([matching("ki_1"), matching("ki_2"), matching("ki_3")])
+
+    fused = _fused(index, leg)
+
+    assert {item_id: hit.final for item_id, hit in fused.items()} == {"ki_1": 1.0, "ki_2": 1.0, "ki_3": 1.0}
+
+
+@every_leg
+def test_fusion_weaker_match_keeps_credit_in_proportion(index: SearchIndex, leg: Leg) -> None:
+    index.upsert_many(
+        [
+            item("ki_strong", (f"{MATCH} {MATCH} {MATCH} stripes",), vectors=[axis(0)]),
+            item(
+                "ki_weak", (f"a {MATCH} among many other words of a longer chunk",), vectors=[at_angle(0.4)]
+            ),
+        ]
+    )
+
+    fused = _fused(index, leg)
+    raw = {item_id: (hit.lexical or hit.semantic).raw for item_id, hit in fused.items()}
+
+    assert fused["ki_strong"].final == 1.0
+    assert fused["ki_weak"].final == pytest.approx(raw["ki_weak"] / raw["ki_strong"])
+    assert 0.0 < fused["ki_weak"].final < 1.0
+
+
+@every_leg
+def test_fusion_empty_leg_contributes_nothing(index: SearchIndex, leg: Leg) -> None:
+    index.upsert(matching("ki_1", scope="private", owner="alice"))
+
+    assert _fused(index, leg, subject="bob") == {}
 
 
 # Writes and versions

@@ -355,6 +355,7 @@ RESULT_FIELDS = {
     "citation",
     "reference",
     "published_at",
+    "duplicate_item_ids",
     "scores",
 }
 SCORE_FIELDS = {
@@ -397,17 +398,19 @@ def test_search_knowledge_query_result_has_every_contract_field(world: SearchWor
     reply = world.search(reader, "blue green rollout")
 
     body = reply.body
-    assert set(body) == {"type", "query", "mode", "alpha", "results"}
+    assert set(body) == {"type", "query", "mode", "alpha", "results", "legs"}
     assert (body["type"], body["query"], body["mode"], body["alpha"]) == (
         "knowledge_search",
         "blue green rollout",
         "hybrid",
         0.5,
     )
+    assert body["legs"] == {"lexical": {"terms": 3, "candidates": 1}, "semantic": {"candidates": 1}}
     (result,) = body["results"]
     assert set(result) == RESULT_FIELDS
     assert set(result["scores"]) == SCORE_FIELDS
     assert set(result["locator"]) == {"offset", "length"}
+    assert result["duplicate_item_ids"] == []
     assert result["source"] == {"uri": "https://docs.example.com/runbook", "title": "Ops handbook"}
     assert (result["knowledge_base_id"], result["knowledge_item_id"], result["knowledge_revision_id"]) == (
         base.knowledge_base_id,

@@ -11,6 +11,7 @@ import pytest
 
 from knowledge.bootstrap import use_container
 from knowledge.domain.models import KnowledgeBase, KnowledgeItem, Revision
+from knowledge.domain.retrieval import CANDIDATE_DEPTH
 from tests.support.rest import SearchWorld, error_body, new_world, result_items
 
 
@@ -124,20 +125,23 @@ def test_search_knowledge_superseded_index_entry_is_replaced_by_truth(
 def test_search_knowledge_stale_candidates_are_skipped_and_list_filled(
     world: SearchWorld, base: KnowledgeBase
 ) -> None:
-    # 60 stale items outrank every live one in both legs, so the first round of 50 candidates per
-    # leg holds no live item at all; the service must fetch further candidates.
-    stale_text = "zephyr zephyr zephyr zephyr ledger ledger ledger"
-    for number in range(60):
-        item, _ = world.publish(base, f"Zephyr ledger {number}", stale_text)
+    # Stale items outrank every live one in both legs and fill more chunks than the first round of
+    # candidates holds (CANDIDATE_DEPTH per leg), so that round has no live item at all: the service
+    # must refill from a deeper round.
+    stale_text = "\n\n".join(["zephyr zephyr zephyr zephyr ledger ledger ledger " * 12] * 6)
+    stale = world.publish_many(base, [(f"Zephyr ledger {number}", stale_text) for number in range(40)])
+    for item in stale:
         world.store.archive_item(base.tenant_id, item.knowledge_item_id, expected_version=item.version)
-    live = [
-        world.publish(base, f"Note {number}", f"One zephyr mention, note {number}.")[0] for number in range(4)
-    ]
+    live = world.publish_many(
+        base, [(f"Note {number}", f"One zephyr mention, note {number}.") for number in range(4)]
+    )
+    assert len(world.index) - len(live) > CANDIDATE_DEPTH
 
-    reply = world.search(world.token(), "zephyr ledger", max_results=3)
+    replies = [world.search(world.token(), "zephyr ledger", max_results=size) for size in (3, 50)]
 
-    assert len(result_items(reply)) == 3
-    assert set(result_items(reply)) <= {item.knowledge_item_id for item in live}
+    assert len(result_items(replies[0])) == 3
+    assert set(result_items(replies[1])) == {item.knowledge_item_id for item in live}
+    assert result_items(replies[0]) == result_items(replies[1])[:3]
 
 
 # -- bounded windows ----------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from osmem_server import OsmemServer
 
 from knowledge.adapters.embedded_index import EmbeddedIndex
 from knowledge.adapters.opensearch_index import OpenSearchIndex, build_opensearch_client
-from knowledge.domain.retrieval import IndexedChunk, IndexedItem, IndexQuery, Leg, LegHits
+from knowledge.domain.retrieval import Chunk, IndexedChunk, IndexedItem, IndexQuery, Leg, LegHits
 from knowledge.domain.visibility import VisibilityFilter
 from knowledge.ports import SearchIndex
 
@@ -30,6 +30,9 @@ ADAPTERS = ["embedded", "osmem"] + (["opensearch"] if OPENSEARCH_URL else [])
 """Every adapter: lexical behaviour, writes, versions, configuration."""
 SEMANTIC_ADAPTERS = ["embedded"] + (["opensearch"] if OPENSEARCH_URL else [])
 """Adapters whose engine runs k-NN (osmem answers 400 to ``knn``)."""
+ANALYSIS_GAPS = {"osmem": frozenset({"cjk_unigrams", "hangul_bigrams"})}
+"""Analysis an adapter's engine lacks: osmem answers ``_analyze`` like OpenSearch, but indexes
+neither the single characters of ``cjk_bigram`` (``output_unigrams``) nor bigrams of Hangul."""
 ADAPTER_LEGS = [(adapter, Leg.LEXICAL) for adapter in ADAPTERS] + [
     (adapter, Leg.SEMANTIC) for adapter in SEMANTIC_ADAPTERS
 ]
@@ -90,7 +93,8 @@ def item(
     vectors: Sequence[Sequence[float]] | None = None,
 ) -> IndexedItem:
     """An item whose chunk ``n`` holds ``texts[n]`` at consecutive offsets and vector ``vectors[n]``
-    (default ``axis(n + 1)``, orthogonal to the usual query vector ``axis(0)``)."""
+    (default ``axis(n + 1)``, orthogonal to the usual query vector ``axis(0)``); its passages are the
+    same spans, so both legs see the same units."""
     chunks = []
     offset = 0
     for ordinal, text in enumerate(texts):
@@ -110,6 +114,7 @@ def item(
         scope=scope,
         title=title,
         chunks=chunks,
+        passages=[Chunk(ordinal=c.ordinal, start=c.start, end=c.end, text=c.text) for c in chunks],
     )
 
 

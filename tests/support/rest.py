@@ -21,6 +21,7 @@ from knowledge.adapters.embedded_index import EmbeddedIndex
 from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
 from knowledge.bootstrap import Container, build_container, use_container
 from knowledge.domain.models import KnowledgeBase, KnowledgeItem, Revision, Scope, Source
+from knowledge.domain.retrieval import IndexedItem
 from knowledge.ports import RuntimeSwitch
 from knowledge.services.documents import build_indexed_item
 from knowledge.settings import Settings
@@ -147,12 +148,28 @@ class SearchWorld:
             self.index_revision(base, item, revision, content)
         return item, revision
 
+    def publish_many(self, base: KnowledgeBase, documents: Iterable[tuple[str, str]]) -> list[KnowledgeItem]:
+        """New published items from ``(title, content)`` pairs, indexed in one batch (one commit)."""
+        published = []
+        for title, content in documents:
+            item, revision = self.publish(base, title, content, indexed=False)
+            published.append((item, revision, content))
+        self.index.upsert_many(
+            [self._indexed(base, item, revision, content) for item, revision, content in published]
+        )
+        return [item for item, _, _ in published]
+
     def index_revision(
         self, base: KnowledgeBase, item: KnowledgeItem, revision: Revision, content: str
     ) -> None:
         """Put ``revision`` of ``item`` in the index as the indexer would, whatever the store says."""
+        self.index.upsert(self._indexed(base, item, revision, content))
+
+    def _indexed(
+        self, base: KnowledgeBase, item: KnowledgeItem, revision: Revision, content: str
+    ) -> IndexedItem:
         assert self.container is not None, "install() the container first"
-        indexed = build_indexed_item(
+        return build_indexed_item(
             chunker=self.container.chunker,
             embedder=self.embedder,
             tenant_id=base.tenant_id,
@@ -166,7 +183,6 @@ class SearchWorld:
             title=revision.title,
             content=content,
         )
-        self.index.upsert(indexed)
 
     # -- callers ----------------------------------------------------------------------------------
 
@@ -216,6 +232,15 @@ def new_world(**kwargs: Any) -> SearchWorld:
 def result_items(reply: Reply) -> list[str]:
     """The item ids of a query reply, in rank order."""
     return [result["knowledge_item_id"] for result in reply.body["results"]]
+
+
+def found_items(reply: Reply) -> set[str]:
+    """Every item a query reply found: its results and the copies each result lists."""
+    return {
+        item_id
+        for result in reply.body["results"]
+        for item_id in (result["knowledge_item_id"], *result["duplicate_item_ids"])
+    }
 
 
 def error_body(status: int, code: str, reply: Reply) -> Mapping[str, Any]:

@@ -3,6 +3,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -208,3 +209,112 @@ def test_citation_omits_missing_parts(
     source_title: str | None, source_uri: str | None, published: datetime | None, expected: str
 ) -> None:
     assert citation("T", source_title, source_uri, "kr_1", published) == expected
+
+
+# Grapheme clusters, tables, accents
+
+FLAGS = "🇫🇷🇩🇪🇯🇵🇧🇷"
+
+
+def _cluster_edges(text: str) -> set[int]:
+    return {match.start() for match in regex.finditer(r"\X", text)} | {len(text)}
+
+
+def test_make_excerpt_long_run_of_flags_never_ends_in_half_a_flag() -> None:
+    chunk = "Flags " + FLAGS * 60 + " zebra " + FLAGS * 60
+    content, offset = _revision_with(chunk)
+
+    excerpt = make_excerpt(chunk, offset, "zebra", max_chars=101)
+
+    _assert_exact(content, excerpt, 101)
+    assert "zebra" in excerpt.text
+    assert {excerpt.start - offset, excerpt.end - offset} <= _cluster_edges(chunk)
+
+
+def test_make_excerpt_keeps_emoji_sequences_whole() -> None:
+    family = "👩\u200d👩\u200d👧\u200d👦"
+    chunk = (family + "👍🏽") * 80 + " zebra " + ("👍🏽" + family) * 80
+    content, offset = _revision_with(chunk)
+
+    excerpt = make_excerpt(chunk, offset, "zebra", max_chars=90)
+
+    _assert_exact(content, excerpt, 90)
+    assert {excerpt.start - offset, excerpt.end - offset} <= _cluster_edges(chunk)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    chunk=st.lists(
+        st.sampled_from(["a", "b", " ", "\n", "🇫", "🇷", "🇩", "\u200d", "👍", "🏽", "e\u0301", "\r\n", "|"]),
+        max_size=600,
+    ).map("".join),
+    query=st.sampled_from(["", "a", "b", "ab"]),
+    max_chars=st.integers(min_value=40, max_value=320),
+)
+def test_make_excerpt_edges_are_grapheme_cluster_boundaries(chunk: str, query: str, max_chars: int) -> None:
+    excerpt = make_excerpt(chunk, 0, query, max_chars=max_chars)
+
+    _assert_exact(chunk, excerpt, max_chars)
+    assert {excerpt.start, excerpt.end} <= _cluster_edges(chunk)
+
+
+TABLE_HEADER = "| Method | Grind | Brew time |\n| --- | :---: | ---: |\n"
+TABLE_ROWS = [f"| Method {n} | medium {n} | {n} minutes |\n" for n in range(12)]
+
+
+def test_make_excerpt_in_a_table_starts_at_the_header_row_when_it_fits() -> None:
+    chunk = FILLER * 3 + "\n\n" + TABLE_HEADER + "".join(TABLE_ROWS[:4]) + "| Siphon | fine | 2 minutes |\n"
+    chunk += "".join(TABLE_ROWS[4:]) + "\n" + FILLER * 3
+    content, offset = _revision_with(chunk)
+
+    excerpt = make_excerpt(chunk, offset, "siphon", max_chars=320)
+
+    _assert_exact(content, excerpt)
+    assert excerpt.text.startswith(TABLE_HEADER)
+    assert "| Siphon | fine | 2 minutes |" in excerpt.text
+    assert excerpt.text.endswith("|")
+
+
+def test_make_excerpt_in_a_table_starts_at_a_row_when_the_header_does_not_fit() -> None:
+    chunk = TABLE_HEADER + "".join(TABLE_ROWS * 2) + "| Siphon | fine | 2 minutes |\n" + "".join(TABLE_ROWS)
+    content, offset = _revision_with(chunk)
+
+    excerpt = make_excerpt(chunk, offset, "siphon", max_chars=200)
+
+    _assert_exact(content, excerpt, 200)
+    assert content[excerpt.start - 1] == "\n"
+    assert excerpt.text.startswith("| ")
+    assert "| Siphon | fine | 2 minutes |" in excerpt.text
+    assert excerpt.text.endswith("|")
+
+
+def test_make_excerpt_in_body_rows_without_header_starts_at_a_row() -> None:
+    chunk = "".join(TABLE_ROWS * 2) + "| Siphon | fine | 2 minutes |\n" + "".join(TABLE_ROWS)
+    content, offset = _revision_with(chunk)
+
+    excerpt = make_excerpt(chunk, offset, "siphon", max_chars=150)
+
+    _assert_exact(content, excerpt, 150)
+    assert content[excerpt.start - 1] == "\n"
+    assert "Siphon" in excerpt.text
+
+
+def test_make_excerpt_pipes_outside_a_table_are_prose() -> None:
+    chunk = FILLER * 4 + "Pipe the output: grep zebra | sort | uniq to count. " + FILLER * 4
+    content, offset = _revision_with(chunk)
+
+    excerpt = make_excerpt(chunk, offset, "zebra", max_chars=120)
+
+    _assert_exact(content, excerpt, 120)
+    assert "zebra" in excerpt.text
+    assert not excerpt.text.startswith("|")
+
+
+def test_make_excerpt_matches_accents_and_case_alike() -> None:
+    chunk = FILLER * 6 + "Le Café de Flore ouvre tôt. " + FILLER * 6
+    content, offset = _revision_with(chunk)
+
+    excerpt = make_excerpt(chunk, offset, "cafe", max_chars=100)
+
+    _assert_exact(content, excerpt, 100)
+    assert "Café" in excerpt.text

@@ -75,8 +75,8 @@ def test_fuse_lexical_mode_ranks_that_leg_alone_by_raw_score() -> None:
 
     assert _finals(fused) == {"b": 7.0, "a": 2.5}
     assert _order(fused) == ["b", "a"]
-    assert _scores(fused[0]) == {"lexical": (7.0, 1.0, 1), "semantic": (0.2, 0.0, 2)}
-    assert _scores(fused[1]) == {"lexical": (2.5, 0.0, 2), "semantic": None}
+    assert _scores(fused[0]) == {"lexical": (7.0, 1.0, 1), "semantic": (0.2, pytest.approx(0.2 / 0.9), 2)}
+    assert _scores(fused[1]) == {"lexical": (2.5, pytest.approx(2.5 / 7.0), 2), "semantic": None}
 
 
 def test_fuse_semantic_mode_ranks_that_leg_alone_by_raw_score() -> None:
@@ -89,16 +89,16 @@ def test_fuse_semantic_mode_ranks_that_leg_alone_by_raw_score() -> None:
     assert _scores(fused[1])["lexical"] == (7.0, 1.0, 1)
 
 
-def test_fuse_hybrid_combines_min_max_normalized_legs() -> None:
+def test_fuse_hybrid_combines_legs_scaled_by_their_best_score() -> None:
     legs = LegHits(
         lexical=_leg({"a": 10.0, "b": 5.0, "c": 0.0}),
-        semantic=_leg({"b": 0.9, "d": 0.5, "a": 0.1}),
+        semantic=_leg({"b": 0.9, "d": 0.45, "a": 0.09}),
     )
 
     fused = fuse(legs, SearchMode.HYBRID, 0.3)
 
     normalized_lexical = {"a": 1.0, "b": 0.5, "c": 0.0}
-    normalized_semantic = {"b": 1.0, "d": (0.5 - 0.1) / 0.8, "a": 0.0}
+    normalized_semantic = {"b": 1.0, "d": 0.5, "a": 0.1}
     expected = {
         item: 0.3 * normalized_lexical.get(item, 0.0) + 0.7 * normalized_semantic.get(item, 0.0)
         for item in "abcd"
@@ -116,7 +116,7 @@ def test_fuse_hybrid_single_hit_leg_normalizes_to_one() -> None:
 
     fused = fuse(legs, SearchMode.HYBRID, 0.5)
 
-    assert _finals(fused) == pytest.approx({"a": 0.5, "b": 0.5})
+    assert _finals(fused) == pytest.approx({"a": 0.5 + 0.5 * 0.5, "b": 0.5})
     assert _order(fused) == ["a", "b"]
 
 
@@ -134,7 +134,7 @@ def test_fuse_hybrid_empty_leg_contributes_zero() -> None:
 
     fused = fuse(legs, SearchMode.HYBRID, 0.6)
 
-    assert _finals(fused) == pytest.approx({"a": 0.6, "b": 0.6 * 0.25, "c": 0.0})
+    assert _finals(fused) == pytest.approx({"a": 0.6, "b": 0.6 / 3, "c": 0.6 / 9})
     assert all(hit.semantic is None for hit in fused)
 
 
@@ -166,11 +166,61 @@ def test_fuse_hybrid_alpha_one_and_zero_follow_the_single_legs_order(
 ) -> None:
     legs = LegHits(lexical=_leg(lexical), semantic=_leg(semantic))
 
-    lexical_only = _order(fuse(legs, SearchMode.LEXICAL, 0.5))
-    semantic_only = _order(fuse(legs, SearchMode.SEMANTIC, 0.5))
+    for alpha, mode, scores in ((1.0, SearchMode.LEXICAL, lexical), (0.0, SearchMode.SEMANTIC, semantic)):
+        # Scores at or below the lower bound 0 all normalize to 0 (and tie), unless none is above it
+        ranked = {item for item, score in scores.items() if score > 0 or max(scores.values()) <= 0}
+        alone = [item for item in _order(fuse(legs, mode, 0.5)) if item in ranked]
 
-    assert [item for item in _order(fuse(legs, SearchMode.HYBRID, 1.0)) if item in lexical] == lexical_only
-    assert [item for item in _order(fuse(legs, SearchMode.HYBRID, 0.0)) if item in semantic] == semantic_only
+        assert [item for item in _order(fuse(legs, SearchMode.HYBRID, alpha)) if item in ranked] == alone
+
+
+@settings(max_examples=200, deadline=None)
+@given(lexical=_SCORES, semantic=_SCORES, alpha=st.floats(min_value=0.01, max_value=1.0))
+def test_fuse_hybrid_positive_leg_score_keeps_positive_credit(
+    lexical: dict[str, float], semantic: dict[str, float], alpha: float
+) -> None:
+    fused = fuse(LegHits(lexical=_leg(lexical), semantic=_leg(semantic)), SearchMode.HYBRID, alpha)
+
+    for hit in fused:
+        if hit.lexical is not None and hit.lexical.raw > 0:
+            assert hit.lexical.normalized == pytest.approx(hit.lexical.raw / max(lexical.values()))
+            assert hit.final >= alpha * hit.lexical.normalized > 0
+
+
+def test_fuse_hybrid_rare_keyword_match_beats_a_semantic_neighbour_without_it() -> None:
+    # Twelve documents; the query word is in two of them, once in ``b``. Plain min–max gave ``b``
+    # lexical 0.0 while ``c``, which lacks the word, got semantic 0.774, and ``c`` ranked above ``b``.
+    cosines = {"a": 0.34, "b": 0.22, "c": 0.287, "d": 0.356, **{f"x{n}": 0.05 + n / 100 for n in range(8)}}
+    legs = LegHits(lexical=_leg({"a": 3.1, "b": 1.2}), semantic=_leg(cosines))
+
+    fused = {hit.knowledge_item_id: hit for hit in fuse(legs, SearchMode.HYBRID, 0.5)}
+
+    assert fused["b"].lexical is not None
+    assert fused["b"].lexical.normalized == pytest.approx(1.2 / 3.1)
+    assert fused["b"].final > fused["c"].final
+
+
+def test_fuse_hybrid_normalized_scores_do_not_depend_on_the_weakest_candidate() -> None:
+    shallow = LegHits(lexical=_leg({"a": 8.0, "b": 4.0}), semantic=_leg({"a": 0.6, "b": 0.3}))
+    deep = LegHits(
+        lexical=_leg({"a": 8.0, "b": 4.0, "z": 0.5}), semantic=_leg({"a": 0.6, "b": 0.3, "z": 0.01})
+    )
+
+    scores = [
+        {hit.knowledge_item_id: hit.final for hit in fuse(legs, SearchMode.HYBRID, 0.5)}
+        for legs in (shallow, deep)
+    ]
+
+    assert scores[1]["a"] == scores[0]["a"]
+    assert scores[1]["b"] == scores[0]["b"]
+
+
+def test_fuse_hybrid_leg_of_non_positive_scores_falls_back_to_min_max() -> None:
+    legs = LegHits(semantic=_leg({"a": -0.1, "b": -0.3, "c": -0.5}))
+
+    fused = fuse(legs, SearchMode.HYBRID, 0.0)
+
+    assert _finals(fused) == pytest.approx({"a": 1.0, "b": 0.5, "c": 0.0})
 
 
 def test_fuse_rrf_sums_reciprocal_ranks_over_returning_legs() -> None:
@@ -235,7 +285,7 @@ def test_fuse_non_finite_scores_count_as_the_leg_minimum() -> None:
 
     assert _order(lexical) == ["b", "a", "c", "d", "e"]
     assert _finals(lexical) == {"b": 3.0, "a": 1.0, "c": 1.0, "d": 1.0, "e": 1.0}
-    assert _finals(hybrid) == {"b": 1.0, "a": 0.0, "c": 0.0, "d": 0.0, "e": 0.0}
+    assert _finals(hybrid) == pytest.approx({"b": 1.0, "a": 1 / 3, "c": 1 / 3, "d": 1 / 3, "e": 1 / 3})
     assert all(math.isfinite(hit.final) for hit in lexical + hybrid)
 
 
@@ -246,11 +296,17 @@ def test_fuse_leg_of_only_non_finite_scores_scores_zero() -> None:
 
 
 def test_fuse_huge_scores_still_normalize_into_unit_interval() -> None:
-    legs = LegHits(lexical=_leg({"a": 1.5e308, "b": 0.0, "c": -1.5e308}))
+    legs = LegHits(
+        lexical=_leg({"a": 1.5e308, "b": 0.0, "c": -1.5e308}),
+        semantic=_leg({"a": -1e-300, "b": -1.5e308, "c": -1.7e308}),
+    )
 
-    fused = fuse(legs, SearchMode.HYBRID, 1.0)
+    fused = {hit.knowledge_item_id: hit for hit in fuse(legs, SearchMode.HYBRID, 0.5)}
 
-    assert _finals(fused) == pytest.approx({"a": 1.0, "b": 0.5, "c": 0.0})
+    lexical = {item: hit.lexical.normalized for item, hit in fused.items() if hit.lexical}
+    semantic = {item: hit.semantic.normalized for item, hit in fused.items() if hit.semantic}
+    assert lexical == pytest.approx({"a": 1.0, "b": 0.0, "c": 0.0})
+    assert semantic == pytest.approx({"a": 1.0, "b": 0.2 / 1.7, "c": 0.0})
 
 
 @pytest.mark.parametrize(("alpha", "ordinal"), [(0.9, 0), (0.1, 3), (0.5, 0)])

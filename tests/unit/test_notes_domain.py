@@ -110,11 +110,11 @@ def test_fuse_notes_ranks_as_knowledge_fusion_does() -> None:
     hybrid = fuse_notes(legs, SearchMode.HYBRID, 0.5)
     rrf = fuse_notes(legs, SearchMode.RRF, 0.5)
 
-    assert [(hit.note_id, hit.version, hit.final) for hit in hybrid] == [
-        ("nt_a", 2, 0.5),
-        ("nt_b", 1, 0.5),
-        ("nt_c", 4, 0.0),
-    ]
+    # max-only scaling per leg (score / leg maximum), then alpha * lexical + (1 - alpha) * semantic
+    assert [(hit.note_id, hit.version) for hit in hybrid] == [("nt_b", 1), ("nt_a", 2), ("nt_c", 4)]
+    assert [hit.final for hit in hybrid] == pytest.approx(
+        [0.5 * 3.0 / 9.0 + 0.5 * 0.9 / 0.9, 0.5 * 9.0 / 9.0, 0.5 * 0.1 / 0.9]
+    )
     assert rrf[0].note_id == "nt_b"
     assert rrf[0].final == pytest.approx(1 / 62 + 1 / 61)
     assert fuse_notes(legs, SearchMode.SEMANTIC, 0.5)[0].lexical is not None

@@ -1,9 +1,12 @@
-"""build_indexed_item: a revision's chunks, each embedded with the title prepended, in one call."""
+"""build_indexed_item: a revision's chunks, each embedded with the title prepended, in one call, and
+its passages for the lexical leg."""
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from knowledge.domain.chunking import Chunker, embedding_text
-from knowledge.domain.retrieval import IndexedItem
+from knowledge.domain.retrieval import PASSAGE_TOKENS, IndexedItem
 from knowledge.services.documents import build_indexed_item
 from tests.support.embedding import HashingEmbedder
 
@@ -46,3 +49,30 @@ def test_build_indexed_item_of_empty_content_has_one_empty_chunk_findable_by_tit
 
     assert [(chunk.start, chunk.end, chunk.text) for chunk in indexed.chunks] == [(0, 0, "")]
     assert indexed.chunks[0].vector == embedder.embed([embedding_text("Runbook", "")])[0]
+
+
+def test_build_indexed_item_passages_cover_the_content_in_fewer_larger_spans(
+    chunker: Chunker, embedder: HashingEmbedder
+) -> None:
+    content = "\n\n".join(
+        f"## Step {n}\n\n" + " ".join(f"Sentence {m} of step {n} in the runbook." for m in range(25))
+        for n in range(4)
+    )
+
+    indexed = _indexed(chunker, embedder, content)
+
+    passages = indexed.passages
+    assert 1 < len(passages) < len(indexed.chunks)
+    assert [passage.ordinal for passage in passages] == list(range(len(passages)))
+    assert all(content[passage.start : passage.end] == passage.text for passage in passages)
+    assert all(left.end <= right.start for left, right in pairwise(passages))
+    assert all(chunker.count_tokens(p.text) <= PASSAGE_TOKENS for p in passages)
+    assert embedder.calls == 1
+
+
+def test_build_indexed_item_of_empty_content_has_one_empty_passage(
+    chunker: Chunker, embedder: HashingEmbedder
+) -> None:
+    indexed = _indexed(chunker, embedder, "")
+
+    assert [(passage.start, passage.end, passage.text) for passage in indexed.passages] == [(0, 0, "")]

@@ -1,14 +1,15 @@
 """``EmbeddedIndex``: the ``SearchIndex`` port in process, for local runs and tests (DESIGN §4).
 
-- Lexical leg: BM25 (tantivy, k1 = 1.2, b = 0.75, as Lucene) over ``title`` and ``text``, scored like
+- Lexical leg: BM25 (tantivy, k1 = 1.2, b = 0.75, as Lucene) over the ``title`` and ``text`` of each
+  passage of an item (``IndexedItem.passages``), scored like
   OpenSearch's ``multi_match`` ``best_fields`` with a tie breaker: the better of
   ``title_boost · BM25(title)`` and ``text_boost · BM25(text)`` per chunk plus ``tie_breaker`` times
-  the other. Both fields use an analyzer close to OpenSearch's
-  ``english``: letters and digits, lower case, Lucene's English stop words, Snowball English stems.
-  The query goes through the same analyzer and becomes term queries, so query syntax in user input is
+  the other. Both fields are analyzed by ``knowledge.domain.analysis`` (words, CJK bigrams, folding,
+  stop words) and then stemmed by tantivy's Snowball English stemmer, as the OpenSearch mapping does.
+  The query goes through the same analysis and becomes term queries, so query syntax in user input is
   never parsed and a query of stop words only matches nothing.
-- Semantic leg: exact cosine similarity over a contiguous float32 matrix of unit vectors (a matrix-
-  vector product), top k by ``np.argpartition``.
+- Semantic leg: exact cosine similarity over a contiguous float32 matrix of the chunks' unit vectors
+  (a matrix-vector product), top k by ``np.argpartition``.
 - Visibility: chunks are grouped by ``(tenant, base, scope, team, owner)``; a query evaluates
   ``VisibilityFilter.admits`` once per group of its tenant and both legs keep only admitted groups
   *before* ranking (a term-set filter in tantivy, a row mask in numpy), so hidden chunks never take
@@ -34,37 +35,49 @@ import numpy as np
 import numpy.typing as npt
 import tantivy
 
+from knowledge.domain.analysis import analyze
 from knowledge.domain.retrieval import (
     TIE_BREAKER,
     TITLE_BOOST,
+    Chunk,
     ChunkHit,
+    IndexedChunk,
     IndexedItem,
     IndexQuery,
     Leg,
     LegHits,
 )
-from knowledge.domain.stopwords import LUCENE_ENGLISH_STOP_WORDS
 from knowledge.domain.visibility import VisibilityFilter
 from knowledge.errors import IndexConfigurationError
 from knowledge.observability import logger
 
 MAX_UNCOMMITTED_CHUNKS = 2000
 """Chunk writes (additions and deletions) that may wait for a commit."""
-_ANALYZER = "english_stop_stem"
+_ANALYZER = "analyzed_english_stem"
 _FREQ = "freq"  # BM25 needs term frequencies, not positions
-_MAX_TOKEN_CHARS = 40
 
 
-def english_analyzer() -> tantivy.TextAnalyzer:
-    """The analyzer of ``title``, ``text`` and query text (see module docs)."""
+def _stemmer() -> tantivy.TextAnalyzer:
+    """Tantivy's half of the analysis: the terms of ``analysis.analyze``, joined by spaces, stemmed."""
     return (
-        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-        .filter(tantivy.Filter.remove_long(_MAX_TOKEN_CHARS))
-        .filter(tantivy.Filter.lowercase())
-        .filter(tantivy.Filter.custom_stopword(list(LUCENE_ENGLISH_STOP_WORDS)))
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace())
         .filter(tantivy.Filter.stemmer("english"))
         .build()
     )
+
+
+_STEMMER = _stemmer()
+
+
+def _analyzed(text: str, *, query: bool = False) -> str:
+    return " ".join(analyze(text, query=query))
+
+
+def index_terms(text: str, *, query: bool = False) -> list[str]:
+    """The terms the lexical leg indexes for ``text`` (or searches for, with ``query``), in order:
+    ``analysis.analyze`` then Snowball English stems."""
+    terms: list[str] = _STEMMER.analyze(_analyzed(text, query=query))
+    return terms
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +89,18 @@ class _Chunk:
     start: int
     end: int
     text: str
+
+    @classmethod
+    def of(cls, item: IndexedItem, span: Chunk | IndexedChunk) -> _Chunk:
+        return cls(
+            knowledge_base_id=item.knowledge_base_id,
+            knowledge_item_id=item.knowledge_item_id,
+            knowledge_revision_id=item.knowledge_revision_id,
+            ordinal=span.ordinal,
+            start=span.start,
+            end=span.end,
+            text=span.text,
+        )
 
     def hit(self, score: float) -> ChunkHit:
         return ChunkHit(
@@ -133,7 +158,6 @@ class EmbeddedIndex:
         self._model_id: str | None = None
         self._dimension: int | None = None
 
-        self._analyzer = english_analyzer()
         builder = tantivy.SchemaBuilder()
         builder.add_text_field("title", tokenizer_name=_ANALYZER, index_option=_FREQ)
         builder.add_text_field("text", tokenizer_name=_ANALYZER, index_option=_FREQ)
@@ -143,7 +167,7 @@ class EmbeddedIndex:
         builder.add_unsigned_field("row", fast=True)
         self._schema = builder.build()
         self._index = tantivy.Index(self._schema)
-        self._index.register_tokenizer(_ANALYZER, self._analyzer)
+        self._index.register_tokenizer(_ANALYZER, _stemmer())
         self._writer = self._index.writer(heap_size=64_000_000, num_threads=1)
         self._searcher = self._index.searcher()
         self._uncommitted = 0
@@ -157,6 +181,9 @@ class EmbeddedIndex:
 
         self._chunks: list[_Chunk | None] = []
         self._free_rows: list[int] = []
+        self._passages: dict[int, _Chunk] = {}
+        self._item_passages: dict[_Key, list[int]] = {}
+        self._next_passage = 0
         self._vectors: npt.NDArray[np.float32] = np.zeros((0, 0), dtype=np.float32)
         self._row_group: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self._alive: npt.NDArray[np.bool_] = np.zeros(0, dtype=np.bool_)
@@ -274,7 +301,7 @@ class EmbeddedIndex:
         ]
 
     def _lexical(self, text: str, groups: list[int], k: int) -> list[ChunkHit]:
-        terms = self._analyzer.analyze(text)
+        terms = index_terms(text, query=True)
         if not terms or not groups:
             return []
         fields = []
@@ -307,9 +334,9 @@ class EmbeddedIndex:
         rows = self._searcher.fast_field_values("row", [address for _, address in found])
         hits = []
         for (score, _), row in zip(found, rows, strict=True):
-            chunk = self._chunks[int(row)] if isinstance(row, int) else None
-            if chunk is not None:
-                hits.append(chunk.hit(float(score)))
+            passage = self._passages.get(row) if isinstance(row, int) else None
+            if passage is not None:
+                hits.append(passage.hit(float(score)))
         hits.sort(key=_sort_key)
         return hits[:k]
 
@@ -395,28 +422,28 @@ class EmbeddedIndex:
         rows = self._claim_rows(len(item.chunks))
         item_key = _joined(*key)
         base_key = _joined(item.tenant_id, item.knowledge_base_id)
+        title = _analyzed(item.title)
         for row, chunk, vector in zip(rows, item.chunks, matrix, strict=True):
-            self._chunks[row] = _Chunk(
-                knowledge_base_id=item.knowledge_base_id,
-                knowledge_item_id=item.knowledge_item_id,
-                knowledge_revision_id=item.knowledge_revision_id,
-                ordinal=chunk.ordinal,
-                start=chunk.start,
-                end=chunk.end,
-                text=chunk.text,
-            )
+            self._chunks[row] = _Chunk.of(item, chunk)
             self._vectors[row] = vector
             self._row_group[row] = group
             self._alive[row] = True
+        passage_ids = []
+        for passage in item.passages:
+            passage_id = self._next_passage
+            self._next_passage += 1
+            self._passages[passage_id] = _Chunk.of(item, passage)
+            passage_ids.append(passage_id)
             document = tantivy.Document()
-            document.add_text("title", item.title)
-            document.add_text("text", chunk.text)
+            document.add_text("title", title)
+            document.add_text("text", _analyzed(passage.text))
             document.add_text("item_key", item_key)
             document.add_text("base_key", base_key)
             document.add_unsigned("group", group)
-            document.add_unsigned("row", row)
+            document.add_unsigned("row", passage_id)
             self._writer.add_document(document)
         self._item_rows[key] = rows
+        self._item_passages[key] = passage_ids
         self._item_base[key] = item.knowledge_base_id
         self._base_items.setdefault((item.tenant_id, item.knowledge_base_id), set()).add(
             item.knowledge_item_id
@@ -431,6 +458,8 @@ class EmbeddedIndex:
         if rows is None:
             return False
         self._release(rows)
+        for passage_id in self._item_passages.pop(key, []):
+            del self._passages[passage_id]
         self._writer.delete_documents_by_term("item_key", _joined(*key))
         return True
 

@@ -4,7 +4,8 @@ The same engines and analyzer as ``EmbeddedIndex`` (the knowledge index), in an 
 so knowledge and memory never share a ranking:
 
 - lexical leg: BM25 (tantivy, k1 = 1.2, b = 0.75) over the note's ``content``, through
-  ``english_analyzer``; the query is analyzed the same way and becomes term queries;
+  ``knowledge.domain.analysis`` and Snowball English stems, as the knowledge index; the query is
+  analyzed the same way and becomes term queries;
 - semantic leg: exact cosine similarity over a float32 matrix of unit vectors.
 
 Filters: every note's filter fields are kept as integer codes in numpy columns, and a query turns
@@ -27,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 import tantivy
 
-from knowledge.adapters.embedded_index import _Version, english_analyzer
+from knowledge.adapters.embedded_index import _analyzed, _stemmer, _Version, index_terms
 from knowledge.domain.models import Scope
 from knowledge.domain.note_retrieval import IndexedNote, NoteFilter, NoteHit, NoteLegHits, NoteQuery
 from knowledge.domain.notes import path_ancestors
@@ -35,7 +36,7 @@ from knowledge.domain.retrieval import Leg
 from knowledge.errors import IndexConfigurationError
 from knowledge.observability import logger
 
-_ANALYZER = "english_stop_stem"
+_ANALYZER = "analyzed_english_stem"
 _FREQ = "freq"
 
 _Key = tuple[str, str]  # tenant, note
@@ -57,7 +58,6 @@ class EmbeddedNoteIndex:
         self._lock = threading.RLock()
         self._model_id: str | None = None
         self._dimension: int | None = None
-        self._analyzer = english_analyzer()
         builder = tantivy.SchemaBuilder()
         builder.add_text_field("content", tokenizer_name=_ANALYZER, index_option=_FREQ)
         builder.add_text_field("note_key", tokenizer_name="raw")
@@ -65,7 +65,7 @@ class EmbeddedNoteIndex:
         builder.add_unsigned_field("row", indexed=True, fast=True)
         self._schema = builder.build()
         self._index = tantivy.Index(self._schema)
-        self._index.register_tokenizer(_ANALYZER, self._analyzer)
+        self._index.register_tokenizer(_ANALYZER, _stemmer())
         self._writer = self._index.writer(heap_size=32_000_000, num_threads=1)
         self._searcher = self._index.searcher()
         self._versions: dict[_Key, _Version] = {}
@@ -196,7 +196,7 @@ class EmbeddedNoteIndex:
     def _lexical(self, text: str, tenant_id: str, admitted: npt.NDArray[np.bool_], k: int) -> list[NoteHit]:
         """BM25 within the tenant (a term filter in tantivy), keeping admitted rows only; the window
         widens until it holds ``k`` admitted notes and the k-th score is not tied past its end."""
-        terms = self._analyzer.analyze(text)
+        terms = index_terms(text, query=True)
         if not terms or not admitted.any():
             return []
         clauses = [
@@ -291,7 +291,7 @@ class EmbeddedNoteIndex:
         for prefix in path_ancestors(note.path):
             self._prefix_rows.setdefault((note.tenant_id, prefix), set()).add(row)
         document = tantivy.Document()
-        document.add_text("content", note.content)
+        document.add_text("content", _analyzed(note.content))
         document.add_text("note_key", _joined(note.tenant_id, note.note_id))
         document.add_text("tenant", note.tenant_id)
         document.add_unsigned("row", row)

@@ -5,8 +5,8 @@ Document layout, routing and the external-version encoding are described in
 
 1. its head at external version ``2·v`` (``external_gte``): a 409 means the index already holds a
    newer state (or a tombstone at ``v`` or above), so nothing else is written and ``upsert`` is False;
-2. its chunks with the same external version, by ``helpers.bulk``;
-3. chunks the new revision no longer contains, by ``delete_by_query`` after a refresh (the query
+2. its chunks and passages with the same external version, by ``helpers.bulk``;
+3. chunks and passages the new revision no longer contains, by ``delete_by_query`` after a refresh (the query
    only sees refreshed documents). Only items whose head already existed need this step.
 
 ``delete_by_query`` deletes with internal versioning, which leaves a deleted chunk's version one above
@@ -36,7 +36,9 @@ from knowledge.adapters import opensearch_queries as dsl
 from knowledge.domain.retrieval import (
     TIE_BREAKER,
     TITLE_BOOST,
+    Chunk,
     ChunkHit,
+    IndexedChunk,
     IndexedItem,
     IndexQuery,
     Leg,
@@ -186,8 +188,9 @@ class OpenSearchIndex:
         return self._name
 
     def ensure_ready(self, *, model_id: str, dimension: int) -> None:
-        """Create the index if missing; raise ``IndexConfigurationError`` if it records another model
-        or dimension (``_meta.embedding_model``, ``_meta.dimension``, the mapped vector dimension)."""
+        """Create the index if missing; raise ``IndexConfigurationError`` if it records another model,
+        dimension or layout (``_meta.embedding_model``, ``_meta.dimension``, the mapped vector
+        dimension, ``_meta.layout``)."""
         with _translated("ensure_ready"):
             if not self._client.indices.exists(index=self._name):
                 self._create(model_id, dimension)
@@ -198,6 +201,13 @@ class OpenSearchIndex:
                 f"dimension {recorded.dimension}, but {model_id!r} with dimension {dimension} is "
                 "configured. Index into a new index or restore the previous model.",
                 {"index_model": recorded.model_id, "index_dimension": recorded.dimension},
+            )
+        if recorded.layout != dsl.LAYOUT:
+            raise IndexConfigurationError(
+                f"Search index {self._name!r} has layout {recorded.layout!r}, but this version "
+                f"writes and searches layout {dsl.LAYOUT!r} (passages for BM25 with CJK bigrams and "
+                "accent folding, chunks for kNN). Index into a new index.",
+                {"index_layout": recorded.layout, "layout": dsl.LAYOUT},
             )
         self._dimension = dimension
 
@@ -265,13 +275,14 @@ class OpenSearchIndex:
         return results
 
     def _write_chunks(self, accepted: list[IndexedItem]) -> set[str]:
-        """Index the chunks of accepted items; return the ids of items a newer write has overtaken."""
-        owner = {
-            dsl.chunk_id(item.knowledge_item_id, chunk.ordinal): (item, chunk)
-            for item in accepted
-            for chunk in item.chunks
-        }
-        conflicts = self._bulk(dsl.chunk_action(self._name, item, chunk) for item, chunk in owner.values())
+        """Index the chunks and passages of accepted items; return the ids of items a newer write has
+        overtaken."""
+        spans: list[tuple[IndexedItem, Chunk | IndexedChunk]] = [
+            *((item, chunk) for item in accepted for chunk in item.chunks),
+            *((item, passage) for item in accepted for passage in item.passages),
+        ]
+        owner = {dsl.span_id(item.knowledge_item_id, span): (item, span) for item, span in spans}
+        conflicts = self._bulk(dsl.span_action(self._name, item, span) for item, span in owner.values())
         if not conflicts:
             return set()
         conflicted = {owner[chunk_id][0].knowledge_item_id: owner[chunk_id][0] for chunk_id in conflicts}
@@ -286,7 +297,7 @@ class OpenSearchIndex:
         # The head is still ours, so these 409s come from delete_by_query tombstones (see module docs);
         # an unversioned index cannot conflict.
         self._bulk(
-            dsl.chunk_action(self._name, *owner[chunk_id], versioned=False)
+            dsl.span_action(self._name, *owner[chunk_id], versioned=False)
             for chunk_id in sorted(conflicts)
             if owner[chunk_id][0].knowledge_item_id not in overtaken
         )

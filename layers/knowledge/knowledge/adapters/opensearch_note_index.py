@@ -1,7 +1,8 @@
 """``OpenSearchNoteIndex``: the ``NoteIndex`` port on its own OpenSearch index (DESIGN §9: ``notes``).
 
-One document per note (id ``{note}``, routed by ``tenant_id``): ``content`` analyzed by the
-``english`` analyzer (BM25), keyword fields for every filter (``path_prefixes`` holds every prefix a
+One document per note (id ``{note}``, routed by ``tenant_id``): ``content`` analyzed as the
+knowledge index analyzes text (BM25; ``opensearch_queries.analysis_settings``), keyword fields for
+every filter (``path_prefixes`` holds every prefix a
 ``path_prefix`` filter may name), ``superseded``, ``expires_at`` and ``vector`` as a ``knn_vector``
 (HNSW, Lucene engine, ``cosinesimil``, which filters during the graph search). A removed note leaves
 a tombstone document (``removed: true``, no vector) so its version survives.
@@ -51,7 +52,7 @@ def index_body(*, model_id: str, dimension: int) -> dict[str, Any]:
     properties: dict[str, Any] = {name: {"type": "keyword"} for name in _KEYWORDS}
     properties.update(
         {
-            "content": {"type": "text", "analyzer": "english"},
+            "content": {"type": "text", "analyzer": dsl.TEXT_ANALYZER, "search_analyzer": dsl.QUERY_ANALYZER},
             "note_version": {"type": "long"},
             "superseded": {"type": "boolean"},
             "removed": {"type": "boolean"},
@@ -64,7 +65,7 @@ def index_body(*, model_id: str, dimension: int) -> dict[str, Any]:
         }
     )
     return {
-        "settings": {"index": {"knn": True}},
+        "settings": {"index": {"knn": True, "analysis": dsl.analysis_settings()}},
         "mappings": {
             "_meta": {"embedding_model": model_id, "dimension": dimension},
             "dynamic": "strict",

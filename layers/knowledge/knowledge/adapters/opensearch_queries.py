@@ -1,10 +1,12 @@
 """Request bodies and response parsing of the OpenSearch chunk index (DESIGN §4). Pure functions, no I/O.
 
-One index holds two kinds of documents, told apart by ``doc_type``:
+One index holds three kinds of documents, told apart by ``doc_type``:
 
-- ``chunk`` (id ``{item}:{ordinal}``): one chunk of the current revision of a published item, with
-  ``title``/``text`` analyzed by the ``english`` analyzer (BM25) and ``vector`` as a ``knn_vector``
-  (HNSW, Lucene engine, ``cosinesimil``).
+- ``passage`` (id ``{item}:p{ordinal}``): one passage of the current revision of a published item
+  (the lexical leg's unit), with ``title``/``text`` analyzed by ``TEXT_ANALYZER`` (BM25).
+- ``chunk`` (id ``{item}:{ordinal}``): one chunk of that revision (the semantic leg's unit), with
+  ``vector`` as a ``knn_vector`` (HNSW, Lucene engine, ``cosinesimil``) and its text in
+  ``chunk_text``, stored but not indexed, so chunks never weigh in BM25's statistics.
 - ``item`` (id ``{item}``): the item's head, a small document that carries the item's version
   through OpenSearch external versioning, so a late, older write is refused with a 409.
 
@@ -23,11 +25,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from knowledge.domain.models import Scope
-from knowledge.domain.retrieval import ChunkHit, IndexedChunk, IndexedItem
+from knowledge.domain.retrieval import Chunk, ChunkHit, IndexedChunk, IndexedItem
 from knowledge.domain.visibility import VisibilityFilter
 
 CHUNK = "chunk"
+PASSAGE = "passage"
 HEAD = "item"
+SPANS = (CHUNK, PASSAGE)
 
 _KEYWORDS = (
     "doc_type",
@@ -40,6 +44,37 @@ _KEYWORDS = (
     "scope",
 )
 _HIT_FIELDS = ("knowledge_base_id", "knowledge_item_id", "knowledge_revision_id", "ordinal", "start", "end")
+
+
+TEXT_ANALYZER = "knowledge_text"
+QUERY_ANALYZER = "knowledge_query"
+LAYOUT = "knowledge-passages-1"
+"""Recorded in ``_meta.layout``: the version of the document layout (passages and chunks) and of
+``analysis_settings``; an index laid out otherwise is refused, as one built for another embedding
+model."""
+
+
+def analysis_settings() -> dict[str, Any]:
+    """``TEXT_ANALYZER`` and ``QUERY_ANALYZER``, the analysis of ``knowledge.domain.analysis`` in
+    built-in filters only: the ``standard`` tokenizer (UAX #29 words), ``cjk_width``, ``lowercase``,
+    ``asciifolding``, ``cjk_bigram`` (indexed text keeps single characters too), Lucene's English
+    stop words, porter2 stems (possessives included)."""
+
+    def analyzer(bigrams: str) -> dict[str, Any]:
+        filters = ["cjk_width", "lowercase", "asciifolding", bigrams, "knowledge_stop", "knowledge_stem"]
+        return {"type": "custom", "tokenizer": "standard", "filter": filters}
+
+    return {
+        "filter": {
+            "knowledge_cjk_unigrams_bigrams": {"type": "cjk_bigram", "output_unigrams": True},
+            "knowledge_stop": {"type": "stop", "stopwords": "_english_"},
+            "knowledge_stem": {"type": "stemmer", "language": "porter2"},
+        },
+        "analyzer": {
+            TEXT_ANALYZER: analyzer("knowledge_cjk_unigrams_bigrams"),
+            QUERY_ANALYZER: analyzer("cjk_bigram"),
+        },
+    }
 
 
 def live_version(version: int) -> int:
@@ -58,14 +93,15 @@ def index_body(*, model_id: str, dimension: int, shards: int | None = None) -> d
     The vector uses the Lucene HNSW engine because it filters *during* the graph search (efficient
     k-NN filtering, OpenSearch ≥ 2.4), so visibility never costs top-k slots.
     """
-    settings: dict[str, Any] = {"knn": True}
+    settings: dict[str, Any] = {"knn": True, "analysis": analysis_settings()}
     if shards is not None:
         settings["number_of_shards"] = shards
     properties: dict[str, Any] = {name: {"type": "keyword"} for name in _KEYWORDS}
     properties.update(
         {
-            "title": {"type": "text", "analyzer": "english"},
-            "text": {"type": "text", "analyzer": "english"},
+            "title": {"type": "text", "analyzer": TEXT_ANALYZER, "search_analyzer": QUERY_ANALYZER},
+            "text": {"type": "text", "analyzer": TEXT_ANALYZER, "search_analyzer": QUERY_ANALYZER},
+            "chunk_text": {"type": "text", "index": False},
             "ordinal": {"type": "integer"},
             "start": {"type": "integer"},
             "end": {"type": "integer"},
@@ -81,7 +117,7 @@ def index_body(*, model_id: str, dimension: int, shards: int | None = None) -> d
     return {
         "settings": {"index": settings},
         "mappings": {
-            "_meta": {"embedding_model": model_id, "dimension": dimension},
+            "_meta": {"embedding_model": model_id, "dimension": dimension, "layout": LAYOUT},
             "dynamic": "strict",
             "properties": properties,
         },
@@ -89,11 +125,13 @@ def index_body(*, model_id: str, dimension: int, shards: int | None = None) -> d
 
 
 class RecordedConfig(NamedTuple):
-    """What an existing index records: ``_meta`` model and dimension, and the mapped vector dimension."""
+    """What an existing index records: ``_meta`` model, dimension and layout, and the mapped vector
+    dimension."""
 
     model_id: str | None
     dimension: int | None
     vector_dimension: int | None
+    layout: str | None = None
 
     def matches(self, model_id: str, dimension: int) -> bool:
         return self.model_id == model_id and self.dimension == self.vector_dimension == dimension
@@ -109,11 +147,24 @@ def recorded_config(mapping_response: Mapping[str, Any]) -> RecordedConfig:
     mappings = entry.get("mappings", {})
     meta = mappings.get("_meta", {})
     vector = mappings.get("properties", {}).get("vector", {})
-    return RecordedConfig(meta.get("embedding_model"), meta.get("dimension"), vector.get("dimension"))
+    return RecordedConfig(
+        meta.get("embedding_model"), meta.get("dimension"), vector.get("dimension"), meta.get("layout")
+    )
 
 
 def chunk_id(knowledge_item_id: str, ordinal: int) -> str:
     return f"{knowledge_item_id}:{ordinal}"
+
+
+def passage_id(knowledge_item_id: str, ordinal: int) -> str:
+    return f"{knowledge_item_id}:p{ordinal}"
+
+
+def span_id(knowledge_item_id: str, span: Chunk | IndexedChunk) -> str:
+    """The document id of a chunk (``IndexedChunk``) or a passage (``Chunk``)."""
+    if isinstance(span, IndexedChunk):
+        return chunk_id(knowledge_item_id, span.ordinal)
+    return passage_id(knowledge_item_id, span.ordinal)
 
 
 def head_action(index: str, item: IndexedItem) -> dict[str, Any]:
@@ -148,32 +199,35 @@ def tombstone_source(tenant_id: str, knowledge_item_id: str, version: int) -> di
     }
 
 
-def chunk_action(
-    index: str, item: IndexedItem, chunk: IndexedChunk, *, versioned: bool = True
+def span_action(
+    index: str, item: IndexedItem, span: Chunk | IndexedChunk, *, versioned: bool = True
 ) -> dict[str, Any]:
-    """Bulk action writing one chunk. ``versioned=False`` drops the external version (see the adapter)."""
+    """Bulk action writing one chunk (``IndexedChunk``: vector and stored text) or one passage
+    (``Chunk``: analyzed title and text). ``versioned=False`` drops the external version (see the
+    adapter)."""
+    source: dict[str, Any] = {
+        "tenant_id": item.tenant_id,
+        "knowledge_base_id": item.knowledge_base_id,
+        "knowledge_item_id": item.knowledge_item_id,
+        "knowledge_revision_id": item.knowledge_revision_id,
+        "owner_id": item.owner_id,
+        "team_id": item.team_id,
+        "scope": item.scope,
+        "ordinal": span.ordinal,
+        "start": span.start,
+        "end": span.end,
+        "item_version": item.version,
+    }
+    if isinstance(span, IndexedChunk):
+        source.update({"doc_type": CHUNK, "chunk_text": span.text, "vector": span.vector})
+    else:
+        source.update({"doc_type": PASSAGE, "title": item.title, "text": span.text})
     action: dict[str, Any] = {
         "_op_type": "index",
         "_index": index,
-        "_id": chunk_id(item.knowledge_item_id, chunk.ordinal),
+        "_id": span_id(item.knowledge_item_id, span),
         "routing": item.tenant_id,
-        "_source": {
-            "doc_type": CHUNK,
-            "tenant_id": item.tenant_id,
-            "knowledge_base_id": item.knowledge_base_id,
-            "knowledge_item_id": item.knowledge_item_id,
-            "knowledge_revision_id": item.knowledge_revision_id,
-            "owner_id": item.owner_id,
-            "team_id": item.team_id,
-            "scope": item.scope,
-            "title": item.title,
-            "text": chunk.text,
-            "ordinal": chunk.ordinal,
-            "start": chunk.start,
-            "end": chunk.end,
-            "item_version": item.version,
-            "vector": chunk.vector,
-        },
+        "_source": source,
     }
     if versioned:
         action["version"] = live_version(item.version)
@@ -182,15 +236,22 @@ def chunk_action(
 
 
 def superseded_chunks_query(items: Iterable[IndexedItem]) -> dict[str, Any]:
-    """Chunks of ``items`` that their new revision does not contain: an older ``item_version``, or an
-    ordinal at or beyond the new chunk count (a re-applied version with fewer chunks)."""
+    """Chunks and passages of ``items`` that their new revision does not contain: an older
+    ``item_version``, or an ordinal at or beyond the new count of its kind (a re-applied version with
+    fewer chunks or passages)."""
+
+    def beyond(doc_type: str, count: int) -> dict[str, Any]:
+        clauses = [{"term": {"doc_type": doc_type}}, {"range": {"ordinal": {"gte": count}}}]
+        return {"bool": {"filter": clauses}}
+
     per_item = [
         {
             "bool": {
                 "filter": [{"term": {"knowledge_item_id": item.knowledge_item_id}}],
                 "should": [
                     {"range": {"item_version": {"lt": item.version}}},
-                    {"range": {"ordinal": {"gte": len(item.chunks)}}},
+                    beyond(CHUNK, len(item.chunks)),
+                    beyond(PASSAGE, len(item.passages)),
                 ],
                 "minimum_should_match": 1,
             }
@@ -200,7 +261,7 @@ def superseded_chunks_query(items: Iterable[IndexedItem]) -> dict[str, Any]:
     return {
         "query": {
             "bool": {
-                "filter": [{"term": {"doc_type": CHUNK}}],
+                "filter": [{"terms": {"doc_type": list(SPANS)}}],
                 "should": per_item,
                 "minimum_should_match": 1,
             }
@@ -209,27 +270,29 @@ def superseded_chunks_query(items: Iterable[IndexedItem]) -> dict[str, Any]:
 
 
 def item_chunks_query(tenant_id: str, knowledge_item_id: str) -> dict[str, Any]:
-    """Every chunk of one item of ``tenant_id``."""
+    """Every chunk and passage of one item of ``tenant_id``."""
     return _tenant_chunks_query(tenant_id, "knowledge_item_id", knowledge_item_id)
 
 
 def base_chunks_query(tenant_id: str, knowledge_base_id: str) -> dict[str, Any]:
-    """Every chunk of one base of ``tenant_id``."""
+    """Every chunk and passage of one base of ``tenant_id``."""
     return _tenant_chunks_query(tenant_id, "knowledge_base_id", knowledge_base_id)
 
 
 def _tenant_chunks_query(tenant_id: str, field: str, value: str) -> dict[str, Any]:
-    terms = [{"doc_type": CHUNK}, {"tenant_id": tenant_id}, {field: value}]
-    return {"query": {"bool": {"filter": [{"term": term} for term in terms]}}}
+    terms = [{"tenant_id": tenant_id}, {field: value}]
+    clauses = [{"terms": {"doc_type": list(SPANS)}}, *({"term": term} for term in terms)]
+    return {"query": {"bool": {"filter": clauses}}}
 
 
-def visibility_query(visibility: VisibilityFilter) -> dict[str, Any]:
-    """``VisibilityFilter.admits`` as a filter-context bool query over chunk documents.
+def visibility_query(visibility: VisibilityFilter, doc_type: str = CHUNK) -> dict[str, Any]:
+    """``VisibilityFilter.admits`` as a filter-context bool query over documents of ``doc_type``
+    (chunks or passages).
 
     Lists are sorted so equal filters give byte-equal requests (cacheable, testable).
     """
     clauses: list[dict[str, Any]] = [
-        {"term": {"doc_type": CHUNK}},
+        {"term": {"doc_type": doc_type}},
         {"term": {"tenant_id": visibility.tenant_id}},
     ]
     if visibility.knowledge_base_ids is not None:
@@ -262,10 +325,10 @@ _SORT = [{"_score": "desc"}, {"knowledge_item_id": "asc"}, {"ordinal": "asc"}]
 def lexical_body(
     text: str, visibility: VisibilityFilter, k: int, *, title_boost: float, tie_breaker: float
 ) -> dict[str, Any]:
-    """BM25 leg: ``multi_match`` (``best_fields``: the better of ``title^boost`` and ``text``, plus
-    ``tie_breaker`` times the other) scored in
-    ``must``, visibility in ``filter`` (no effect on scores). ``multi_match`` analyzes the text as
-    plain words, so query syntax in user input (quotes, ``:``, ``*``, ``AND``) is never parsed."""
+    """BM25 leg over passages: ``multi_match`` (``best_fields``: the better of ``title^boost`` and
+    ``text``, plus ``tie_breaker`` times the other) scored in ``must``, visibility in ``filter`` (no
+    effect on scores). ``multi_match`` analyzes the text as plain words, so query syntax in user
+    input (quotes, ``:``, ``*``, ``AND``) is never parsed."""
     return {
         "size": k,
         "query": {
@@ -280,7 +343,7 @@ def lexical_body(
                         }
                     }
                 ],
-                "filter": [visibility_query(visibility)],
+                "filter": [visibility_query(visibility, PASSAGE)],
             }
         },
         "sort": _SORT,
@@ -325,7 +388,7 @@ def parse_hits(response: Mapping[str, Any], *, semantic: bool) -> list[ChunkHit]
         hits.append(
             ChunkHit(
                 **fields,
-                text=source.get("text", ""),
+                text=source.get("chunk_text" if semantic else "text", ""),
                 score=cosine_from_score(raw) if semantic else raw,
             )
         )

@@ -104,9 +104,11 @@ class SourceRef(BaseModel):
 
 
 class Scores(BaseModel):
-    """``final`` is the mode's score (hybrid: alpha·lex + (1−alpha)·sem over min–max normalized legs;
-    rrf: Σ 1/(60 + rank)). Raw lexical scores are BM25; raw semantic scores are cosine similarity
-    in [−1, 1]. A leg that did not return the item has nulls."""
+    """``final`` is the mode's score (lexical, semantic: the raw score; hybrid: alpha·lex + (1−alpha)·sem
+    over the normalized legs; rrf: Σ 1/(60 + rank)). Raw lexical scores are BM25; raw semantic scores
+    are cosine similarity in [−1, 1]; ``*_normalized`` is a leg's score over its best candidate's
+    score, clipped to [0, 1] (``knowledge.domain.fusion``). A leg that did not return the item has
+    nulls."""
 
     final: float
     lexical: float | None = None
@@ -119,7 +121,9 @@ class Scores(BaseModel):
 
 class SearchResult(BaseModel):
     """One ranked item: its current revision, an excerpt of at most 320 characters that is exactly
-    ``content[locator.offset:locator.offset + locator.length]``, and how to cite it."""
+    ``content[locator.offset:locator.offset + locator.length]``, and how to cite it.
+    ``duplicate_item_ids`` are the other visible items whose passage is exactly this one's; they take
+    no result of their own."""
 
     knowledge_base_id: str
     knowledge_item_id: str
@@ -131,7 +135,30 @@ class SearchResult(BaseModel):
     citation: str
     reference: str
     published_at: datetime | None
+    duplicate_item_ids: list[str] = Field(default_factory=list)
     scores: Scores
+
+
+class LexicalLegReport(BaseModel):
+    """The BM25 leg: ``terms`` is how many distinct terms the query has after analysis (0 when it
+    holds only stop words or punctuation: the leg had nothing to match), ``candidates`` how many
+    items it returned before the read-time truth check."""
+
+    terms: int
+    candidates: int
+
+
+class SemanticLegReport(BaseModel):
+    """The kNN leg: ``candidates`` is how many items it returned before the read-time truth check."""
+
+    candidates: int
+
+
+class LegReports(BaseModel):
+    """What each leg of the mode had to work with; a leg the mode does not use is ``null``."""
+
+    lexical: LexicalLegReport | None = None
+    semantic: SemanticLegReport | None = None
 
 
 class KnowledgeSearchResponse(BaseModel):
@@ -140,6 +167,7 @@ class KnowledgeSearchResponse(BaseModel):
     mode: str
     alpha: float
     results: list[SearchResult]
+    legs: LegReports = Field(default_factory=LegReports)
 
 
 class KnowledgeReadResponse(BaseModel):

@@ -2,13 +2,19 @@
 
 An excerpt is a window of a chunk around the densest cluster of distinct query terms, cut on word
 boundaries (between any two characters in scripts written without spaces, such as Chinese and
-Japanese), never inside a grapheme cluster, with no whitespace at either end and no ellipses. Its
-offsets are code points of the revision, so ``content[excerpt.start:excerpt.end] == excerpt.text``
-and ``{offset: start, length: end - start}`` is a locator an addressed read can start from.
+Japanese), never inside a grapheme cluster (``\\X``: a flag's two regional indicators stay together),
+with no whitespace at either end and no ellipses. Its offsets are code points of the revision, so
+``content[excerpt.start:excerpt.end] == excerpt.text`` and ``{offset: start, length: end - start}`` is
+a locator an addressed read can start from.
 
-Matching is deliberately simple and language-agnostic: case-insensitive; a query word matches words
-of the chunk that start with its stem (``indexing`` matches ``indexes``); words of unspaced scripts
-match by character bigrams; common English stopwords are ignored unless the query has nothing else.
+Inside a Markdown table the window starts at a row, and at the table's header row (with its
+delimiter row) when the header and the matched rows fit the bound together; it ends at a row end
+when one is in reach.
+
+Matching is deliberately simple and language-agnostic: case- and accent-insensitive
+(``analysis.fold``); a query word matches words of the chunk that start with its stem (``indexing``
+matches ``indexes``); words of unspaced scripts match by character bigrams; common English stopwords
+are ignored unless the query has nothing else.
 """
 
 from __future__ import annotations
@@ -21,7 +27,8 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from knowledge.domain.graphemes import is_grapheme_boundary
+from knowledge.domain.analysis import fold
+from knowledge.domain.graphemes import ClusterEdges
 from knowledge.domain.stopwords import LUCENE_ENGLISH_STOP_WORDS, QUESTION_WORDS
 
 EXCERPT_MAX_CHARS = 320
@@ -36,6 +43,7 @@ _MIN_STEM = 3
 _STOPWORDS = LUCENE_ENGLISH_STOP_WORDS | QUESTION_WORDS
 _SNAP_DISTANCE = 40
 """Code points an excerpt edge may move inwards to reach a word boundary before a plain cut is used."""
+_DELIMITER_ROW = re.compile(r"\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*")
 
 
 class Excerpt(BaseModel):
@@ -70,11 +78,15 @@ def make_excerpt(
     """
     if max_chars < 1:
         raise ValueError("max_chars must be at least 1")
+    edges = ClusterEdges(chunk_text)
     if len(chunk_text) <= max_chars:
         low, high = 0, len(chunk_text)
     else:
-        low, high = _window(chunk_text, _densest(_matches(chunk_text, query), max_chars), max_chars)
-    low, high = _strip(chunk_text, low, high)
+        cluster = _densest(_matches(chunk_text, query), max_chars)
+        low, high = _table_window(chunk_text, cluster, max_chars, edges) or _window(
+            chunk_text, cluster, max_chars, edges
+        )
+    low, high = _strip(chunk_text, low, high, edges)
     return Excerpt(text=chunk_text[low:high], start=chunk_start + low, end=chunk_start + high)
 
 
@@ -112,7 +124,7 @@ def _terms(query: str) -> tuple[list[str], list[str]]:
     """``(stems, bigrams)``: stems of spaced words, character bigrams of unspaced runs, deduplicated."""
     words: list[str] = []
     bigrams: list[str] = []
-    for word in _WORD.findall(query.casefold()):
+    for word in _WORD.findall(fold(query)):
         for run in _SCRIPT_RUN.findall(word):
             if _UNSPACED_CHARACTER.match(run):
                 bigrams.extend(run[i : i + 2] for i in range(max(1, len(run) - 1)))
@@ -136,7 +148,7 @@ def _matches(text: str, query: str) -> list[_Match]:
     found: list[_Match] = []
     if stems:
         for word in _WORD.finditer(text):
-            folded = word.group().casefold()
+            folded = fold(word.group())
             term = next((index for index, stem in enumerate(stems) if folded.startswith(stem)), None)
             if term is not None:
                 found.append(_Match(word.start(), word.end(), term))
@@ -166,48 +178,101 @@ def _densest(matches: Sequence[_Match], max_chars: int) -> tuple[int, int] | Non
     return None if best is None else (best[2], min(best[3], best[2] + max_chars))
 
 
-def _window(text: str, cluster: tuple[int, int] | None, max_chars: int) -> tuple[int, int]:
+def _window(
+    text: str, cluster: tuple[int, int] | None, max_chars: int, edges: ClusterEdges
+) -> tuple[int, int]:
     """A span of at most ``max_chars`` holding ``cluster`` (a third of the spare room before it),
     its edges moved inwards to word boundaries."""
     if cluster is None:
         lead = len(text) - len(text.lstrip())
-        return lead, _snap_end(text, min(lead + 1, len(text)), min(lead + max_chars, len(text)))
+        return lead, _snap_end(text, min(lead + 1, len(text)), min(lead + max_chars, len(text)), edges)
     first, last = cluster
     spare = max_chars - (last - first)
     low = max(0, first - spare // 3)
     high = min(len(text), low + max_chars)
     low = max(0, high - max_chars)
-    return _snap_start(text, low, first), _snap_end(text, last, high)
+    return _snap_start(text, low, first, edges), _snap_end(text, last, high, edges)
 
 
-def _snap_start(text: str, low: int, floor: int) -> int:
-    """The first word boundary in ``[low, min(floor, low + _SNAP_DISTANCE)]``, else a grapheme boundary."""
+def _table_window(
+    text: str, cluster: tuple[int, int] | None, max_chars: int, edges: ClusterEdges
+) -> tuple[int, int] | None:
+    """The window when ``cluster`` starts in a Markdown table: from the header row if the header and
+    the cluster fit ``max_chars`` together, else from the row the cluster starts in; to the last row
+    end in reach. ``None`` outside tables, or when the cluster does not fit from its row."""
+    if cluster is None:
+        return None
+    first, last = cluster
+    rows = _table_rows(text, first)
+    if rows is None:
+        return None
+    header, row = rows
+    low = header if header is not None and last - header <= max_chars else row
+    if last - low > max_chars:
+        return None
+    high = min(len(text), low + max_chars)
+    row_end = text.rfind("\n", last, high + 1) if high < len(text) else high
+    return low, row_end if row_end >= last else _snap_end(text, last, high, edges)
+
+
+def _table_rows(text: str, position: int) -> tuple[int | None, int] | None:
+    """``(header start, row start)`` when ``position`` lies on a row of a Markdown table: a block of
+    lines holding ``|`` whose second line is a delimiter row (``| --- | :-: |``), or whose lines all
+    start with ``|`` (body rows of a table that starts before ``text``: the header start is then
+    ``None``). ``None`` when ``position`` is not on a table row."""
+    row = text.rfind("\n", 0, position) + 1
+    if "|" not in _line(text, row):
+        return None
+    starts = [row]
+    while starts[-1] > 0:
+        previous = text.rfind("\n", 0, starts[-1] - 1) + 1
+        if "|" not in _line(text, previous):
+            break
+        starts.append(previous)
+    top_down = starts[::-1]
+    if len(top_down) > 1 and _DELIMITER_ROW.fullmatch(_line(text, top_down[1])):
+        return top_down[0], top_down[0] if row == top_down[1] else row
+    if all(_line(text, start).lstrip().startswith("|") for start in top_down):
+        return None, row
+    return None
+
+
+def _line(text: str, start: int) -> str:
+    end = text.find("\n", start)
+    return text[start : end if end >= 0 else len(text)]
+
+
+def _snap_start(text: str, low: int, floor: int, edges: ClusterEdges) -> int:
+    """The first word boundary in ``[low, min(floor, low + _SNAP_DISTANCE)]``, else a cluster boundary."""
     for position in range(low, min(floor, low + _SNAP_DISTANCE) + 1):
-        if _is_word_boundary(text, position):
+        if _is_word_boundary(text, position, edges):
             return position
-    return next(p for p in range(low, floor + 1) if is_grapheme_boundary(text, p) or p == floor)
+    boundary = edges.at_or_after(low)
+    return boundary if boundary <= floor else low  # a cluster longer than the window is cut
 
 
-def _snap_end(text: str, ceiling: int, high: int) -> int:
-    """The last word boundary in ``[max(ceiling, high - _SNAP_DISTANCE), high]``, else a grapheme one."""
+def _snap_end(text: str, ceiling: int, high: int, edges: ClusterEdges) -> int:
+    """The last word boundary in ``[max(ceiling, high - _SNAP_DISTANCE), high]``, else a cluster one."""
     for position in range(high, max(ceiling, high - _SNAP_DISTANCE) - 1, -1):
-        if _is_word_boundary(text, position):
+        if _is_word_boundary(text, position, edges):
             return position
-    return next(p for p in range(high, ceiling - 1, -1) if is_grapheme_boundary(text, p) or p == ceiling)
+    boundary = edges.at_or_before(high)
+    return boundary if boundary >= ceiling else high  # a cluster longer than the window is cut
 
 
-def _is_word_boundary(text: str, position: int) -> bool:
+def _is_word_boundary(text: str, position: int, edges: ClusterEdges) -> bool:
     if position <= 0 or position >= len(text):
         return True
     before, after = text[position - 1], text[position]
     spaced = before.isspace() or after.isspace()
     unspaced = bool(_UNSPACED_CHARACTER.match(before) or _UNSPACED_CHARACTER.match(after))
-    return (spaced or unspaced) and is_grapheme_boundary(text, position)
+    return (spaced or unspaced) and position in edges
 
 
-def _strip(text: str, low: int, high: int) -> tuple[int, int]:
+def _strip(text: str, low: int, high: int, edges: ClusterEdges) -> tuple[int, int]:
+    """``[low, high)`` without the clusters that start with whitespace at either end."""
     while low < high and text[low].isspace():
-        low += 1
+        low = min(edges.after(low), high)
     while high > low and text[high - 1].isspace():
-        high -= 1
+        high = max(edges.at_or_before(high - 1), low)
     return low, high

@@ -4,10 +4,18 @@ Every mode first collapses each leg to one hit per item, its best chunk, and ran
 from 1. Then:
 
 - ``lexical`` / ``semantic``: that leg alone; ``final`` is its raw score.
-- ``hybrid``: min–max normalization of each collapsed leg over its candidates, and
+- ``hybrid``: each collapsed leg is normalized over its candidates by ``NORMALIZATION``, min–max
+  with a lower bound of 0 for both legs: ``norm(s) = clip((s − 0) / (max − 0), 0, 1)``, i.e. the
+  score over the leg's best score (a BM25 score is never negative, and a cosine of 0 or below means
+  unrelated). So a real keyword match keeps credit in proportion to its BM25 score, where plain
+  min–max gave the leg's weakest match 0, the score of an item the leg did not return; and the
+  normalized scores do not depend on how deep the leg's candidates reach. Then
   ``final = alpha·lexical + (1 − alpha)·semantic`` with ``alpha`` (the lexical weight) clamped to
-  [0, 1]. An item missing from a leg scores 0 there; a leg whose maximum equals its minimum (a single
-  hit included) normalizes every hit to 1.0; an empty leg contributes 0.
+  [0, 1]. Edge cases (DESIGN §4): an item missing from a leg scores 0 there; an empty leg
+  contributes 0; a single hit, or a leg whose maximum equals its minimum, normalizes to 1.0; a leg
+  whose best score is not above the bound (every cosine ≤ 0) falls back to min–max over its own
+  scores. Chosen on SciFact's train queries among min–max, min–max with other lower bounds,
+  max-only scaling and z-score (docs/benchmarks.md).
 - ``rrf``: reciprocal rank fusion, ``Σ 1/(k + rank)`` over the legs that returned the item, with
   k = 60 (Cormack, Clarke & Büttcher, SIGIR 2009).
 
@@ -21,23 +29,52 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from knowledge.domain.retrieval import ChunkHit, LegHits, SearchMode
+from knowledge.domain.retrieval import ChunkHit, Leg, LegHits, SearchMode
 
 RRF_K = 60
 """The rank constant of reciprocal rank fusion (Cormack et al. 2009)."""
 
 
+class Normalizer(Protocol):
+    """Maps one collapsed leg's raw scores (best first, all finite, at least one) to normalized scores,
+    position by position."""
+
+    def __call__(self, leg: Leg, scores: Sequence[float]) -> list[float]: ...
+
+
+@dataclass(frozen=True)
+class MinMaxWithLowerBounds:
+    """Min–max normalization with a lower bound per leg (as OpenSearch ≥ 2.19's ``lower_bounds``,
+    mode ``clip``): ``clip((s − low) / (max − low), 0, 1)`` with ``low`` the leg's bound, or the leg's
+    minimum when the bound is ``None`` or not below the leg's maximum. ``max = low`` gives 1.0, so a
+    single hit and a leg of equal scores normalize to 1.0."""
+
+    lexical: float | None
+    semantic: float | None
+
+    def __call__(self, leg: Leg, scores: Sequence[float]) -> list[float]:
+        high = scores[0]
+        bound = self.lexical if leg is Leg.LEXICAL else self.semantic
+        low = bound if bound is not None and bound < high else scores[-1]
+        return [_min_max(score, low, high) for score in scores]
+
+
+NORMALIZATION = MinMaxWithLowerBounds(lexical=0.0, semantic=0.0)
+"""The normalization of hybrid search: each leg's score over its best score, clipped to [0, 1]."""
+
+
 class LegScore(BaseModel):
-    """One leg's view of an item: its best chunk's raw score, the min–max normalized score in [0, 1]
-    over the collapsed leg, and its rank (from 1) in the collapsed leg."""
+    """One leg's view of an item: its best chunk's raw score, its normalized score over the collapsed
+    leg (in [0, 1] for ``NORMALIZATION``), and its rank (from 1) in the collapsed leg."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     raw: float
-    normalized: float = Field(ge=0.0, le=1.0)
+    normalized: float
     rank: int = Field(ge=1)
 
 
@@ -85,15 +122,19 @@ def clamp_alpha(alpha: float) -> float:
     return min(1.0, max(0.0, alpha))
 
 
-def fuse(legs: LegHits, mode: SearchMode, alpha: float) -> list[FusedHit]:
-    """Items ranked by ``mode`` (see the module doc); ``alpha`` matters only for ``hybrid``.
+def fuse(
+    legs: LegHits, mode: SearchMode, alpha: float, normalizer: Normalizer | None = None
+) -> list[FusedHit]:
+    """Items ranked by ``mode`` (see the module doc); ``alpha`` matters only for ``hybrid``, and
+    ``normalizer`` (default ``NORMALIZATION``) only for ``hybrid`` and the reported normalized scores.
 
     Returns every item of the legs the mode uses (both for ``hybrid`` and ``rrf``), best first.
     Raises ``ValueError`` when ``alpha`` is NaN.
     """
     weight = clamp_alpha(alpha)
-    lexical = _rank(collapse(legs.lexical))
-    semantic = _rank(collapse(legs.semantic))
+    normalize = normalizer or NORMALIZATION
+    lexical = _rank(Leg.LEXICAL, collapse(legs.lexical), normalize)
+    semantic = _rank(Leg.SEMANTIC, collapse(legs.semantic), normalize)
     if mode is SearchMode.LEXICAL:
         members = list(lexical)
     elif mode is SearchMode.SEMANTIC:
@@ -136,16 +177,14 @@ def _contribution(
     return 1.0 / (RRF_K + ranked.score.rank)
 
 
-def _rank(collapsed: Sequence[ChunkHit]) -> Mapping[str, _Ranked]:
-    """Item id → its leg score (raw, min–max normalized, rank from 1) and best chunk."""
+def _rank(leg: Leg, collapsed: Sequence[ChunkHit], normalize: Normalizer) -> Mapping[str, _Ranked]:
+    """Item id → its leg score (raw, normalized, rank from 1) and best chunk."""
     if not collapsed:
         return {}
-    high, low = collapsed[0].score, collapsed[-1].score
+    normalized = normalize(leg, [hit.score for hit in collapsed])
     return {
-        hit.knowledge_item_id: _Ranked(
-            LegScore(raw=hit.score, normalized=_min_max(hit.score, low, high), rank=rank), hit
-        )
-        for rank, hit in enumerate(collapsed, start=1)
+        hit.knowledge_item_id: _Ranked(LegScore(raw=hit.score, normalized=value, rank=rank), hit)
+        for rank, (hit, value) in enumerate(zip(collapsed, normalized, strict=True), start=1)
     }
 
 

@@ -15,11 +15,21 @@ class _Frozen(BaseModel):
 
 TITLE_BOOST = 1.0
 """Weight of ``title`` against ``text`` (1.0) in the BM25 leg."""
-TIE_BREAKER = 0.5
-"""``multi_match`` ``best_fields`` tie breaker: score = best field + 0.5 × the other field.
+TIE_BREAKER = 0.3
+"""``multi_match`` ``best_fields`` tie breaker: score = best field + 0.3 × the other field.
 
-Both are BEIR's BM25 settings (Thakur et al. 2021) and the best of the grid tried on SciFact's train
-queries (docs/benchmarks.md); both index adapters use them by default."""
+The title weight is BEIR's (Thakur et al. 2021); both are the best of the grid tried for the
+lexical leg over passages on SciFact's train queries (docs/benchmarks.md), and both index adapters
+use them by default."""
+
+
+PASSAGE_TOKENS = 512
+"""Token budget of a lexical passage: the chunker's strongest boundaries within it (sections first)."""
+CANDIDATE_DEPTH = 200
+"""Chunk candidates each leg returns for every query, whatever ``max_results`` asks (as OpenSearch's
+hybrid ``pagination_depth``): 4 × the largest page of 50 (DESIGN §4), so normalization statistics,
+and with them the order, never depend on the page size, and stale hits dropped by the read-time
+truth check are refilled from the same candidates."""
 
 
 class SearchMode(StrEnum):
@@ -58,6 +68,11 @@ class IndexedChunk(_Frozen):
 class IndexedItem(_Frozen):
     """Everything a search index stores for the current revision of one published item.
 
+    ``chunks`` are the semantic leg's units, sized for the embedder, each with its vector;
+    ``passages`` are the lexical leg's units, whole sections of up to ``PASSAGE_TOKENS`` tokens,
+    because BM25 scores a section better than the slices of it an embedder needs. Both cover the
+    revision, with offsets in its code points.
+
     ``version`` is the item's version in the store; an index never lets a lower version replace a
     higher one (external versioning), so late or replayed events cannot regress it.
     """
@@ -72,10 +87,12 @@ class IndexedItem(_Frozen):
     scope: str
     title: str
     chunks: list[IndexedChunk]
+    passages: list[Chunk]
 
 
 class IndexQuery(_Frozen):
-    """One search over both legs. ``k`` is the number of chunk candidates each leg returns.
+    """One search over both legs. ``k`` is the number of candidates each leg returns (passages for
+    the lexical leg, chunks for the semantic leg).
 
     ``vector`` is the query embedding (required for the semantic leg); ``legs`` names the legs to run.
     """
@@ -88,8 +105,9 @@ class IndexQuery(_Frozen):
 
 
 class ChunkHit(_Frozen):
-    """A chunk returned by one leg. ``score`` is the leg's raw score: BM25 for lexical, cosine
-    similarity in [-1, 1] for semantic (OpenSearch's ``cosinesimil`` space scores are converted back)."""
+    """A span returned by one leg (a passage of the lexical leg, a chunk of the semantic leg).
+    ``score`` is the leg's raw score: BM25 for lexical, cosine similarity in [-1, 1] for semantic
+    (OpenSearch's ``cosinesimil`` space scores are converted back)."""
 
     knowledge_base_id: str
     knowledge_item_id: str

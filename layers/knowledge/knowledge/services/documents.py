@@ -5,9 +5,17 @@ Shared by the stream indexer and the relevance benchmark, so both measure the sa
 
 from __future__ import annotations
 
+from functools import cache
+
 from knowledge.domain.chunking import Chunker, embedding_text
-from knowledge.domain.retrieval import Chunk, IndexedChunk, IndexedItem
+from knowledge.domain.retrieval import PASSAGE_TOKENS, Chunk, IndexedChunk, IndexedItem
 from knowledge.ports import Embedder
+
+
+@cache
+def _passage_splitter() -> Chunker:
+    """Passages end at the chunker's strongest boundaries in reach (sections first), never overlap."""
+    return Chunker(max_tokens=PASSAGE_TOKENS, overlap_tokens=0)
 
 
 def build_indexed_item(
@@ -26,9 +34,12 @@ def build_indexed_item(
     content: str,
 ) -> IndexedItem:
     """Chunk ``content`` (offsets in code points of the revision) and embed each chunk with the
-    title prepended. One ``embed`` call per item; the embedder's cache skips unchanged chunks."""
+    title prepended; split it into passages of up to ``PASSAGE_TOKENS`` tokens for the lexical leg.
+    One ``embed`` call per item; the embedder's cache skips unchanged chunks."""
     # An item with no text is still findable by its title: it gets one empty chunk at offset 0.
-    chunks = chunker.split(content) or [Chunk(ordinal=0, start=0, end=0, text="")]
+    empty = [Chunk(ordinal=0, start=0, end=0, text="")]
+    chunks = chunker.split(content) or empty
+    passages = _passage_splitter().split(content) or empty
     vectors = embedder.embed([embedding_text(title, chunk.text) for chunk in chunks])
     return IndexedItem(
         tenant_id=tenant_id,
@@ -46,4 +57,5 @@ def build_indexed_item(
             )
             for chunk, vector in zip(chunks, vectors, strict=True)
         ],
+        passages=passages,
     )

@@ -1,12 +1,13 @@
 """The ``search_memory`` use case (DESIGN §9): the knowledge search's legs, filters, fusion and
 read-time truth over the caller's notes, never over knowledge.
 
-Each leg returns ``k = max(50, 4 × limit)`` notes already filtered (``NoteFilter``: visible,
-narrowed by the arguments, unexpired, not superseded unless asked); ``fuse_notes`` ranks them as
-``fusion.fuse`` ranks items; then every candidate is checked against the store (batched): the note
-exists, is visible, active, unexpired, not superseded unless asked, and the index held its current
-version. Stale candidates are dropped and ``k`` grows fourfold (up to 1,000) while the answer is
-short and a leg came back full.
+Each leg returns ``CANDIDATE_DEPTH`` (200) notes whatever ``limit`` is, already filtered
+(``NoteFilter``: visible, narrowed by the arguments, unexpired, not superseded unless asked);
+``fuse_notes`` ranks them as ``fusion.fuse`` ranks items; then every candidate is checked against
+the store (batched): the note exists, is visible, active, unexpired, not superseded unless asked,
+and the index held its current version. Stale candidates are dropped; when the answer is short and
+a leg came back full, the legs are asked once more at ``REFILL_DEPTH`` (1,000), as
+``search_knowledge`` does.
 
 Errors: ``RuntimeDisabledError``, ``InsufficientScopeError`` (``memory:read``),
 ``MemoryInvalidRequestError`` (blank query, ``limit`` outside 1–50), ``DependencyUnavailableError``.
@@ -22,13 +23,14 @@ from knowledge.domain.memory_contract import MemorySearchResponse, MemorySearchR
 from knowledge.domain.models import Permission, Principal, Scope
 from knowledge.domain.note_retrieval import FusedNote, NoteFilter, NoteQuery, fuse_notes
 from knowledge.domain.notes import MemoryType, Note, can_see_note, normalize_path
-from knowledge.domain.retrieval import Leg, SearchMode
+from knowledge.domain.retrieval import CANDIDATE_DEPTH, Leg, SearchMode
 from knowledge.errors import MemoryInvalidRequestError, RuntimeDisabledError
 from knowledge.observability import logger
 from knowledge.ports import Clock, Embedder, NoteIndex, NoteStore, RuntimeSwitch
 from knowledge.services.access import require_scope
 from knowledge.services.notes import view
-from knowledge.services.search import MAX_CANDIDATES, MIN_CANDIDATES, legs_for, normalize_mode, scores_of
+from knowledge.services.ranking import REFILL_DEPTH
+from knowledge.services.search import legs_for, normalize_mode, scores_of
 
 
 class MemorySearchService:
@@ -100,16 +102,16 @@ class MemorySearchService:
         alpha: float,
         wanted: int,
     ) -> list[tuple[FusedNote, Note]]:
-        k = max(MIN_CANDIDATES, 4 * wanted)
-        while True:
+        accepted: list[tuple[FusedNote, Note]] = []
+        for k in (CANDIDATE_DEPTH, REFILL_DEPTH):
             hits = self._index.search(
                 NoteQuery(text=query, vector=vector, filter=note_filter, k=k, legs=legs)
             )
             accepted = self._truth_check(principal, fuse_notes(hits, mode, alpha), note_filter, wanted)
             exhausted = len(hits.lexical) < k and len(hits.semantic) < k
-            if len(accepted) >= wanted or exhausted or k >= MAX_CANDIDATES:
-                return accepted[:wanted]
-            k = min(MAX_CANDIDATES, k * 4)
+            if len(accepted) >= wanted or exhausted:
+                break
+        return accepted[:wanted]
 
     def _truth_check(
         self, principal: Principal, fused: Sequence[FusedNote], note_filter: NoteFilter, wanted: int

@@ -10,9 +10,9 @@ answer for all), ``DependencyUnavailableError`` (store, index or embedder down).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from knowledge.domain import ids
+from knowledge.domain.analysis import query_terms
 from knowledge.domain.contract import (
     LIMIT_CHARS_MAX,
     LIMIT_CHARS_MIN,
@@ -21,24 +21,20 @@ from knowledge.domain.contract import (
     MODES,
     KnowledgeReadResponse,
     KnowledgeSearchResponse,
+    LegReports,
+    LexicalLegReport,
     Locator,
     Scores,
     SearchKnowledgeArguments,
     SearchResult,
+    SemanticLegReport,
     SourceRef,
 )
 from knowledge.domain.excerpts import EXCERPT_MAX_CHARS, citation, make_excerpt, reference
-from knowledge.domain.fusion import FusedHit, LegScore, fuse
-from knowledge.domain.models import (
-    ItemStatus,
-    KnowledgeBase,
-    KnowledgeItem,
-    Permission,
-    Principal,
-    Revision,
-)
-from knowledge.domain.retrieval import IndexQuery, Leg, SearchMode
-from knowledge.domain.visibility import VisibilityFilter, can_see
+from knowledge.domain.fusion import LegScore
+from knowledge.domain.models import ItemStatus, KnowledgeBase, Permission, Principal, Revision
+from knowledge.domain.retrieval import CANDIDATE_DEPTH, ChunkHit, IndexQuery, Leg, LegHits, SearchMode
+from knowledge.domain.visibility import VisibilityFilter
 from knowledge.errors import (
     InsufficientScopeError,
     InvalidRequestError,
@@ -50,18 +46,7 @@ from knowledge.errors import (
 from knowledge.observability import logger
 from knowledge.ports import CorpusStore, Embedder, RuntimeSwitch, SearchIndex
 from knowledge.services.access import find_base
-
-MIN_CANDIDATES = 50
-"""Each leg returns at least this many chunk candidates, and at least 4 × max_results (DESIGN §4)."""
-MAX_CANDIDATES = 1_000
-"""Over-fetch stops here: past it, a query is answered with the results found so far."""
-
-
-@dataclass(frozen=True)
-class _Accepted:
-    hit: FusedHit
-    item: KnowledgeItem
-    base: KnowledgeBase
+from knowledge.services.ranking import Accepted, rank
 
 
 class SearchService:
@@ -109,75 +94,39 @@ class SearchService:
         narrow_to = arguments.knowledge_base_id or None
         if narrow_to is not None:
             self._visible_base(principal, narrow_to)
-        legs = legs_for(mode)
+        terms = query_terms(query)
+        legs = _legs_for(mode, has_terms=bool(terms))
         vector = self._embedder.embed([query])[0] if Leg.SEMANTIC in legs else None
         visibility = VisibilityFilter.for_principal(principal, narrow_to=narrow_to)
-        accepted = self._ranked_candidates(
-            principal, query, vector, visibility, legs, mode, alpha, arguments.max_results
+        candidates = IndexQuery(
+            text=query, vector=vector, visibility=visibility, k=CANDIDATE_DEPTH, legs=legs
         )
+        ranking = rank(self._store, self._index, principal, candidates, mode, alpha, arguments.max_results)
         revisions = self._store.get_revisions(
             principal.tenant_id,
-            [(entry.item.knowledge_item_id, entry.hit.knowledge_revision_id) for entry in accepted],
+            [(entry.item.knowledge_item_id, entry.hit.knowledge_revision_id) for entry in ranking.results],
         )
         results = [
             _result(entry, revisions[(entry.item.knowledge_item_id, entry.hit.knowledge_revision_id)], query)
-            for entry in accepted
+            for entry in ranking.results
             if (entry.item.knowledge_item_id, entry.hit.knowledge_revision_id) in revisions
         ]
         logger.info(
             "knowledge searched",
-            extra={"mode": mode.value, "results": len(results), "tenant_id": principal.tenant_id},
+            extra={
+                "mode": mode.value,
+                "results": len(results),
+                "lexical_terms": len(terms),
+                "tenant_id": principal.tenant_id,
+            },
         )
-        return KnowledgeSearchResponse(query=arguments.query, mode=mode.value, alpha=alpha, results=results)
-
-    def _ranked_candidates(
-        self,
-        principal: Principal,
-        query: str,
-        vector: list[float] | None,
-        visibility: VisibilityFilter,
-        legs: frozenset[Leg],
-        mode: SearchMode,
-        alpha: float,
-        wanted: int,
-    ) -> list[_Accepted]:
-        """Fused hits that pass the read-time truth check, best first, at most ``wanted``.
-
-        Each round asks the index for ``k`` chunks per leg; when stale hits leave the list short and
-        a leg came back full (more candidates may exist), ``k`` grows fourfold up to MAX_CANDIDATES.
-        """
-        k = max(MIN_CANDIDATES, 4 * wanted)
-        while True:
-            hits = self._index.search(
-                IndexQuery(text=query, vector=vector, visibility=visibility, k=k, legs=legs)
-            )
-            fused = fuse(hits, mode, alpha)
-            accepted = self._truth_check(principal, fused, wanted)
-            exhausted = len(hits.lexical) < k and len(hits.semantic) < k
-            if len(accepted) >= wanted or exhausted or k >= MAX_CANDIDATES:
-                return accepted[:wanted]
-            k = min(MAX_CANDIDATES, k * 4)
-
-    def _truth_check(self, principal: Principal, fused: Sequence[FusedHit], wanted: int) -> list[_Accepted]:
-        """Keep hits whose base is visible and active, whose item is published, and whose revision is
-        the item's current one (DESIGN §4, read-time truth). Reads the store in batches."""
-        accepted: list[_Accepted] = []
-        batch_size = max(wanted, 25)
-        for start in range(0, len(fused), batch_size):
-            batch = fused[start : start + batch_size]
-            items = self._store.get_items(principal.tenant_id, [hit.knowledge_item_id for hit in batch])
-            bases = self._store.get_bases(
-                principal.tenant_id, sorted({item.knowledge_base_id for item in items.values()})
-            )
-            for hit in batch:
-                item = items.get(hit.knowledge_item_id)
-                base = bases.get(item.knowledge_base_id) if item else None
-                if item is None or base is None or not _is_current_hit(principal, hit, item, base):
-                    continue
-                accepted.append(_Accepted(hit=hit, item=item, base=base))
-                if len(accepted) >= wanted:
-                    return accepted
-        return accepted
+        return KnowledgeSearchResponse(
+            query=arguments.query,
+            mode=mode.value,
+            alpha=alpha,
+            results=results,
+            legs=_leg_reports(mode, len(terms), ranking.legs),
+        )
 
     # -- addressed read ---------------------------------------------------------------------------
 
@@ -260,6 +209,7 @@ def _check_bounds(arguments: SearchKnowledgeArguments) -> None:
 
 
 def legs_for(mode: SearchMode) -> frozenset[Leg]:
+    """The legs a search mode runs (``search_memory`` runs the same)."""
     if mode is SearchMode.LEXICAL:
         return frozenset({Leg.LEXICAL})
     if mode is SearchMode.SEMANTIC:
@@ -267,16 +217,28 @@ def legs_for(mode: SearchMode) -> frozenset[Leg]:
     return frozenset({Leg.LEXICAL, Leg.SEMANTIC})
 
 
-def _is_current_hit(principal: Principal, hit: FusedHit, item: KnowledgeItem, base: KnowledgeBase) -> bool:
-    return (
-        item.status is ItemStatus.PUBLISHED
-        and item.current_revision_id == hit.knowledge_revision_id
-        and item.knowledge_base_id == hit.knowledge_base_id
-        and can_see(principal, base)
+def _legs_for(mode: SearchMode, *, has_terms: bool) -> frozenset[Leg]:
+    """The legs to run: the mode's, without the lexical leg when the query has no term to match."""
+    legs = legs_for(mode)
+    return legs if has_terms else legs - {Leg.LEXICAL}
+
+
+def _leg_reports(mode: SearchMode, terms: int, hits: LegHits) -> LegReports:
+    """What each leg of the mode had to work with: a leg the mode does not use is ``None``."""
+    legs = legs_for(mode)
+    lexical = LexicalLegReport(terms=terms, candidates=_items(hits.lexical))
+    semantic = SemanticLegReport(candidates=_items(hits.semantic))
+    return LegReports(
+        lexical=lexical if Leg.LEXICAL in legs else None,
+        semantic=semantic if Leg.SEMANTIC in legs else None,
     )
 
 
-def _result(entry: _Accepted, revision: Revision, query: str) -> SearchResult:
+def _items(hits: Sequence[ChunkHit]) -> int:
+    return len({hit.knowledge_item_id for hit in hits})
+
+
+def _result(entry: Accepted, revision: Revision, query: str) -> SearchResult:
     hit = entry.hit
     excerpt = make_excerpt(hit.chunk.text, hit.chunk.start, query, max_chars=EXCERPT_MAX_CHARS)
     return SearchResult(
@@ -302,13 +264,14 @@ def _result(entry: _Accepted, revision: Revision, query: str) -> SearchResult:
             excerpt.end,
         ),
         published_at=revision.published_at,
+        duplicate_item_ids=list(entry.duplicates),
         scores=scores_of(hit.final, hit.lexical, hit.semantic),
     )
 
 
 def scores_of(final: float, lexical: LegScore | None, semantic: LegScore | None) -> Scores:
-    """The ``scores`` object of a result: the final score and each leg's raw score, min–max
-    normalized score and rank (nulls for a leg that did not return the hit)."""
+    """The ``scores`` object of a result: the final score and each leg's raw score, normalized
+    score and rank (nulls for a leg that did not return the hit)."""
     return Scores(
         final=final,
         lexical=lexical.raw if lexical else None,

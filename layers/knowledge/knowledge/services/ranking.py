@@ -1,0 +1,150 @@
+"""Ranked, truth-checked, duplicate-free results of a query (DESIGN §4, "Fusion" and "Read-time truth").
+
+One page is a prefix of the same query's sequence of results, never a ranking of its own, so a page
+of 5 is the first 5 of a page of 50 for the same index state:
+
+1. Each leg returns ``CANDIDATE_DEPTH`` chunk candidates, whatever the page size; fusion ranks them
+   (its normalization sees the same candidates every time).
+2. The read-time truth check walks the fused items in order and keeps the current, visible ones.
+3. An item whose passage (the chunk its excerpt comes from) equals the passage of a result above it
+   takes no slot of its own: the result above lists it in ``duplicates``. Every visible copy among
+   the candidates is listed, also when it ranks below the page's last result.
+4. Only when the candidates run out before the page is full (stale hits dropped, many chunks per
+   item) and a leg may hold more, the legs are asked again at ``REFILL_DEPTH``; the items found
+   there rank after every earlier candidate, in the fused order of the deeper round, and a copy
+   there of a passage already shown is left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from itertools import islice
+
+from knowledge.domain.fusion import FusedHit, fuse
+from knowledge.domain.models import ItemStatus, KnowledgeBase, KnowledgeItem, Principal
+from knowledge.domain.retrieval import CANDIDATE_DEPTH, IndexQuery, LegHits, SearchMode
+from knowledge.domain.visibility import can_see
+from knowledge.ports import CatalogStore, SearchIndex
+
+REFILL_DEPTH = 1_000
+"""Chunk candidates per leg of the one deeper round that refills a page the first round left short."""
+_BATCH = 25
+"""Items whose truth is read from the store at a time (one BatchGetItem of items, one of bases)."""
+
+
+@dataclass
+class Accepted:
+    """A fused hit that passed the truth check, with its item and base as the store holds them, and
+    the ids of the visible items whose passage is the same, best first."""
+
+    hit: FusedHit
+    item: KnowledgeItem
+    base: KnowledgeBase
+    duplicates: list[str] = field(default_factory=list)
+
+    @property
+    def passage(self) -> str:
+        return passage_key(self.hit)
+
+    @property
+    def slot(self) -> str:
+        """What a result owns a slot by: its passage, or its item when the passage is empty (an item
+        without text is found by its title, and no two such items are copies)."""
+        return self.passage or f"item:{self.item.knowledge_item_id}"
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """The page's results, best first, and what the first round of both legs returned."""
+
+    results: list[Accepted]
+    legs: LegHits
+
+
+def passage_key(hit: FusedHit) -> str:
+    """What makes two results the same passage: the text of the chunk they are excerpted from, without
+    surrounding whitespace."""
+    return hit.chunk.text.strip()
+
+
+def rank(
+    store: CatalogStore,
+    index: SearchIndex,
+    principal: Principal,
+    query: IndexQuery,
+    mode: SearchMode,
+    alpha: float,
+    wanted: int,
+) -> Ranking:
+    """The first ``wanted`` results of ``query`` for ``principal`` (see the module doc); ``query.k`` is
+    replaced by the depth of each round."""
+    results: list[Accepted] = []
+    earlier_passages: set[str] = set()
+    placed: set[str] = set()
+    first: LegHits | None = None
+    for depth in (CANDIDATE_DEPTH, REFILL_DEPTH):
+        hits = index.search(query.model_copy(update={"k": depth}))
+        if first is None:
+            first = hits
+        fused = [hit for hit in fuse(hits, mode, alpha) if hit.knowledge_item_id not in placed]
+        fresh = [hit for hit in fused if passage_key(hit) not in earlier_passages]
+        results += _page(store, principal, fresh, wanted - len(results))
+        placed.update(hit.knowledge_item_id for hit in fused)
+        earlier_passages.update(result.passage for result in results if result.passage)
+        exhausted = len(hits.lexical) < depth and len(hits.semantic) < depth
+        if len(results) >= wanted or exhausted:
+            break
+    assert first is not None
+    return Ranking(results=results, legs=first)
+
+
+def _page(
+    store: CatalogStore, principal: Principal, fused: Sequence[FusedHit], wanted: int
+) -> list[Accepted]:
+    """Up to ``wanted`` current, visible results from ``fused`` in order, one per passage, each listing
+    the visible copies of its passage anywhere in ``fused``."""
+    kept: dict[str, Accepted] = {}
+    position = 0
+    for batch in _batches(fused, _BATCH):
+        for entry in _verified(store, principal, batch):
+            owner = kept.get(entry.slot)
+            if owner is not None:
+                owner.duplicates.append(entry.item.knowledge_item_id)
+            elif len(kept) < wanted:
+                kept[entry.slot] = entry
+        position += len(batch)
+        if len(kept) >= wanted:
+            break
+    copies = [hit for hit in fused[position:] if passage_key(hit) in kept]
+    for batch in _batches(copies, _BATCH):
+        for entry in _verified(store, principal, batch):
+            kept[entry.slot].duplicates.append(entry.item.knowledge_item_id)
+    return list(kept.values())
+
+
+def _verified(store: CatalogStore, principal: Principal, hits: Sequence[FusedHit]) -> Iterator[Accepted]:
+    """The hits whose base is visible and active, whose item is published, and whose revision is the
+    item's current one, in order (DESIGN §4, read-time truth)."""
+    items = store.get_items(principal.tenant_id, [hit.knowledge_item_id for hit in hits])
+    bases = store.get_bases(principal.tenant_id, sorted({item.knowledge_base_id for item in items.values()}))
+    for hit in hits:
+        item = items.get(hit.knowledge_item_id)
+        base = bases.get(item.knowledge_base_id) if item else None
+        if item is not None and base is not None and _is_current(principal, hit, item, base):
+            yield Accepted(hit=hit, item=item, base=base)
+
+
+def _is_current(principal: Principal, hit: FusedHit, item: KnowledgeItem, base: KnowledgeBase) -> bool:
+    return (
+        item.status is ItemStatus.PUBLISHED
+        and item.current_revision_id == hit.knowledge_revision_id
+        and item.knowledge_base_id == hit.knowledge_base_id
+        and can_see(principal, base)
+    )
+
+
+def _batches(hits: Iterable[FusedHit], size: int) -> Iterator[list[FusedHit]]:
+    iterator = iter(hits)
+    while batch := list(islice(iterator, size)):
+        yield batch
