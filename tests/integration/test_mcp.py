@@ -28,6 +28,7 @@ from knowledge.domain.models import KnowledgeItem
 from knowledge_local.gateway import Gateway
 from tests.conftest import TABLE_NAME
 from tests.support.inline_invoker import InlineInvoker
+from tests.support.memory import memory_token
 from tests.support.rest import SearchWorld, new_world
 from tests.support.template import TEMPLATE, create_table_kwargs
 
@@ -314,6 +315,17 @@ def test_mcp_invalid_call_returns_error_envelope_equal_to_rest(
 
     assert body["type"] == "error"
     assert body == world.call(arguments, reader).body
+
+
+def test_mcp_remember_huge_ttl_seconds_is_memory_invalid_request(
+    gateway: Gateway, world: SearchWorld
+) -> None:
+    writer = memory_token(world, "alice")
+    arguments = {"content": "A fact.", "ttl_seconds": 9_223_372_036_854_775_807}
+
+    body = error_payload(call_tool(gateway, writer, arguments, name="remember"), "memory_invalid_request")
+
+    assert [problem["field"] for problem in body["error"]["details"]["fields"]] == ["ttl_seconds"]
 
 
 def test_mcp_token_without_read_scope_returns_insufficient_scope(

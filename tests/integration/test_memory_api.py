@@ -158,6 +158,14 @@ def test_remember_bad_input_answers_its_code(
     error_body(status, code, call("POST", "/v1/tools/remember", body, alice))
 
 
+@pytest.mark.parametrize("ttl", [9_223_372_036_854_775_807, 99_999_999_999_999_999_999, 316_224_001])
+def test_remember_huge_ttl_seconds_is_memory_invalid_request_naming_the_field(alice: str, ttl: int) -> None:
+    reply = call("POST", "/v1/tools/remember", {"content": "A fact.", "ttl_seconds": ttl}, alice)
+
+    fields = error_body(400, "memory_invalid_request", reply)["details"]["fields"]
+    assert [problem["field"] for problem in fields] == ["ttl_seconds"]
+
+
 def test_search_memory_out_of_bounds_limit_is_memory_invalid_request(alice: str) -> None:
     error_body(400, "memory_invalid_request", search_memory(alice, "fact", limit=0))
 

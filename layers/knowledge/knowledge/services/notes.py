@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from knowledge.domain import ids
 from knowledge.domain.memory_contract import (
+    TTL_MAX_SECONDS,
     ForgetMemoryArguments,
     MemoryForgottenResponse,
     MemoryResponse,
@@ -151,9 +152,11 @@ class NoteService:
     def _draft(self, principal: Principal, arguments: RememberArguments) -> NoteDraft:
         now = self._clock()
         expires_at = arguments.expires_at
-        if arguments.ttl_seconds is not None and arguments.ttl_seconds >= 1:
-            expires_at = now + timedelta(seconds=arguments.ttl_seconds)
         problems = remember_problems(arguments, principal.team_ids)
+        ttl = arguments.ttl_seconds
+        # The bound first: a huge ttl_seconds would overflow the datetime arithmetic.
+        if ttl is not None and 1 <= ttl <= TTL_MAX_SECONDS:
+            expires_at = now + timedelta(seconds=ttl)
         if expires_at is not None and expires_at <= now:
             problems.append({"field": "expires_at", "problem": "must be in the future"})
         if problems:
