@@ -186,3 +186,33 @@ def test_ingest_remember_message_out_of_bounds_raises_so_it_reaches_the_dead_let
 ) -> None:
     with pytest.raises(MemoryInvalidRequestError):
         ingest.ingest(_memory("remember", content="x", importance=2.0), message_id="m-1")
+
+
+def test_ingest_remember_message_with_a_huge_ttl_is_rejected_and_logged_without_values(
+    ingest: IngestService, caplog: pytest.LogCaptureFixture
+) -> None:
+    body = _memory("remember", content="secret fact", ttl_seconds=9_223_372_036_854_775_807)
+
+    with pytest.raises(MemoryInvalidRequestError) as raised:
+        ingest.ingest(body, message_id="m-1")
+
+    assert [problem["field"] for problem in raised.value.details["fields"]] == ["ttl_seconds"]
+    [record] = [record for record in caplog.records if record.getMessage() == "ingest message rejected"]
+    assert record.__dict__["problems"] == raised.value.details["fields"]
+    assert "secret" not in str(record.__dict__["problems"])
+
+
+def test_ingest_memory_message_failing_unexpectedly_is_logged_with_its_error_type(
+    ingest: IngestService, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*_: Any) -> None:
+        raise OverflowError("date value out of range: secret")
+
+    monkeypatch.setattr(ingest._notes, "remember", broken)
+
+    with pytest.raises(OverflowError):
+        ingest.ingest(_memory("remember", content="secret fact"), message_id="m-1")
+
+    [record] = [record for record in caplog.records if record.getMessage() == "ingest message failed"]
+    assert record.__dict__["error_type"] == "OverflowError"
+    assert "secret" not in json.dumps({k: str(v) for k, v in record.__dict__.items() if k != "msg"})

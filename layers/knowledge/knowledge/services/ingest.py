@@ -11,6 +11,8 @@ until ``maxReceiveCount`` moves it to the dead-letter queue:
 
 - ``MessageRejectedError`` (``validation_error``): the body is not a valid message, or its content
   is too long. The reason (error types and field names, never values) is logged.
+- ``MemoryInvalidRequestError``: a memory message's argument is out of bounds (``remember`` with
+  ``ttl_seconds`` above its maximum, say); logged as rejected with its fields and problems.
 - ``ResourceUnavailableError``: the base does not exist in the message's tenant.
 - ``ConflictError``: concurrent writers kept changing the item (after ``MAX_ATTEMPTS`` re-reads).
 - ``DependencyUnavailableError``: the store is down or throttled.
@@ -35,6 +37,7 @@ from knowledge.domain.models import KnowledgeItem, Permission, Principal
 from knowledge.errors import (
     ConflictError,
     KnowledgeError,
+    MemoryInvalidRequestError,
     MemoryUnavailableError,
     RequestValidationError,
     ResourceUnavailableError,
@@ -126,8 +129,19 @@ class IngestService:
             if not isinstance(message, ForgetMessage):
                 raise
             action = IngestAction.ABSENT  # forgotten before (a redelivery) or never there
+        except (MemoryInvalidRequestError, RequestValidationError) as error:
+            # Can never apply as it is: logged as rejected, with fields and problems, never values.
+            problems = error.details.get("fields", [])
+            logger.warning(
+                "ingest message rejected", extra={**log, "error_code": error.code, "problems": problems}
+            )
+            raise
         except KnowledgeError as error:
             logger.warning("ingest message failed", extra={**log, "error_code": error.code})
+            raise
+        except Exception as error:
+            # An unexpected failure still leaves a reason (its type, never its message) in the log.
+            logger.warning("ingest message failed", extra={**log, "error_type": type(error).__name__})
             raise
         logger.info("ingest message applied", extra={**log, "action": action.value, "note_id": note_id})
         return action
