@@ -242,3 +242,48 @@ def test_knowledge_and_memory_never_mix(world: SearchWorld, alice: str, stream: 
     assert all(
         "knowledge_item_id" not in result for result in search_memory(reader, "narwhal").body["results"]
     )
+
+
+@pytest.mark.parametrize("mode", ["redact", "hard", "soft"])
+def test_remember_replay_after_forget_never_answers_the_forgotten_content(
+    alice: str, stream: StreamReader, mode: str
+) -> None:
+    headers = {"Idempotency-Key": f"forgotten-{mode}"}
+    body = {"content": "The vault combination is 31-7-22."}
+    first = call("POST", "/v1/tools/remember", body, alice, headers=headers)
+    assert first.status == 201
+    assert forget(alice, first.body["note"]["note_id"], mode).status == 200
+
+    again = call("POST", "/v1/tools/remember", body, alice, headers=headers)
+
+    error_body(404, "memory_unavailable", again)
+    assert "31-7-22" not in again.text
+
+
+def test_remember_replay_of_a_readable_note_still_answers_the_first_answer(
+    alice: str, stream: StreamReader
+) -> None:
+    headers = {"Idempotency-Key": "still-readable"}
+    body = {"content": "The printer is on floor 2."}
+    first = call("POST", "/v1/tools/remember", body, alice, headers=headers)
+
+    again = call("POST", "/v1/tools/remember", body, alice, headers=headers)
+
+    assert (again.status, again.body) == (201, first.body)
+    assert again.headers.get("Idempotent-Replayed") == "true"
+
+
+def test_restore_replay_after_redact_never_answers_the_forgotten_content(
+    alice: str, stream: StreamReader
+) -> None:
+    note = _created(alice, stream, "The safe key is under the mat.")
+    assert forget(alice, note["note_id"], "soft").status == 200
+    headers = {"Idempotency-Key": "restore-1"}
+    path = f"/v1/notes/{note['note_id']}/restore"
+    assert call("POST", path, None, alice, headers=headers).status == 200
+    assert forget(alice, note["note_id"], "redact").status == 200
+
+    again = call("POST", path, None, alice, headers=headers)
+
+    error_body(404, "memory_unavailable", again)
+    assert "under the mat" not in again.text

@@ -8,7 +8,9 @@
 2. runs ``check``, the service's read-only authorization of the write (scope, and visibility of its
    target), which raises ``InsufficientScopeError`` or ``ResourceUnavailableError``;
 3. with an ``Idempotency-Key`` header on an idempotent route, runs the rest of the request once per
-   key: a repeat answers the stored answer with ``Idempotent-Replayed: true``.
+   key: a repeat answers the stored answer with ``Idempotent-Replayed: true``, after the route's
+   ``on_replay`` check (if any) of the stored answer against the current state (a memory write's
+   replay is refused once its note can no longer be read, so forgotten content never comes back).
 
 So no write can be registered without its check, and a stored answer is never replayed to a caller
 who may not make the write now. Routes declare the header as an ``IdempotencyKey`` parameter so that
@@ -52,6 +54,9 @@ IdempotencyKey = Annotated[
 ]
 
 
+ReplayCheck = Callable[[Principal, Answer], object]
+"""Checks a stored answer before it is replayed; raises (``MemoryUnavailableError``, say) when the
+state it shows may no longer be shown."""
 WriteCheck = Callable[[Principal, Request], object]
 """The read-only authorization of one write from the caller and the request (path parameters,
 body); it raises ``InsufficientScopeError`` or ``ResourceUnavailableError``."""
@@ -68,6 +73,7 @@ def write_route(
     body: type[BaseModel] | None = None,
     idempotent: bool = True,
     secret: bool = False,
+    on_replay: ReplayCheck | None = None,
     **openapi: Any,
 ) -> Callable[[RouteFunction], RouteFunction]:
     """``router.route(rule, method, **openapi)`` behind the middleware of the module docs.
@@ -75,11 +81,19 @@ def write_route(
     ``body`` is the route's body model: the validated body is the payload a repeated key is
     compared with (another body is 400 ``validation_error``). A ``secret`` answer (a new token) is
     never stored: its repeat is 409 ``knowledge_conflict``. ``idempotent=False`` ignores the header.
+    ``on_replay`` runs before a stored answer is replayed and may refuse it by raising.
     """
-    return router.route(rule, method, middlewares=[_guarded(check, body, idempotent, secret)], **openapi)
+    guard = _guarded(check, body, idempotent, secret, on_replay)
+    return router.route(rule, method, middlewares=[guard], **openapi)
 
 
-def _guarded(check: WriteCheck, body: type[BaseModel] | None, idempotent: bool, secret: bool) -> Middleware:
+def _guarded(
+    check: WriteCheck,
+    body: type[BaseModel] | None,
+    idempotent: bool,
+    secret: bool,
+    on_replay: ReplayCheck | None,
+) -> Middleware:
     def guard(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
         principal = current_principal(app.request)
         check(principal, app.request)
@@ -97,6 +111,8 @@ def _guarded(check: WriteCheck, body: type[BaseModel] | None, idempotent: bool, 
             payload=payload,
             context=app.lambda_context,
         )
+        if answer.replayed and on_replay is not None:
+            on_replay(principal, answer)
         return Response(
             status_code=answer.status,
             content_type=content_types.APPLICATION_JSON,

@@ -10,7 +10,10 @@
 | ``POST /v1/notes/{note_id}/restore`` | ForgetMemoryFunction | memory:write | 200 ``memory`` |
 
 Writes are ``write_route``s: the scope is checked before any ``Idempotency-Key`` record is read,
-and a repeated key answers the first answer (answers are bound to the caller). Errors are mapped by
+and a repeated key answers the first answer (answers are bound to the caller) only while the note it
+shows is still readable by the caller: once the note is forgotten (soft, redacted or hard), deleted
+or expired, a replay of ``remember`` or restore is 404 ``memory_unavailable``, never the stored
+content. Errors are mapped by
 ``knowledge.api.http`` (unknown fields: ``memory_invalid_request``).
 """
 
@@ -26,6 +29,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel
 
 from knowledge.api.http import openapi_error_responses
+from knowledge.api.idempotency import Answer
 from knowledge.api.principal import CallerPrincipal
 from knowledge.api.writes import IdempotencyKey, write_route
 from knowledge.bootstrap import get_container, get_note_service
@@ -85,12 +89,22 @@ def _may_write(principal: Principal, request: Request) -> None:
     _notes().authorize(principal, Permission.MEMORY_WRITE)
 
 
+def _note_still_readable(principal: Principal, answer: Answer) -> None:
+    """A stored ``memory`` answer may be replayed only while its note can be read: a note forgotten
+    since (soft, redact or hard) or expired is ``MemoryUnavailableError``, so a replay never brings
+    back content the caller asked to forget."""
+    note = answer.body.get("note")
+    if isinstance(note, dict) and isinstance(note.get("note_id"), str):
+        _notes().readable(principal, note["note_id"])
+
+
 @write_route(
     remember_router,
     "POST",
     REMEMBER_PATH,
     check=_may_write,
     body=RememberArguments,
+    on_replay=_note_still_readable,
     operation_id="remember",
     summary="Keep a durable fact the agent was asked to remember (a note, never knowledge).",
     description=(
@@ -185,6 +199,7 @@ def forget_memory(
     "POST",
     NOTE_RESTORE_PATH,
     check=_may_write,
+    on_replay=_note_still_readable,
     operation_id="restore_note",
     summary="Bring back a softly forgotten note (a new version).",
     description="Needs `memory:write`. A redacted note cannot come back (400 `memory_invalid_request`).",
