@@ -240,10 +240,10 @@ class NoteStore(Protocol):
     def delete_note(
         self, tenant_id: str, note_id: str, *, claims: Sequence[NoteClaim], expected_version: int | None
     ) -> None:
-        """Delete every record of the note: versions, pin, those of ``claims`` it holds, then the
-        note itself, only while at ``expected_version`` (``ConflictError`` otherwise).
-        ``expected_version=None`` leaves the note record alone: it is already gone (a TTL sweep),
-        and what remains of it is removed."""
+        """Delete every record of the note, only while it is at ``expected_version``: the note
+        itself first (``ConflictError`` otherwise, and then nothing is removed), then its versions,
+        pin and those of ``claims`` it holds. ``expected_version=None`` leaves the note record
+        alone: it is already gone (a TTL sweep), and what remains of it is removed."""
         ...
 
 

@@ -197,14 +197,58 @@ def test_delete_note_removes_the_note_its_versions_and_its_claims(store: Knowled
 
 
 def test_delete_note_at_a_stale_version_conflicts_and_keeps_the_note(store: KnowledgeStore) -> None:
-    note = _created(store)
-    _revise(store, note, "second")
+    note = _created(store, _draft(semantic_key="build.python"))
+    revised = _revise(store, note, "second")
+    claims = [key_claim("user-1", Scope.PRIVATE, "build.python"), content_claim(revised)]
 
     with pytest.raises(ConflictError) as raised:
-        store.delete_note(TENANT, note.note_id, claims=[], expected_version=1)
+        store.delete_note(TENANT, note.note_id, claims=claims, expected_version=1)
 
     assert raised.value.current_version == 2
-    assert store.get_note(TENANT, note.note_id) is not None
+    assert store.get_note(TENANT, note.note_id) == revised
+    versions = store.list_note_versions(TENANT, note.note_id, limit=10, next_token=None).entries
+    assert [v.content for v in versions] == ["second", note.content]
+    assert [store.claim_holder(TENANT, claim) for claim in claims] == [note.note_id] * 2
+
+
+def test_delete_note_racing_upserts_deletes_everything_or_nothing(store: KnowledgeStore) -> None:
+    note = _created(store)
+    writers = 6
+
+    def revise(n: int) -> Callable[[], object]:
+        revised = revised_note(note, _draft(f"writer {n}"), supersedes=(), now=NOW + timedelta(seconds=n))
+
+        def run() -> object:
+            try:
+                store.commit_notes(TENANT, [NoteWrite(previous=note, note=revised)])
+            except (ConflictError, ResourceUnavailableError) as error:
+                return error
+            return revised
+
+        return run
+
+    def delete() -> object:
+        try:
+            store.delete_note(TENANT, note.note_id, claims=claims_of(note), expected_version=1)
+        except ConflictError as error:
+            return error
+        return None
+
+    calls = [revise(n) for n in range(writers // 2)] + [delete] + [revise(n) for n in range(3, writers)]
+    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
+        outcomes = list(pool.map(lambda call: call(), calls))
+
+    deleted = outcomes[writers // 2]
+    winners = [outcome for outcome in outcomes if isinstance(outcome, Note)]
+    versions = store.list_note_versions(TENANT, note.note_id, limit=10, next_token=None).entries
+    if isinstance(deleted, ConflictError):  # a writer won: nothing of the note is gone
+        assert len(winners) == 1
+        assert store.get_note(TENANT, note.note_id) == winners[0]
+        assert [v.content for v in versions] == [winners[0].content, note.content]
+    else:  # the delete won: every writer lost and nothing is left
+        assert winners == []
+        assert store.get_note(TENANT, note.note_id) is None
+        assert versions == []
 
 
 def test_commit_notes_concurrent_upserts_of_one_version_have_one_winner(store: KnowledgeStore) -> None:

@@ -278,6 +278,27 @@ def test_forget_hard_deletes_versions_index_entry_and_cached_embeddings(world: M
     assert world.notes.get_note(ALICE, keep.note_id).content == "Keep this unrelated fact."
 
 
+def test_forget_hard_that_loses_a_race_with_an_upsert_is_a_conflict_and_deletes_nothing(
+    world: MemoryWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    note = world.remember(ALICE, "Racing fact v1.", semantic_key="race").note
+    delete_note = world.store.delete_note
+
+    def upsert_first(*args: Any, **kwargs: Any) -> None:
+        world.remember(ALICE, "Racing fact v2.", semantic_key="race")  # a writer wins meanwhile
+        delete_note(*args, **kwargs)
+
+    monkeypatch.setattr(world.store, "delete_note", upsert_first)
+
+    with pytest.raises(MemoryConflictError) as raised:
+        world.notes.forget(ALICE, ForgetMemoryArguments(note_id=note.note_id, mode="hard"))
+
+    assert raised.value.details["current_version"] == 2
+    versions = world.notes.list_versions(ALICE, note.note_id, limit=None, next_token=None).versions
+    assert [version.content for version in versions] == ["Racing fact v2.", "Racing fact v1."]
+    assert world.notes.get_note(ALICE, note.note_id).content == "Racing fact v2."
+
+
 def test_forget_note_of_another_principal_is_unavailable(world: MemoryWorld) -> None:
     note = world.remember(ALICE, "Private plan.").note
 

@@ -101,17 +101,9 @@ class DynamoDBNoteStore(TableRecords):
     def delete_note(
         self, tenant_id: str, note_id: str, *, claims: Sequence[NoteClaim], expected_version: int | None
     ) -> None:
-        partition = keys.note_partition(tenant_id, note_id)
-        versions = self._table.query_range(
-            partition, keys.note_version_sort_key(1), keys.note_version_sort_key(keys.MAX_NOTE_VERSION)
-        )
-        held = [
-            keys.note_claim_key(tenant_id, claim.digest)
-            for claim in claims
-            if self.claim_holder(tenant_id, claim) == note_id
-        ]
-        leftovers = [keys.TableKey(record["PK"]["S"], record["SK"]["S"]) for record in versions]
-        self._table.delete_quietly([*leftovers, keys.pin_key(tenant_id, note_id), *held])
+        # The META record first, on its version: a delete that loses a race with a writer raises
+        # ConflictError before anything is removed. Once it is gone no version can be added (every
+        # write is conditioned on META), so the versions, pin and claims are then purged.
         if expected_version is not None:
             self._table.delete(
                 {
@@ -123,6 +115,17 @@ class DynamoDBNoteStore(TableRecords):
                     "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                 }
             )
+        partition = keys.note_partition(tenant_id, note_id)
+        versions = self._table.query_range(
+            partition, keys.note_version_sort_key(1), keys.note_version_sort_key(keys.MAX_NOTE_VERSION)
+        )
+        held = [
+            keys.note_claim_key(tenant_id, claim.digest)
+            for claim in claims
+            if self.claim_holder(tenant_id, claim) == note_id
+        ]
+        leftovers = [keys.TableKey(record["PK"]["S"], record["SK"]["S"]) for record in versions]
+        self._table.delete_quietly([*leftovers, keys.pin_key(tenant_id, note_id), *held])
         logger.info("note deleted", extra={"tenant_id": tenant_id, "note_id": note_id})
 
     def _note_put(self, note: Note, previous: Note | None) -> TransactWriteItemTypeDef:
