@@ -166,6 +166,20 @@ def test_remember_huge_ttl_seconds_is_memory_invalid_request_naming_the_field(al
     assert [problem["field"] for problem in fields] == ["ttl_seconds"]
 
 
+def test_search_memory_query_over_2000_chars_is_a_validation_error_without_the_query(alice: str) -> None:
+    reply = search_memory(alice, "needle " * 300)
+
+    error = error_body(400, "validation_error", reply)
+    assert [problem["field"] for problem in error["details"]["fields"]] == ["query"]
+    assert "needle" not in reply.text
+
+
+def test_search_memory_query_of_2000_chars_is_accepted(alice: str) -> None:
+    reply = search_memory(alice, "q" * 2_000)
+
+    assert (reply.status, reply.body["results"]) == (200, [])
+
+
 def test_search_memory_out_of_bounds_limit_is_memory_invalid_request(alice: str) -> None:
     error_body(400, "memory_invalid_request", search_memory(alice, "fact", limit=0))
 

@@ -1,9 +1,10 @@
 """The memory tools' contract (DESIGN §9): arguments of ``remember``, ``search_memory`` and
 ``forget_memory`` and every answer, the one definition REST, MCP and the queue validate against.
 
-Types are strict and unknown fields refused (``validation_error``); bounds (content 1–8,000
-characters, ``importance`` 0–1, ``limit`` 1–50, ``ttl_seconds`` ≥ 1) and fields that need another
-(``team_id`` without ``scope: "team"``, ``expected_version`` without ``memory_id`` or
+Types are strict and unknown fields refused (``validation_error``), as is a ``search_memory``
+``query`` over 2,000 characters (the bound of ``search_knowledge``, with the same error); bounds
+(content 1–8,000 characters, ``importance`` 0–1, ``limit`` 1–50, ``ttl_seconds`` ≥ 1) and fields that
+need another (``team_id`` without ``scope: "team"``, ``expected_version`` without ``memory_id`` or
 ``semantic_key``, ``expires_at`` with ``ttl_seconds``) are published in the schema and enforced by
 the service, which answers ``memory_invalid_request``. ``null`` means "use the default". Timestamps
 are ISO-8601 UTC; lengths count Unicode code points.
@@ -101,7 +102,9 @@ class SearchMemoryArguments(_Arguments):
     """``search_memory``: strict, targeted retrieval over the caller's visible current notes."""
 
     query: Text = Field(
-        description="What to look for.", json_schema_extra={"minLength": 1, "maxLength": QUERY_MAX_CHARS}
+        max_length=QUERY_MAX_CHARS,
+        description=f"What to look for, 1 to {QUERY_MAX_CHARS:,} characters.",
+        json_schema_extra={"minLength": 1},
     )
     limit: int = Field(
         default=DEFAULT_SEARCH_LIMIT,
