@@ -301,3 +301,21 @@ def test_restore_replay_after_redact_never_answers_the_forgotten_content(
 
     error_body(404, "memory_unavailable", again)
     assert "under the mat" not in again.text
+
+
+def test_remember_key_collision_is_409_not_retryable_with_a_clear_message(
+    alice: str, stream: StreamReader
+) -> None:
+    _created(alice, stream, "Tenant standup is at 9.", semantic_key="standup", scope="tenant")
+    private = _created(alice, stream, "My standup is at 10.", semantic_key="standup")
+
+    reply = remember(alice, "My standup is at 10.", memory_id=private["note_id"], scope="tenant")
+
+    assert reply.status == 409
+    error = reply.body["error"]
+    assert (error["code"], error["retryable"], error["details"]["field"]) == (
+        "memory_conflict",
+        False,
+        "semantic_key",
+    )
+    assert "retry" not in error["message"].lower()

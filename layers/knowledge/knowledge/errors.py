@@ -130,3 +130,10 @@ class MemoryConflictError(KnowledgeError):
     def __init__(self, message: str, current_version: int | None, **details: object) -> None:
         super().__init__(message, {"current_version": current_version, **details})
         self.current_version = current_version
+
+
+class RetryableMemoryConflictError(MemoryConflictError):
+    """A ``memory_conflict`` that the same request may win when sent again: a concurrent writer
+    changed the note (or took the fact) first, and no ``expected_version`` pins the version read."""
+
+    retryable = True

@@ -236,6 +236,65 @@ def test_remember_concurrent_upserts_of_one_key_and_version_have_one_winner(worl
     assert sorted(results) == ["conflict"] * 7 + ["updated"]
 
 
+def test_remember_moving_a_keyed_note_onto_a_taken_key_is_a_conflict_that_retrying_cannot_win(
+    world: MemoryWorld,
+) -> None:
+    world.remember(ALICE, "Tenant-wide standup is at 9.", semantic_key="standup", scope="tenant")
+    private = world.remember(ALICE, "My standup is at 10.", semantic_key="standup").note
+
+    with pytest.raises(MemoryConflictError) as raised:
+        world.notes.remember(
+            ALICE,
+            RememberArguments(content="My standup is at 10.", memory_id=private.note_id, scope="tenant"),
+        )
+
+    assert raised.value.retryable is False
+    assert "retry" not in raised.value.message.lower()
+    assert raised.value.details == {"current_version": 1, "field": "semantic_key"}
+    assert world.notes.get_note(ALICE, private.note_id).scope == "private"
+
+
+def test_remember_losing_a_race_without_expected_version_is_a_retryable_conflict(
+    world: MemoryWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    note = world.remember(ALICE, "Coffee machine: floor 3.", semantic_key="coffee").note
+    commit_notes = world.store.commit_notes
+    raced = []
+
+    def another_writer_first(*args: Any, **kwargs: Any) -> None:
+        if not raced:
+            raced.append(True)
+            world.remember(ALICE, "Coffee machine: floor 4.", semantic_key="coffee", sync=False)
+        commit_notes(*args, **kwargs)
+
+    monkeypatch.setattr(world.store, "commit_notes", another_writer_first)
+
+    with pytest.raises(MemoryConflictError) as raised:
+        world.notes.remember(
+            ALICE, RememberArguments(content="Coffee machine: floor 5.", semantic_key="coffee")
+        )
+
+    assert raised.value.retryable is True
+    assert raised.value.details["current_version"] == 2
+    monkeypatch.setattr(world.store, "commit_notes", commit_notes)
+    retried = world.notes.remember(
+        ALICE, RememberArguments(content="Coffee machine: floor 5.", semantic_key="coffee")
+    )
+    assert (retried.response.result, retried.response.note.note_id) == ("updated", note.note_id)
+
+
+def test_remember_stale_expected_version_conflict_is_not_retryable(world: MemoryWorld) -> None:
+    note = world.remember(ALICE, "v1", semantic_key="pinned-version").note
+    world.remember(ALICE, "v2", semantic_key="pinned-version")
+
+    with pytest.raises(MemoryConflictError) as raised:
+        world.notes.remember(
+            ALICE, RememberArguments(content="v3", memory_id=note.note_id, expected_version=1)
+        )
+
+    assert raised.value.retryable is False
+
+
 def test_forget_soft_hides_the_note_and_restore_brings_it_back(world: MemoryWorld) -> None:
     note = world.remember(ALICE, "The VPN needs a hardware key.").note
 

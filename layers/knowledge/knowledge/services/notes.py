@@ -63,6 +63,7 @@ from knowledge.errors import (
     MemoryInvalidRequestError,
     MemoryUnavailableError,
     ResourceUnavailableError,
+    RetryableMemoryConflictError,
     RuntimeDisabledError,
 )
 from knowledge.observability import logger
@@ -112,8 +113,40 @@ class NoteService:
             try:
                 return Remembered(self._remember_once(principal, arguments, draft))
             except ClaimTakenError:
+                collision = self._collision(principal, arguments, draft)
+                if collision is not None:
+                    raise collision from None
                 continue
-        raise MemoryConflictError("Other writers keep changing this memory; retry.", current_version=None)
+        raise RetryableMemoryConflictError(
+            "Other writers keep changing this memory; retry.", current_version=None
+        )
+
+    def _collision(
+        self, principal: Principal, arguments: RememberArguments, draft: NoteDraft
+    ) -> MemoryConflictError | None:
+        """After a lost claim: the (non-retryable) conflict when the update needs a key or content
+        claim that another current note holds for good (a keyed note moved to a scope where
+        another note has that key, say), else ``None`` (a racing writer: decide again)."""
+        target = self._target(principal, arguments, draft)
+        if target is None:
+            return None  # a new note: the next decision finds the holder (update or duplicate)
+        now = self._clock()
+        candidate = revised_note(target, _merged(target, draft, arguments), supersedes=(), now=now)
+        for claim in claims_of(candidate):
+            holder_id = self._store.claim_holder(principal.tenant_id, claim)
+            if holder_id is None or holder_id == target.note_id:
+                continue
+            holder = self._store.get_note(principal.tenant_id, holder_id)
+            if holder is None or not holder.is_current(now):
+                continue
+            field = "semantic_key" if claim.kind == "key" else "content"
+            return MemoryConflictError(
+                f"Another memory already holds this {field} in that scope and path; forget it, or "
+                f"choose another {field} or scope.",
+                current_version=target.version,
+                field=field,
+            )
+        return None
 
     def _remember_once(
         self, principal: Principal, arguments: RememberArguments, draft: NoteDraft
@@ -145,7 +178,7 @@ class NoteService:
             for old in supersedes
             if old.superseded_by != note.note_id
         )
-        self._commit(tenant, writes, target)
+        self._commit(tenant, writes, target, retryable=arguments.expected_version is None)
         logger.info("note remembered", extra={"tenant_id": tenant, "note_id": note.note_id, "result": result})
         return MemoryResponse(result=result, note=view(note))
 
@@ -231,15 +264,23 @@ class NoteService:
     def _forgetting(self, note: Note, mode: ForgetMode, now: datetime) -> NoteWrite:
         return NoteWrite(previous=note, note=forgotten_note(note, mode, now=now), release=self._held(note))
 
-    def _commit(self, tenant_id: str, writes: Sequence[NoteWrite], target: Note | None) -> None:
+    def _commit(
+        self, tenant_id: str, writes: Sequence[NoteWrite], target: Note | None, *, retryable: bool = True
+    ) -> None:
+        """Commit ``writes``; a lost version race is ``memory_conflict``, ``retryable`` unless the
+        caller pinned the version it read (``expected_version``: it must re-read first)."""
         try:
             self._store.commit_notes(tenant_id, writes)
         except ClaimTakenError:
             raise
         except ConflictError as error:
             current = error.current_version if target is not None else None
+            if retryable:
+                raise RetryableMemoryConflictError(
+                    "Another writer changed the memory first; retry.", current
+                ) from error
             raise MemoryConflictError(
-                "The memory changed while it was written; re-read it and retry.", current
+                "The memory changed while it was written; re-read it before writing again.", current
             ) from error
         except ResourceUnavailableError as error:
             raise MemoryUnavailableError() from error
@@ -309,7 +350,7 @@ class NoteService:
                 tenant_id, note.note_id, claims=claims_of(note), expected_version=note.version
             )
         except ConflictError as error:
-            raise MemoryConflictError(
+            raise RetryableMemoryConflictError(
                 "The memory changed while it was forgotten; retry.", error.current_version
             ) from error
         if texts:
