@@ -150,6 +150,8 @@ def test_absent_and_unauthorized_notes_answer_the_same_bytes(
         ({"content": "A fact.", "importance": 3}, 400, "memory_invalid_request"),
         ({"content": "A fact.", "scope": "team"}, 400, "memory_invalid_request"),
         ({"content": "A fact.", "expires_at": "yesterday"}, 400, "validation_error"),
+        ({"content": "A fact.", "semantic_key": ""}, 400, "memory_invalid_request"),
+        ({"content": "A fact.", "semantic_key": "  "}, 400, "memory_invalid_request"),
     ],
 )
 def test_remember_bad_input_answers_its_code(
@@ -319,3 +321,14 @@ def test_remember_key_collision_is_409_not_retryable_with_a_clear_message(
         "semantic_key",
     )
     assert "retry" not in error["message"].lower()
+
+
+@pytest.mark.parametrize("key", ["", "  "])
+def test_remember_blank_semantic_key_is_refused_naming_the_field(
+    alice: str, stream: StreamReader, key: str
+) -> None:
+    reply = remember(alice, "A keyed fact.", semantic_key=key)
+
+    fields = error_body(400, "memory_invalid_request", reply)["details"]["fields"]
+    assert [problem["field"] for problem in fields] == ["semantic_key"]
+    assert found(alice, "keyed fact") == []

@@ -216,3 +216,13 @@ def test_ingest_memory_message_failing_unexpectedly_is_logged_with_its_error_typ
     [record] = [record for record in caplog.records if record.getMessage() == "ingest message failed"]
     assert record.__dict__["error_type"] == "OverflowError"
     assert "secret" not in json.dumps({k: str(v) for k, v in record.__dict__.items() if k != "msg"})
+
+
+def test_ingest_remember_message_with_a_blank_semantic_key_is_rejected(
+    ingest: IngestService, store: InMemoryKnowledgeStore
+) -> None:
+    with pytest.raises(MemoryInvalidRequestError) as raised:
+        ingest.ingest(_memory("remember", content="A fact.", semantic_key=" "), message_id="m-1")
+
+    assert [problem["field"] for problem in raised.value.details["fields"]] == ["semantic_key"]
+    assert list(store._notes.values()) == []

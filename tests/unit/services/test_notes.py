@@ -156,6 +156,8 @@ def test_remember_same_fact_after_expiry_is_a_new_note(world: MemoryWorld) -> No
         ({"content": "   "}, "content"),
         ({"content": "x" * 8_001}, "content"),
         ({"importance": 1.5}, "importance"),
+        ({"semantic_key": ""}, "semantic_key"),
+        ({"semantic_key": "  "}, "semantic_key"),
         ({"ttl_seconds": 0}, "ttl_seconds"),
         ({"ttl_seconds": 316_224_001}, "ttl_seconds"),
         ({"ttl_seconds": 9_223_372_036_854_775_807}, "ttl_seconds"),

@@ -3,11 +3,12 @@
 
 Types are strict and unknown fields refused (``validation_error``), as is a ``search_memory``
 ``query`` over 2,000 characters (the bound of ``search_knowledge``, with the same error); bounds
-(content 1–8,000 characters, ``importance`` 0–1, ``limit`` 1–50, ``ttl_seconds`` ≥ 1) and fields that
-need another (``team_id`` without ``scope: "team"``, ``expected_version`` without ``memory_id`` or
-``semantic_key``, ``expires_at`` with ``ttl_seconds``) are published in the schema and enforced by
-the service, which answers ``memory_invalid_request``. ``null`` means "use the default". Timestamps
-are ISO-8601 UTC; lengths count Unicode code points.
+(content 1–8,000 characters, ``content`` and ``semantic_key`` not blank, ``importance`` 0–1,
+``limit`` 1–50, ``ttl_seconds`` 1–316,224,000) and fields that need another (``team_id`` without
+``scope: "team"``, ``expected_version`` without ``memory_id`` or ``semantic_key``, ``expires_at``
+with ``ttl_seconds``) are published in the schema and enforced by the service, which answers
+``memory_invalid_request``. ``null`` means "use the default". Timestamps are ISO-8601 UTC; lengths
+count Unicode code points.
 """
 
 from __future__ import annotations
@@ -230,6 +231,11 @@ def remember_problems(arguments: RememberArguments, team_ids: frozenset[str]) ->
             len(arguments.content) > CONTENT_MAX_CHARS,
             "content",
             f"must be at most {CONTENT_MAX_CHARS} characters",
+        ),
+        (
+            arguments.semantic_key is not None and not arguments.semantic_key.strip(),
+            "semantic_key",
+            "must not be blank",
         ),
         (not 0.0 <= arguments.importance <= 1.0, "importance", "must be between 0.0 and 1.0"),
         (
