@@ -537,3 +537,114 @@ def test_gateway_function_with_every_environment_busy_answers_too_many_requests(
         "retryable": True,
         "details": {},
     }
+
+
+_SMUGGLED = b"GET /public HTTP/1.1\r\nHost: x\r\n\r\n"
+
+
+@pytest.mark.parametrize(
+    ("framing", "message"),
+    [
+        (
+            f"Content-Length: 2\r\nContent-Length: {2 + len(_SMUGGLED)}\r\n".encode(),
+            "The request has more than one Content-Length.",
+        ),
+        (b"Content-Length: 2\r\nContent-Length: 2\r\n", "The request has more than one Content-Length."),
+        (
+            f"Content-Length: 2, {2 + len(_SMUGGLED)}\r\n".encode(),
+            "The Content-Length header is not a number.",
+        ),
+        (b"Content-Length: +2\r\n", "The Content-Length header is not a number."),
+        (
+            b"Content-Length: 2\r\nTransfer-Encoding: chunked\r\n",
+            "The request has both Content-Length and Transfer-Encoding.",
+        ),
+        (b"Transfer-Encoding: gzip, chunked\r\n", "The only Transfer-Encoding accepted is chunked."),
+        (b"Transfer-Encoding: chunked, identity\r\n", "The only Transfer-Encoding accepted is chunked."),
+        (
+            b"Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
+            "The only Transfer-Encoding accepted is chunked.",
+        ),
+        (b"Transfer-Encoding: identity\r\n", "The only Transfer-Encoding accepted is chunked."),
+    ],
+    ids=[
+        "two content lengths",
+        "two equal content lengths",
+        "content length list",
+        "signed content length",
+        "content length and chunked",
+        "chunked after another coding",
+        "chunked not last",
+        "chunked twice",
+        "not chunked",
+    ],
+)
+def test_gateway_ambiguous_body_framing_answers_validation_error_and_closes(
+    gateway: Gateway, framing: bytes, message: str
+) -> None:
+    body = b"{}" + _SMUGGLED
+    head = b"POST /size HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n" + framing + b"\r\n"
+
+    reply, _ = _raw(gateway, (head + body, 0.0))
+
+    status, error = _status_and_error(reply)
+    assert status == b"HTTP/1.1 400 Bad Request"
+    assert error == {"code": "validation_error", "message": message, "retryable": False, "details": {}}
+    assert reply.count(b"HTTP/1.1 ") == 1
+    assert b"\r\nConnection: close\r\n" in reply
+
+
+def test_gateway_chunk_longer_than_its_size_answers_validation_error(gateway: Gateway) -> None:
+    head = b"POST /size HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+    reply, _ = _raw(gateway, (head + b"2\r\nabcd\r\n0\r\n\r\n", 0.0))
+
+    status, error = _status_and_error(reply)
+    assert status == b"HTTP/1.1 400 Bad Request"
+    assert error["message"] == "A chunk is longer than its size."
+
+
+def test_gateway_chunk_size_with_a_prefix_answers_validation_error(gateway: Gateway) -> None:
+    head = b"POST /size HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+    reply, _ = _raw(gateway, (head + b"0x2\r\nab\r\n0\r\n\r\n", 0.0))
+
+    status, error = _status_and_error(reply)
+    assert status == b"HTTP/1.1 400 Bad Request"
+    assert error["message"] == "A chunk size is not a hexadecimal number."
+
+
+def test_gateway_single_content_length_still_keeps_the_connection_alive(gateway: Gateway) -> None:
+    first = b"POST /size HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n{}"
+    second = b"GET /public HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+
+    reply, _ = _raw(gateway, (first + second, 0.0))
+
+    assert reply.count(b"HTTP/1.1 200 OK") == 2
+    assert b'{"bytes": 2}' in reply
+
+
+@pytest.mark.parametrize(
+    ("request_head", "status", "message"),
+    [
+        (b"HELLO\r\n\r\n", b"400", "The request is not valid HTTP/1.1."),
+        (b"GET /public HTTP/1.x\r\n\r\n", b"400", "The request is not valid HTTP/1.1."),
+        (b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", b"400", "The request is not valid HTTP/1.1."),
+        (b"GET /public\r\n", b"400", "The request is not valid HTTP/1.1."),
+        (b"GET /public?q=\xff HTTP/1.1\r\nHost: x\r\n\r\n", b"400", "The request is not valid HTTP/1.1."),
+        (
+            b"GET /public HTTP/1.1\r\n" + b"".join(b"X-%d: v\r\n" % n for n in range(101)) + b"\r\n",
+            b"431",
+            "A header line is over 64 KiB, or there are more than 100 headers.",
+        ),
+    ],
+    ids=["no version", "bad version", "http2 preface", "http 0.9", "raw byte in target", "too many headers"],
+)
+def test_gateway_malformed_http_answers_a_fixed_message(
+    gateway: Gateway, request_head: bytes, status: bytes, message: str
+) -> None:
+    reply, _ = _raw(gateway, (request_head, 0.0))
+
+    line, error = _status_and_error(reply)
+    assert line.split(b" ")[:2] == [b"HTTP/1.1", status]
+    assert error == {"code": "validation_error", "message": message, "retryable": False, "details": {}}
