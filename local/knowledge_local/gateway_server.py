@@ -30,11 +30,13 @@ is logged at ERROR with its traceback, through ``logging``, never printed.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import re
 import socket
 import sys
+import threading
 import time
 from collections.abc import Callable
 from http import HTTPStatus
@@ -49,6 +51,8 @@ MAX_BODY_BYTES = 10 * 1024 * 1024
 IDLE_SECONDS = 60.0
 HEADER_SECONDS = 10.0
 BODY_SECONDS = 30.0
+DRAINING_IDLE_SECONDS = 0.05
+"""While the server stops, how long a kept-alive connection is watched for a request in transit."""
 LISTEN_BACKLOG = 128
 """Connections the kernel holds for the server before it accepts them (``listen``'s backlog);
 with ``socketserver``'s default, 5, a burst of a few dozen clients meets dropped or reset
@@ -95,14 +99,38 @@ class _DeadlineReader(io.RawIOBase):
 
 class GatewayServer(ThreadingHTTPServer):
     """A threaded HTTP server (one daemon thread per connection) handing each request to
-    ``handle``."""
+    ``handle``.
+
+    Stopping: ``draining = True`` makes every answer close its connection (``Connection: close``),
+    so kept-alive clients come back on a new connection, which ``server_close`` refuses once the
+    listening socket is closed; ``close_idle_connections()`` then ends the connections that wait
+    for a next request."""
 
     request_queue_size = LISTEN_BACKLOG
     daemon_threads = True
 
     def __init__(self, address: tuple[str, int], handle: Handle) -> None:
         handler = type("RequestHandler", (_RequestHandler,), {"handle_request": staticmethod(handle)})
+        self.draining = False
+        self._idle: set[socket.socket] = set()
+        self._idle_lock = threading.Lock()
         super().__init__(address, handler)
+
+    def waiting(self, connection: socket.socket, idle: bool) -> None:
+        """A connection's handler waits for a request (``idle``) or reads one."""
+        with self._idle_lock:
+            if idle:
+                self._idle.add(connection)
+            else:
+                self._idle.discard(connection)
+
+    def close_idle_connections(self) -> None:
+        """End every connection waiting for a request: its handler sees the end and returns."""
+        with self._idle_lock:
+            idle, self._idle = self._idle, set()
+        for connection in idle:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
 
     def handle_error(
         self, request: socket.socket | tuple[bytes, socket.socket], client_address: object
@@ -136,12 +164,18 @@ class _RequestHandler(BaseHTTPRequestHandler):
     def handle_one_request(self) -> None:
         self.close_connection = True
         self.command = ""  # what send_error reads before a request line is parsed
+        server: GatewayServer = self.server  # type: ignore[assignment]
+        server.waiting(self.connection, idle=True)
         try:
-            self._input.deadline = time.monotonic() + IDLE_SECONDS
+            # Stopping: a request already sent is answered (503), none is waited for.
+            idle_seconds = DRAINING_IDLE_SECONDS if server.draining else IDLE_SECONDS
+            self._input.deadline = time.monotonic() + idle_seconds
             if not self._buffered.peek(1):
-                return  # the client closed the connection
-        except TimeoutError:
+                return  # the client closed the connection, or the server is stopping
+        except (TimeoutError, OSError):
             return
+        finally:
+            server.waiting(self.connection, idle=False)
         self._input.deadline = time.monotonic() + HEADER_SECONDS
         try:
             self.raw_requestline = self.rfile.readline(_MAX_LINE + 1)
@@ -188,6 +222,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
             log.exception("gateway failed", extra={"path": request.raw_path})
             response = gateway_error(500, "internal_error", "The gateway failed.", retryable=True)
         response.headers.append(("apigw-requestid", request.request_id))
+        if getattr(self.server, "draining", False):
+            self.close_connection = True
         self._write(response)
         log.info(
             "request served",

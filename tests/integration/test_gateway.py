@@ -648,3 +648,81 @@ def test_gateway_malformed_http_answers_a_fixed_message(
     line, error = _status_and_error(reply)
     assert line.split(b" ")[:2] == [b"HTTP/1.1", status]
     assert error == {"code": "validation_error", "message": message, "retryable": False, "details": {}}
+
+
+STOPPING = {
+    "code": "service_unavailable",
+    "message": "The local runtime is stopping; retry once it runs again.",
+    "retryable": True,
+    "details": {},
+}
+
+
+def _host_port(gateway: Gateway) -> tuple[str, int]:
+    host, port = gateway.url.removeprefix("http://").split(":")
+    return host, int(port)
+
+
+def test_gateway_drain_answers_503_on_a_kept_alive_connection_and_refuses_new_ones(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    gateway = Gateway(FIXTURES / "template.yaml").start()
+    try:
+        address = _host_port(gateway)
+        connection = HTTPConnection(*address, timeout=30)
+        connection.request("GET", "/public")
+        first = connection.getresponse()
+        first.read()
+
+        gateway.drain(timeout=5)
+        connection.request("GET", "/public")
+        second = connection.getresponse()
+        body = json.loads(second.read())
+        with pytest.raises(ConnectionRefusedError), socket.create_connection(address, timeout=5):
+            pass
+    finally:
+        gateway.stop()
+
+    assert first.status == 200
+    assert first.getheader("Connection") is None
+    assert second.status == 503
+    assert body["error"] == STOPPING
+    assert second.getheader("Retry-After") == "5"
+    assert second.getheader("Connection") == "close"
+    assert [record for record in caplog.records if record.levelno >= logging.ERROR] == []
+
+
+def test_gateway_drain_lets_a_request_in_flight_finish(caplog: pytest.LogCaptureFixture) -> None:
+    gateway = Gateway(FIXTURES / "template.yaml").start()
+    try:
+        assert httpx2.get(f"{gateway.url}/sleep", params={"seconds": "0"}, timeout=30).status_code == 200
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            in_flight = pool.submit(httpx2.get, f"{gateway.url}/sleep", params={"seconds": "0.5"}, timeout=30)
+            time.sleep(0.2)
+            gateway.drain(timeout=20)
+            response = in_flight.result()
+    finally:
+        gateway.stop()
+
+    assert response.status_code == 200, response.text
+    assert response.headers["connection"] == "close"
+    assert [record for record in caplog.records if record.levelno >= logging.ERROR] == []
+
+
+def test_gateway_stop_ends_an_invocation_past_the_drain_with_503(caplog: pytest.LogCaptureFixture) -> None:
+    gateway = Gateway(FIXTURES / "template.yaml").start()
+    try:
+        assert httpx2.get(f"{gateway.url}/sleep", params={"seconds": "0"}, timeout=30).status_code == 200
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            # within the function's Timeout of 1 s: the stop, not the timeout, ends the invocation
+            in_flight = pool.submit(httpx2.get, f"{gateway.url}/sleep", params={"seconds": "0.9"}, timeout=60)
+            time.sleep(0.2)
+            gateway.stop(timeout=0.05)
+            response = in_flight.result(timeout=30)
+    finally:
+        gateway.stop()
+
+    assert response.status_code == 503
+    assert _error(response) == STOPPING
+    assert response.headers["retry-after"] == "5"
+    assert [record for record in caplog.records if record.levelno >= logging.ERROR] == []
