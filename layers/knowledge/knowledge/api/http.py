@@ -243,6 +243,10 @@ def _query_pairs(raw: str) -> list[tuple[str, bool]]:
     return pairs
 
 
+def _missing_body(problem: Mapping[str, Any]) -> bool:
+    return problem.get("type") == "missing" and tuple(problem.get("loc", ())) == ("body",)
+
+
 class _ErrorAnswers:
     """The exception handlers of one resolver; each answers a Powertools ``Response`` in the envelope."""
 
@@ -264,7 +268,15 @@ class _ErrorAnswers:
             self._resolver.exception_handler(exception_class)(handler)
 
     def invalid_body(self, error: BodyValidationError) -> Response[str]:
-        return self._invalid(from_validation_errors(error.errors()))
+        errors = error.errors()
+        if not self._resolver.current_event.body and any(_missing_body(problem) for problem in errors):
+            # No body at all on a route that needs one: the parser found no JSON, not a bad field.
+            return self._invalid(
+                RequestValidationError(
+                    "The request body is not valid JSON.", _body_problem("The body is not valid JSON.")
+                )
+            )
+        return self._invalid(from_validation_errors(errors))
 
     def undecodable_body(self, error: ValueError) -> Response[str]:
         return self._invalid(RequestValidationError("The request body is not valid UTF-8 JSON."))
