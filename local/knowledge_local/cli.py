@@ -287,6 +287,9 @@ def _hint(error: ApiError, command: str) -> str | None:
             "tokens issued by an earlier `make run` are gone: the current dev token is in "
             f"{display_path(state_dir() / TOKEN_FILE)}"
         )
+    if error.code == "service_unavailable":
+        again = "; files already ingested count as unchanged" if command == "ingest" else ""
+        return f"the local runtime is stopping: start it again (`make run`) and repeat the command{again}"
     if error.code == "knowledge_resource_unavailable" and command == "read":
         return "ids from an earlier run do not survive a restart; search again to get current ids"
     return None

@@ -18,6 +18,9 @@ these with its own ``{"message": ...}`` bodies):
 - function raises, dies or answers an invalid response: 502 ``function_error``; runs past its
   ``Timeout``: 504 ``function_timeout``; every environment of the function stays busy: 429
   ``too_many_requests`` (these three retryable);
+- stopping (``drain``, ``stop``): 503 ``service_unavailable`` with ``Retry-After`` (retryable) for
+  a request that arrives on a kept-alive connection once the gateway stops, and for one whose
+  invocation the stop ends; the listening socket is closed first, so new connections are refused;
 - and what the HTTP server answers before routing (``gateway_server``): 400, 408, 413, 431, 500.
 
 Authorizer answers are not cached (``ReauthorizeEvery`` is ignored), so revocations apply at once.
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -48,10 +52,18 @@ from knowledge_local.invoker import (
     InvocationThrottledError,
     InvocationTimeoutError,
     Invoker,
+    InvokerClosedError,
 )
 from knowledge_local.routes import AuthorizerSpec, FunctionSpec, RouteMatch, RouteTable, load_routes
 
 log = logging.getLogger(__name__)
+
+DRAIN_SECONDS = 2.0
+"""How long a stopping gateway waits for the requests in flight before their invocations end."""
+ANSWER_SECONDS = 1.0
+"""How long it then waits for the last answers (503 for an invocation ended) to be written."""
+RETRY_AFTER_SECONDS = 5
+"""``Retry-After`` of the 503 answered while stopping."""
 
 
 class Gateway:
@@ -77,6 +89,9 @@ class Gateway:
         self._invoker: Invocations | None = None
         self._server: GatewayServer | None = None
         self._thread: threading.Thread | None = None
+        self._requests = threading.Condition()
+        self._in_flight = 0
+        self._stopping = False
 
     @property
     def url(self) -> str:
@@ -98,25 +113,49 @@ class Gateway:
             return self
         server = self._listen()
         self._invoker = self._given_invoker or Invoker()
-        self._thread = threading.Thread(target=server.serve_forever, name="gateway", daemon=True)
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.1}, name="gateway", daemon=True
+        )
         self._thread.start()
         log.info("gateway listening", extra={"url": self.url})
         return self
 
-    def stop(self) -> None:
-        """Stop serving (or listening), then stop the workers (waiting briefly for running
-        invocations)."""
-        server, self._server = self._server, None
-        thread, self._thread = self._thread, None
+    def drain(self, timeout: float = DRAIN_SECONDS) -> None:
+        """The first step of stopping: close the listening socket (new connections are refused),
+        answer any further request 503 ``service_unavailable``, close each connection after its
+        answer, and wait at most ``timeout`` seconds for the requests in flight to be answered."""
+        with self._requests:
+            self._stopping = True
+        server, thread = self._server, self._thread
         if server is not None:
+            server.draining = True
             if thread is not None:
                 server.shutdown()
             server.server_close()
+        self._wait_for_requests(time.monotonic() + timeout)
+
+    def stop(self, timeout: float = DRAIN_SECONDS) -> None:
+        """Stop serving (``drain``, unless it was called), then close the invoker if it is the
+        gateway's own (running invocations are ended: their requests answer 503), wait briefly for
+        those last answers and close the connections still open."""
+        if not self._stopping:
+            self.drain(timeout)
+        invoker = self._invoker
+        if invoker is not None and invoker is not self._given_invoker:
+            self._invoker = None
+            invoker.close(timeout=0)
+        self._wait_for_requests(time.monotonic() + ANSWER_SECONDS)
+        server, self._server = self._server, None
+        thread, self._thread = self._thread, None
+        if server is not None:
+            server.close_idle_connections()
         if thread is not None:
             thread.join(timeout=5)
-        invoker, self._invoker = self._invoker, None
-        if invoker is not None and invoker is not self._given_invoker:
-            invoker.close(timeout=5)
+
+    def _wait_for_requests(self, deadline: float) -> None:
+        with self._requests:
+            while self._in_flight and time.monotonic() < deadline:
+                self._requests.wait(deadline - time.monotonic())
 
     def _listen(self) -> GatewayServer:
         if self._server is None:
@@ -134,7 +173,19 @@ class Gateway:
     # -- one request ------------------------------------------------------------------------------
 
     def handle(self, request: HttpRequest, port: int) -> HttpResponse:
-        """Route, authorize and invoke for one request; never raises."""
+        """Route, authorize and invoke for one request; never raises. Once stopping, 503."""
+        with self._requests:
+            if self._stopping:
+                return _stopping()
+            self._in_flight += 1
+        try:
+            return self._handle(request, port)
+        finally:
+            with self._requests:
+                self._in_flight -= 1
+                self._requests.notify_all()
+
+    def _handle(self, request: HttpRequest, port: int) -> HttpResponse:
         match = self.routes.match(request.method, request.raw_path)
         if match is None:
             return gateway_error(404, "not_found", f"No route matches {request.method} {request.raw_path}.")
@@ -155,6 +206,8 @@ class Gateway:
         function = match.route.function
         try:
             return function_response(self._invoke(function, event))
+        except InvokerClosedError:
+            return _stopping()
         except InvocationThrottledError as error:
             log.warning("function throttled", extra={"function": function.logical_id, "error": str(error)})
             return gateway_error(
@@ -188,12 +241,24 @@ class Gateway:
             allowed, context = authorization(
                 self._invoke(authorizer.function, event), simple_responses=authorizer.simple_responses
             )
+        except InvokerClosedError:
+            return _stopping()
         except (InvocationError, InvalidResponseError) as error:
             log.error("authorizer failed", extra={"authorizer": authorizer.name, "error": str(error)})
             return gateway_error(500, "internal_error", "The authorizer failed.", retryable=True)
         return context if allowed else gateway_error(403, "forbidden", "The authorizer denied the request.")
 
     def _invoke(self, function: FunctionSpec, event: dict[str, Any]) -> Any:
-        if self._invoker is None:
-            raise RuntimeError("The gateway is not started.")
-        return self._invoker.invoke(function, event)
+        invoker = self._invoker
+        if invoker is None:
+            raise InvokerClosedError("The gateway is not started.")
+        return invoker.invoke(function, event)
+
+
+def _stopping() -> HttpResponse:
+    """The answer while the runtime stops: the request may be sent again once it runs again."""
+    response = gateway_error(
+        503, "service_unavailable", "The local runtime is stopping; retry once it runs again.", retryable=True
+    )
+    response.headers.append(("retry-after", str(RETRY_AFTER_SECONDS)))
+    return response

@@ -12,9 +12,15 @@ all the same):
 Answers of the server itself, in the service's error envelope, each closing the connection:
 ``408 request_timeout`` past a header or body deadline, ``413 payload_too_large`` for a body over
 10 MB, ``400 validation_error`` for a request that is not valid HTTP/1.1 (request line, headers,
-``Content-Length`` or chunk sizes, a body shorter than announced), ``431 validation_error`` for
-header lines over 64 KiB or more than 100 headers, ``500 internal_error`` when the gateway itself
-fails.
+``Content-Length`` or chunk sizes, a body shorter than announced, another HTTP version such as an
+HTTP/2 preface), ``431 validation_error`` for header lines over 64 KiB or more than 100 headers,
+``500 internal_error`` when the gateway itself fails. Their messages are fixed: none quotes the
+request.
+
+A body is framed by ``Content-Length`` or by ``Transfer-Encoding: chunked``, never by a guess: a
+request with more than one ``Content-Length``, with both headers, or with a transfer coding other
+than ``chunked`` alone is refused (400, RFC 9112 §6.1 and §6.3), so no second request can hide in
+a body that a proxy in front would frame differently.
 
 ``GatewayServer`` queues up to ``LISTEN_BACKLOG`` connections that wait to be accepted, so a burst
 of clients is never refused. A client that goes away before its answer is written
@@ -24,10 +30,13 @@ is logged at ERROR with its traceback, through ``logging``, never printed.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
+import re
 import socket
 import sys
+import threading
 import time
 from collections.abc import Callable
 from http import HTTPStatus
@@ -42,11 +51,17 @@ MAX_BODY_BYTES = 10 * 1024 * 1024
 IDLE_SECONDS = 60.0
 HEADER_SECONDS = 10.0
 BODY_SECONDS = 30.0
+DRAINING_IDLE_SECONDS = 0.05
+"""While the server stops, how long a kept-alive connection is watched for a request in transit."""
 LISTEN_BACKLOG = 128
 """Connections the kernel holds for the server before it accepts them (``listen``'s backlog);
 with ``socketserver``'s default, 5, a burst of a few dozen clients meets dropped or reset
 connections."""
 _MAX_LINE = 65536
+_NOT_HTTP_1_1 = "The request is not valid HTTP/1.1."
+_HEADERS_TOO_LARGE = "A header line is over 64 KiB, or there are more than 100 headers."
+_DIGITS = re.compile(r"[0-9]+")
+_HEX = re.compile(rb"[0-9A-Fa-f]+")
 
 log = logging.getLogger(__name__)
 
@@ -84,14 +99,38 @@ class _DeadlineReader(io.RawIOBase):
 
 class GatewayServer(ThreadingHTTPServer):
     """A threaded HTTP server (one daemon thread per connection) handing each request to
-    ``handle``."""
+    ``handle``.
+
+    Stopping: ``draining = True`` makes every answer close its connection (``Connection: close``),
+    so kept-alive clients come back on a new connection, which ``server_close`` refuses once the
+    listening socket is closed; ``close_idle_connections()`` then ends the connections that wait
+    for a next request."""
 
     request_queue_size = LISTEN_BACKLOG
     daemon_threads = True
 
     def __init__(self, address: tuple[str, int], handle: Handle) -> None:
         handler = type("RequestHandler", (_RequestHandler,), {"handle_request": staticmethod(handle)})
+        self.draining = False
+        self._idle: set[socket.socket] = set()
+        self._idle_lock = threading.Lock()
         super().__init__(address, handler)
+
+    def waiting(self, connection: socket.socket, idle: bool) -> None:
+        """A connection's handler waits for a request (``idle``) or reads one."""
+        with self._idle_lock:
+            if idle:
+                self._idle.add(connection)
+            else:
+                self._idle.discard(connection)
+
+    def close_idle_connections(self) -> None:
+        """End every connection waiting for a request: its handler sees the end and returns."""
+        with self._idle_lock:
+            idle, self._idle = self._idle, set()
+        for connection in idle:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
 
     def handle_error(
         self, request: socket.socket | tuple[bytes, socket.socket], client_address: object
@@ -125,19 +164,31 @@ class _RequestHandler(BaseHTTPRequestHandler):
     def handle_one_request(self) -> None:
         self.close_connection = True
         self.command = ""  # what send_error reads before a request line is parsed
+        server: GatewayServer = self.server  # type: ignore[assignment]
+        server.waiting(self.connection, idle=True)
         try:
-            self._input.deadline = time.monotonic() + IDLE_SECONDS
+            # Stopping: a request already sent is answered (503), none is waited for.
+            idle_seconds = DRAINING_IDLE_SECONDS if server.draining else IDLE_SECONDS
+            self._input.deadline = time.monotonic() + idle_seconds
             if not self._buffered.peek(1):
-                return  # the client closed the connection
-        except TimeoutError:
+                return  # the client closed the connection, or the server is stopping
+        except (TimeoutError, OSError):
             return
+        finally:
+            server.waiting(self.connection, idle=False)
         self._input.deadline = time.monotonic() + HEADER_SECONDS
         try:
             self.raw_requestline = self.rfile.readline(_MAX_LINE + 1)
             if len(self.raw_requestline) > _MAX_LINE:
-                self._refuse(431, "The request line is too long.")
+                self._refuse(431, "The request line is over 64 KiB.")
+                return
+            if len(self.raw_requestline.split()) == 2:  # HTTP/0.9's "GET /path": no version, no headers
+                self._refuse(400, _NOT_HTTP_1_1)
                 return
             if not self.parse_request():  # answers itself, through send_error
+                return
+            if not self.path.isascii():  # raw bytes in the target, not percent-encoded (RFC 3986)
+                self._refuse(400, _NOT_HTTP_1_1)
                 return
             self._serve()
         except TimeoutError:
@@ -171,6 +222,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
             log.exception("gateway failed", extra={"path": request.raw_path})
             response = gateway_error(500, "internal_error", "The gateway failed.", retryable=True)
         response.headers.append(("apigw-requestid", request.request_id))
+        if getattr(self.server, "draining", False):
+            self.close_connection = True
         self._write(response)
         log.info(
             "request served",
@@ -187,14 +240,26 @@ class _RequestHandler(BaseHTTPRequestHandler):
         return int(address[1]) if isinstance(address, tuple) else 0
 
     def _read_body(self) -> bytes:
-        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+        """The body as framed by ``Transfer-Encoding: chunked`` or ``Content-Length``; anything
+        ambiguous (RFC 9112 §6.1, §6.3) is refused rather than guessed: more than one
+        ``Content-Length``, both headers, or a transfer coding other than ``chunked`` alone, since
+        a server and a proxy that frame the body differently let a second request hide in it."""
+        lengths = self.headers.get_all("Content-Length") or []
+        encodings = self.headers.get_all("Transfer-Encoding") or []
+        if encodings:
+            if lengths:
+                raise _BadRequestError("The request has both Content-Length and Transfer-Encoding.")
+            codings = [coding.strip().lower() for value in encodings for coding in value.split(",")]
+            if codings != ["chunked"]:
+                raise _BadRequestError("The only Transfer-Encoding accepted is chunked.")
             return self._read_chunked()
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            raise _BadRequestError("The Content-Length header is not a number.") from None
-        if length < 0:
-            raise _BadRequestError("The Content-Length header is negative.")
+        if len(lengths) > 1:
+            raise _BadRequestError("The request has more than one Content-Length.")
+        if not lengths:
+            return b""
+        if not _DIGITS.fullmatch(lengths[0].strip()):
+            raise _BadRequestError("The Content-Length header is not a number.")
+        length = int(lengths[0])
         if length > MAX_BODY_BYTES:
             raise _BodyTooLargeError
         return self._read_exactly(length)
@@ -207,20 +272,18 @@ class _RequestHandler(BaseHTTPRequestHandler):
             if total > MAX_BODY_BYTES:
                 raise _BodyTooLargeError
             chunks.append(self._read_exactly(size))
-            self.rfile.readline(3)
+            if self.rfile.readline(3) not in (b"\r\n", b"\n"):
+                raise _BadRequestError("A chunk is longer than its size.")
         while self.rfile.readline(_MAX_LINE + 1) not in (b"\r\n", b"\n", b""):
             pass
         return b"".join(chunks)
 
     def _chunk_size(self) -> int:
         line = self.rfile.readline(1024)
-        try:
-            size = int(line.split(b";")[0].strip() or b"0", 16)
-        except ValueError:
-            raise _BadRequestError("A chunk size is not a hexadecimal number.") from None
-        if size < 0:
-            raise _BadRequestError("A chunk size is negative.")
-        return size
+        size = line.split(b";")[0].strip()
+        if not _HEX.fullmatch(size):
+            raise _BadRequestError("A chunk size is not a hexadecimal number.")
+        return int(size, 16)
 
     def _read_exactly(self, length: int) -> bytes:
         data = self.rfile.read(length) if length > 0 else b""
@@ -230,8 +293,15 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """``BaseHTTPRequestHandler``'s answer to a malformed request line or headers, in the
-        envelope (never its HTML page)."""
-        self._refuse(code, message or HTTPStatus(code).phrase)
+        envelope (never its HTML page) and with a message of this server's own: ``http.server``'s
+        messages quote the request (``Bad request syntax ('HELLO')``). A version it does not
+        serve (an HTTP/2 preface: its 505) is one more request that is not HTTP/1.1: 400."""
+        if code == HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE:
+            self._refuse(code, _HEADERS_TOO_LARGE)
+        elif code in (HTTPStatus.BAD_REQUEST, HTTPStatus.HTTP_VERSION_NOT_SUPPORTED):
+            self._refuse(HTTPStatus.BAD_REQUEST, _NOT_HTTP_1_1)
+        else:
+            self._refuse(code, HTTPStatus(code).phrase + ".")
 
     def _refuse(self, status: int, message: str, *, code: str = "validation_error") -> None:
         """Answer ``status`` in the envelope and close the connection."""

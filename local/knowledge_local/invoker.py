@@ -29,6 +29,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from multiprocessing import forkserver, resource_tracker
 from multiprocessing.connection import Connection
 from multiprocessing.context import ForkServerContext, ForkServerProcess
 from typing import Any, Protocol
@@ -69,6 +70,11 @@ class InvocationThrottledError(InvocationError):
     """Every environment of the function stayed busy for the function's ``Timeout``."""
 
 
+class InvokerClosedError(InvocationError):
+    """The invoker is closed, or closed while the invocation ran (its environment was ended): the
+    runtime is stopping, the function did not fail."""
+
+
 class Invocations(Protocol):
     """What the gateway and the event source pollers need of an invoker."""
 
@@ -78,7 +84,8 @@ class Invocations(Protocol):
 
 
 class _Environment:
-    """One execution environment: its process and the pipe to it."""
+    """One execution environment: its process and the pipe to it. ``start`` forks the process,
+    ``initialize`` waits for its handler to load."""
 
     _starting = threading.Lock()
     """Processes start one at a time: ``multiprocessing`` hands a new process its pipe through the
@@ -89,25 +96,45 @@ class _Environment:
     ) -> None:
         self.function = function
         self.broken = False
+        self.closing = False
+        """Set by the invoker's ``close`` before it ends the process: its invocation then fails
+        with ``InvokerClosedError``, not as a function that died."""
+        self._lifecycle = threading.Lock()
         ours, theirs = context.Pipe()
         self._connection: Connection = ours
+        self._theirs: Connection | None = theirs
         self._process: ForkServerProcess = context.Process(
             target=worker.run,
             args=(function, dict(os.environ), setup, theirs),
             name=f"lambda-{function.logical_id}",
             daemon=True,
         )
-        with self._starting:
-            self._process.start()
-        theirs.close()
+
+    def start(self) -> None:
+        """Fork the process, unless the invoker's ``close`` got to this environment first."""
+        with self._lifecycle:
+            if self.closing:
+                raise InvokerClosedError(f"{self.function.logical_id}: the invoker is closed")
+            with self._starting:
+                self._process.start()
+        if self._theirs is not None:
+            self._theirs.close()
+            self._theirs = None
+
+    def initialize(self) -> None:
+        """Wait for the handler to be imported; on failure the process is ended."""
         try:
             self._expect(worker.READY, INIT_TIMEOUT_SECONDS, "did not initialize in time")
         except InvocationError:
-            self.kill()
+            self.end()
             raise
 
     def invoke(self, event: dict[str, Any], context: LambdaContext) -> Any:
-        self._connection.send((event, context))
+        try:
+            self._connection.send((event, context))
+        except OSError:
+            self.broken = True
+            raise self._gone() from None
         return self._expect(worker.OK, self.function.timeout_seconds, "timed out")
 
     def _expect(self, kind: str, timeout: float, late: str) -> Any:
@@ -117,7 +144,7 @@ class _Environment:
             answered, payload = self._connection.recv() if ready else (None, None)
         except (EOFError, OSError):
             self.broken = True
-            raise InvocationError(f"{name}: its execution environment exited") from None
+            raise self._gone() from None
         if not ready:
             self.broken = True
             raise InvocationTimeoutError(f"{name} {late} after {timeout:g} s")
@@ -125,18 +152,39 @@ class _Environment:
             raise InvocationError(f"{name}: {payload}")
         return payload
 
-    def stop(self, timeout: float) -> None:
-        """Ask the process to end; kill it if it has not after ``timeout`` seconds."""
+    def _gone(self) -> InvocationError:
+        name = self.function.logical_id
+        if self.closing:
+            return InvokerClosedError(f"{name}: the invoker closed while it ran")
+        return InvocationError(f"{name}: its execution environment exited")
+
+    def request_stop(self) -> None:
+        """Ask the process to end after its current invocation (``stop`` waits for it)."""
         with contextlib.suppress(OSError):
             self._connection.send(None)
-        self._process.join(timeout)
-        self.kill()
 
-    def kill(self) -> None:
-        if self._process.is_alive():
-            self._process.kill()
-            self._process.join(STOP_SECONDS)
+    def stop(self, timeout: float) -> None:
+        """Ask the process to end; end it if it has not after ``timeout`` seconds."""
+        self.request_stop()
+        self._process.join(timeout)
+        self.end()
+
+    def end(self) -> None:
+        """Kill the process (unless it has exited), wait for it and close the pipe. Only the thread
+        that holds the environment closes the pipe; others use ``kill``."""
+        self.kill()
         self._connection.close()
+
+    def kill(self, *, wait: bool = True) -> None:
+        """Kill the process unless it has exited, and (``wait``) wait until it has. Safe from any
+        thread: the pipe is left to the environment's holder, whose read then ends."""
+        with self._lifecycle:
+            if self._process.pid is None:
+                return
+            if self._process.is_alive():
+                self._process.kill()
+            if wait:
+                self._process.join(STOP_SECONDS)
 
 
 class _Pool:
@@ -147,14 +195,15 @@ class _Pool:
         self._limit = limit
         self._idle: list[_Environment] = []
         self._all: set[_Environment] = set()
-        self._starting = 0
+        """Every environment with a live process: idle, busy or initializing."""
         self._closed = False
+        self._stopping: list[_Environment] = []
         self._changed = threading.Condition()
 
     def acquire(self, function: FunctionSpec) -> _Environment:
         deadline = time.monotonic() + QUEUE_TIMEOUT_SECONDS
         with self._changed:
-            while not self._closed and not self._idle and len(self._all) + self._starting >= self._limit:
+            while not self._closed and not self._idle and len(self._all) >= self._limit:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise InvocationThrottledError(
@@ -162,48 +211,67 @@ class _Pool:
                     )
                 self._changed.wait(remaining)
             if self._closed:
-                raise InvocationError(f"{function.logical_id}: the invoker is closed")
+                raise InvokerClosedError(f"{function.logical_id}: the invoker is closed")
             if self._idle:
                 return self._idle.pop()
-            self._starting += 1
-        try:
             environment = self._start()
-        finally:
+            self._all.add(environment)  # before it starts: close() sees it however far it got
+        try:
+            environment.start()
+            environment.initialize()
+        except BaseException:
+            environment.end()
             with self._changed:
-                self._starting -= 1
-                self._changed.notify()
-        with self._changed:
-            self._all.add(environment)
+                self._all.discard(environment)
+                self._changed.notify_all()
+            raise
         return environment
 
     def release(self, environment: _Environment) -> None:
         with self._changed:
-            if environment.broken or self._closed:
-                self._all.discard(environment)
-            else:
+            keep = not environment.broken and not self._closed
+            if keep:
                 self._idle.append(environment)
-            self._changed.notify()
+            self._changed.notify_all()
         if environment.broken:
-            environment.kill()
-        elif self._closed:
+            environment.end()
+        elif not keep:
             environment.stop(STOP_SECONDS)
+        if not keep:
+            with self._changed:
+                self._all.discard(environment)
+                self._changed.notify_all()
 
-    def close(self, deadline: float) -> None:
-        """Stop the idle environments now and the busy ones when they finish, killing whatever
-        still runs at ``deadline``."""
+    def close(self) -> None:
+        """Take no more invocations and ask the idle environments to end (``finish_closing``
+        waits for them)."""
         with self._changed:
             self._closed = True
-            idle, self._idle = self._idle, []
-            self._all.difference_update(idle)
+            self._stopping, self._idle = self._idle, []
             self._changed.notify_all()
-        for environment in idle:
+        for environment in self._stopping:
+            environment.request_stop()
+
+    def finish_closing(self, deadline: float) -> None:
+        """Wait for the idle environments asked to end and for the busy ones to finish; at
+        ``deadline`` kill whatever still runs, initializing ones included. Returns once every
+        process has ended."""
+        for environment in self._stopping:
             environment.stop(max(0.0, deadline - time.monotonic()))
         with self._changed:
+            self._all.difference_update(self._stopping)
+            self._stopping = []
             while self._all and time.monotonic() < deadline:
                 self._changed.wait(deadline - time.monotonic())
-            busy, self._all = list(self._all), set()
+            busy = list(self._all)
+        for environment in busy:
+            environment.closing = True
+            environment.kill(wait=False)
         for environment in busy:
             environment.kill()
+        with self._changed:  # their holders see the pipe end, release them and close the pipes
+            while self._all and time.monotonic() < deadline + STOP_SECONDS:
+                self._changed.wait(0.05)
 
 
 class Invoker:
@@ -246,12 +314,15 @@ class Invoker:
 
     def close(self, timeout: float) -> None:
         """Stop every environment: idle ones now, busy ones when their invocation ends, and kill
-        what still runs after ``timeout`` seconds."""
+        what still runs after ``timeout`` seconds (its invocation fails with
+        ``InvokerClosedError``). Returns once every environment's process has ended."""
         deadline = time.monotonic() + timeout
         with self._lock:
             pools = list(self._pools.values())
         for pool in pools:
-            pool.close(deadline)
+            pool.close()
+        for pool in pools:
+            pool.finish_closing(deadline)
 
     def _pool(self, function: FunctionSpec) -> _Pool:
         with self._lock:
@@ -261,3 +332,15 @@ class Invoker:
                     lambda: _Environment(self._context, function, self._setup), self._max_environments
                 )
             return pool
+
+
+def stop_helper_processes() -> None:
+    """End ``multiprocessing``'s fork server and resource tracker of this process, and wait for
+    them (they would end on their own once they see this process gone, a moment after it exits),
+    so that a stopped runtime leaves no process behind. Uses the ``_stop`` the standard library's
+    own tests use; a later ``Invoker`` starts a new fork server."""
+    for helper in (forkserver._forkserver, resource_tracker._resource_tracker):
+        stop = getattr(helper, "_stop", None)
+        if stop is not None:
+            with contextlib.suppress(OSError):
+                stop()

@@ -20,7 +20,7 @@ from typing import Any
 
 from knowledge_local.event_filter import EventFilter
 from knowledge_local.http_api import REGION
-from knowledge_local.invoker import Invocations
+from knowledge_local.invoker import Invocations, InvokerClosedError
 from knowledge_local.poller import Poller, failed_item_identifiers
 from knowledge_local.resources import EventSourceSpec
 
@@ -68,6 +68,11 @@ class QueuePoller(Poller):
         message_ids = [str(record["messageId"]) for record in records]
         try:
             answer = self._invoker.invoke(self._source.function, {"Records": records})
+        except InvokerClosedError:  # the runtime is stopping: the batch is not done, nothing failed
+            log.info(
+                "queue batch left for the next start", extra={"function": self._source.function.logical_id}
+            )
+            return message_ids
         except Exception:
             log.exception("queue batch failed", extra={"function": self._source.function.logical_id})
             return message_ids

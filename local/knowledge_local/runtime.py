@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from knowledge_local.stack import LocalStack, SeedPlan
 
 EXAMPLE_QUERY = "How do I deploy to AWS?"
+SIGNAL_CHECK_SECONDS = 0.2
 TEMPLATE = PROJECT_ROOT / "template.yaml"
 
 
@@ -53,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     _configure_process(settings)
     # Imported only now: the handlers' Powertools objects read the environment set just above.
     from knowledge_local.documents import DocumentError
+    from knowledge_local.invoker import stop_helper_processes
     from knowledge_local.routes import TemplateError
     from knowledge_local.snapshot import SnapshotError
     from knowledge_local.stack import InstanceRunningError, LocalStack, PortInUseError, StateDirectoryError
@@ -76,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         _ignore_signals()
         stack.stop()
+        stop_helper_processes()  # "Stopped." only once no process of the runtime is left
     if code == 0:
         print("Stopped. Bye.")
     return code
@@ -113,7 +116,9 @@ def _serve(stack: LocalStack, plan: SeedPlan | None) -> None:
     print(f"Ready in {time.monotonic() - started:.1f} s: {endpoints.api_url}")
     print(_ready_message(endpoints.api_url, state_dir), flush=True)
     while True:
-        time.sleep(3600)
+        # Short naps: the kernel may deliver SIGINT to any of the runtime's threads, and then a
+        # long sleep of this one is not interrupted; Python runs the handler once it wakes.
+        time.sleep(SIGNAL_CHECK_SECONDS)
 
 
 def _configure_process(settings: RuntimeSettings) -> None:

@@ -50,11 +50,14 @@ def _from_json(value: Any) -> Any:
 
 def save(items: Iterable[str], directory: Path) -> int:
     """Write ``items`` (each one item in DynamoDB's JSON, ``AwsServer.export_table``) to
-    ``directory/table.jsonl``, replacing it whole; the number of items."""
+    ``directory/table.jsonl``, replacing it whole and readable by its owner only (mode 0600, as the
+    dev token: the table holds every item and note); the number of items."""
     path = directory / SNAPSHOT_FILE
     partial = path.with_suffix(".jsonl.partial")
+    partial.unlink(missing_ok=True)
     count = 0
-    with partial.open("w", encoding="utf-8") as out:
+    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as out:
         for item in items:
             out.write(item + "\n")
             count += 1

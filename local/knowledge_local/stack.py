@@ -31,6 +31,7 @@ import logging
 import os
 import shlex
 import shutil
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -71,8 +72,11 @@ TENANT_ID = "dev"
 DEV_SUBJECT_ID = "dev"
 DEV_SCOPES = tuple(permission.value for permission in Permission)
 KNOWLEDGE_TABLE = "KnowledgeTable"
-STOP_SECONDS = 3.0
-"""How long running invocations may take to finish when the stack stops."""
+DRAIN_SECONDS = 2.0
+"""How long the requests in flight may take to be answered when the stack stops."""
+INVOCATION_STOP_SECONDS = 0.5
+"""How long running invocations (the event sources' ones included) may then take to finish
+before their environments are ended: stopping takes a few seconds, never more than five."""
 _ORDINALS = ("second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth")
 
 log = logging.getLogger(__name__)
@@ -174,17 +178,28 @@ class LocalStack:
     def stop(self) -> None:
         """Stop serving, then the pollers, the functions' environments and the shared index; save
         the table (``KNOWLEDGE_PERSIST``); stop moto; remove the files this stack wrote."""
-        gateway, self._gateway = self._gateway, None
-        if gateway is not None:
-            gateway.stop()
+        started = time.monotonic()
+        phases: dict[str, float] = {}
+
+        def done(phase: str) -> None:
+            phases[f"{phase}_s"] = round(time.monotonic() - started, 2)
+
         for poller in self._pollers:
             poller.request_stop()
+        gateway, self._gateway = self._gateway, None
+        if gateway is not None:
+            gateway.drain(timeout=DRAIN_SECONDS)  # no new request; those in flight may finish
+        done("drained")
         invoker, self._invoker = self._invoker, None
         if invoker is not None:
-            invoker.close(timeout=STOP_SECONDS)  # a poller waiting for an invocation returns now
+            invoker.close(timeout=INVOCATION_STOP_SECONDS)  # a poller waiting for one returns now
+        done("environments")
+        if gateway is not None:
+            gateway.stop()  # the requests whose invocations were ended answer 503
         for poller in self._pollers:
             poller.stop()
         self._pollers = []
+        done("pollers")
         services, self._services = self._services, None
         if services is not None:
             services.stop()
@@ -192,10 +207,12 @@ class LocalStack:
         aws, self._aws = self._aws, None
         if aws is not None:
             aws.stop()
+        done("aws")
         for path, content in self._written.items():
             remove_if_unchanged(path, content)
         self._written = {}
         use_container(None)
+        log.info("stack stopped", extra=phases)
 
     # -- dev token and seed -----------------------------------------------------------------------
 

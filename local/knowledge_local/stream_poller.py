@@ -33,7 +33,7 @@ from typing import Any
 
 from knowledge_local.event_filter import EventFilter
 from knowledge_local.http_api import ACCOUNT_ID, REGION
-from knowledge_local.invoker import Invocations
+from knowledge_local.invoker import Invocations, InvokerClosedError
 from knowledge_local.poller import Poller, failed_item_identifiers
 from knowledge_local.resources import EventSourceSpec
 
@@ -190,6 +190,11 @@ class StreamPoller(Poller):
         sequence_numbers = [str(record["dynamodb"]["SequenceNumber"]) for record in records]
         try:
             answer = self._invoker.invoke(self._source.function, {"Records": records})
+        except InvokerClosedError:  # the runtime is stopping: the batch is not done, nothing failed
+            log.info(
+                "stream batch left for the next start", extra={"function": self._source.function.logical_id}
+            )
+            return sequence_numbers[0]
         except Exception:
             log.exception("stream batch failed", extra={"function": self._source.function.logical_id})
             return sequence_numbers[0]

@@ -12,13 +12,18 @@ the environment, which adapters such as Mangum reuse. Then it answers ``("ready"
 Each message received is ``(event, context)``; the answer is ``("ok", result)`` or, when the handler
 raises or its result cannot be sent, ``("failed", reason)`` after the traceback is printed to the
 process's stderr, as Lambda writes it to the function's log. ``None`` or a closed pipe ends the
-process. Module state (imports, the handler module's globals, the container it builds) lives as
-long as the process, as in a warm container.
+process, quietly: an answer the runtime is no longer there to read (it stopped, or ended this
+environment) ends it too, without a traceback, and so does the end of its parent (Linux's
+``PR_SET_PDEATHSIG``), so no environment outlives a runtime that was killed. Module state
+(imports, the handler module's globals, the container it builds) lives as long as the process, as
+in a warm container.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
 import importlib.util
 import os
 import signal
@@ -44,6 +49,7 @@ def run(
 ) -> None:
     """Serve ``function``'s invocations on ``connection`` until told to stop (see the module docs)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _end_with_parent()
     os.environ.clear()
     os.environ.update(environment)
     loop = asyncio.new_event_loop()
@@ -54,10 +60,12 @@ def run(
             setup()
         handler = import_handler(function)
     except BaseException as error:
-        traceback.print_exc()
-        connection.send((FAILED, _reason(error)))
+        if _parent_alive():
+            traceback.print_exc()
+        _send(connection, (FAILED, _reason(error)))
         return
-    connection.send((READY, None))
+    if not _send(connection, (READY, None)):
+        return
     try:
         _serve(handler, function, connection)
     finally:
@@ -76,11 +84,50 @@ def _serve(handler: Handler, function: FunctionSpec, connection: Connection) -> 
         try:
             with execution_environment.invocation():
                 answer = handler(event, context)
-            connection.send((OK, answer))
+            sent = _send(connection, (OK, answer))
         except BaseException as error:
-            print(f"[ERROR] {function.logical_id} failed", file=sys.stderr)
-            traceback.print_exc()
-            connection.send((FAILED, _reason(error)))
+            if _parent_alive():
+                print(f"[ERROR] {function.logical_id} failed", file=sys.stderr)
+                traceback.print_exc()
+            sent = _send(connection, (FAILED, _reason(error)))
+        if not sent:
+            return
+
+
+def _send(connection: Connection, message: tuple[str, Any]) -> bool:
+    """Send ``message``; ``False`` when the runtime's end of the pipe is gone (it stopped, or
+    ended this environment): the process then just ends. An answer that cannot be pickled still
+    raises (not an ``OSError``), to be answered as a failure."""
+    try:
+        connection.send(message)
+    except (OSError, EOFError):
+        return False
+    return True
+
+
+def _end_with_parent() -> None:
+    """Have the kernel kill this process when its parent (multiprocessing's fork server, which ends
+    with the runtime) ends, so that no environment outlives a runtime that was killed (Linux's
+    ``PR_SET_PDEATHSIG``; elsewhere the closed pipe ends it at its next read)."""
+    global _parent_pid
+    _parent_pid = os.getppid()
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if not _parent_alive():
+        os._exit(0)
+
+
+def _parent_alive() -> bool:
+    """Whether the process that started this one still runs (once it ends, the process is
+    reparented and its parent id changes)."""
+    return os.getppid() == _parent_pid
+
+
+_PR_SET_PDEATHSIG = 1
+_parent_pid = 0
+"""The parent's id when ``run`` began (this module is imported by the fork server, the parent)."""
 
 
 def _reason(error: BaseException) -> str:

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import signal
 import socket
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
 import pytest
 
-from tests.e2e.runtime_process import eventually, free_port, start_runtime
+from tests.e2e.runtime_process import RuntimeProcess, eventually, free_port, start_runtime
 
 
 @pytest.fixture
@@ -41,6 +43,51 @@ def test_runtime_signal_stops_everything_and_removes_its_files(tmp_path: Path, s
     assert not (runtime.state_dir / "dev-token").exists()
     with pytest.raises(httpx2.ConnectError):
         httpx2.get(f"{runtime.api_url}/v1/health")
+
+
+def _load(runtime: RuntimeProcess, stop: threading.Event, answers: list[tuple[object, str]]) -> None:
+    """Search and health checks on one kept-alive connection until ``stop``; each answer's status
+    (``"transport"`` for a refused or closed connection) and ``Retry-After``."""
+    with runtime.http() as api:
+        while not stop.is_set():
+            try:
+                response = api.post("/v1/tools/search_knowledge", json={"query": "anything"})
+                answers.append((response.status_code, response.headers.get("retry-after", "")))
+                if response.status_code == 503:
+                    assert response.json()["error"]["code"] == "service_unavailable"
+                answers.append((api.get("/v1/health").status_code, ""))
+            except httpx2.TransportError:
+                answers.append(("transport", ""))
+                time.sleep(0.05)
+
+
+def test_runtime_stopped_under_load_answers_cleanly_and_leaves_no_process(tmp_path: Path) -> None:
+    runtime = start_runtime(tmp_path, seed_dir=None)
+    runtime.wait_until_ready()
+    processes = runtime.descendants()
+    stop, answers = threading.Event(), list[tuple[object, str]]()
+    clients = [threading.Thread(target=_load, args=(runtime, stop, answers)) for _ in range(8)]
+    for client in clients:
+        client.start()
+    try:
+        eventually(lambda: len(answers) >= 40, timeout=60)
+        started = time.monotonic()
+        status = runtime.stop(signal.SIGINT)
+        seconds = time.monotonic() - started
+        left = {pid for pid in processes if Path(f"/proc/{pid}").exists()}
+    finally:
+        stop.set()
+        for client in clients:
+            client.join(timeout=30)
+
+    assert status == 0, runtime.log
+    assert seconds <= 5, runtime.log
+    assert left == set()
+    assert {answer for answer, _ in answers} <= {200, 503, "transport"}
+    assert all(retry_after == "5" for answer, retry_after in answers if answer == 503)
+    assert "Traceback" not in runtime.log
+    assert " ERROR " not in runtime.log
+    assert runtime.log.rstrip().endswith("Stopped. Bye.")
 
 
 @pytest.mark.parametrize("variable", ["PORT", "AWS_PORT"])

@@ -1255,6 +1255,45 @@ def test_list_items_with_lone_surrogate_external_id_answers_validation_error(
     assert [problem["field"] for problem in error["details"]["fields"]] == ["query.external_id"]
 
 
+@pytest.mark.parametrize(
+    ("raw_query", "decoded", "fields"),
+    [
+        ("external_id=%ED%A0%80", {"external_id": "\ufffd\ufffd\ufffd"}, ["query.external_id"]),
+        ("external_id=a%FFb", {"external_id": "a\ufffdb"}, ["query.external_id"]),
+        ("limit=5&x%FF=1", {"limit": "5", "x\ufffd": "1"}, ["query"]),
+        (
+            "external_id=%FF&next_token=%C3",
+            {"external_id": "\ufffd", "next_token": "\ufffd"},
+            ["query.external_id", "query.next_token"],
+        ),
+    ],
+    ids=["encoded-surrogate", "invalid-byte", "undecodable-name", "two-fields"],
+)
+def test_list_items_with_a_query_that_is_not_utf8_answers_validation_error(
+    writer: AdminClient, base: dict[str, Any], raw_query: str, decoded: dict[str, str], fields: list[str]
+) -> None:
+    # queryStringParameters as a gateway decodes them: undecodable bytes become U+FFFD
+    event = admin_event("GET", _items_path(base), authorization=writer.authorization)
+    event["rawQueryString"] = raw_query
+    event["queryStringParameters"] = decoded
+
+    reply = invoke_admin(event)
+
+    error = error_body(400, "validation_error", reply)
+    assert error["message"] == "The request has a malformed value."
+    assert [problem["field"] for problem in error["details"]["fields"]] == fields
+
+
+def test_list_items_with_a_utf8_query_is_answered(writer: AdminClient, base: dict[str, Any]) -> None:
+    event = admin_event("GET", _items_path(base), authorization=writer.authorization)
+    event["rawQueryString"] = "external_id=caf%C3%A9+cr%C3%A8me"
+    event["queryStringParameters"] = {"external_id": "café crème"}
+
+    reply = invoke_admin(event)
+
+    assert reply.status == 200, reply.text
+
+
 NOT_JSON = {"fields": [{"field": "body", "problem": "The body is not valid JSON."}]}
 NOT_AN_OBJECT = {"fields": [{"field": "body", "problem": "The body must be a JSON object."}]}
 

@@ -537,3 +537,192 @@ def test_gateway_function_with_every_environment_busy_answers_too_many_requests(
         "retryable": True,
         "details": {},
     }
+
+
+_SMUGGLED = b"GET /public HTTP/1.1\r\nHost: x\r\n\r\n"
+
+
+@pytest.mark.parametrize(
+    ("framing", "message"),
+    [
+        (
+            f"Content-Length: 2\r\nContent-Length: {2 + len(_SMUGGLED)}\r\n".encode(),
+            "The request has more than one Content-Length.",
+        ),
+        (b"Content-Length: 2\r\nContent-Length: 2\r\n", "The request has more than one Content-Length."),
+        (
+            f"Content-Length: 2, {2 + len(_SMUGGLED)}\r\n".encode(),
+            "The Content-Length header is not a number.",
+        ),
+        (b"Content-Length: +2\r\n", "The Content-Length header is not a number."),
+        (
+            b"Content-Length: 2\r\nTransfer-Encoding: chunked\r\n",
+            "The request has both Content-Length and Transfer-Encoding.",
+        ),
+        (b"Transfer-Encoding: gzip, chunked\r\n", "The only Transfer-Encoding accepted is chunked."),
+        (b"Transfer-Encoding: chunked, identity\r\n", "The only Transfer-Encoding accepted is chunked."),
+        (
+            b"Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
+            "The only Transfer-Encoding accepted is chunked.",
+        ),
+        (b"Transfer-Encoding: identity\r\n", "The only Transfer-Encoding accepted is chunked."),
+    ],
+    ids=[
+        "two content lengths",
+        "two equal content lengths",
+        "content length list",
+        "signed content length",
+        "content length and chunked",
+        "chunked after another coding",
+        "chunked not last",
+        "chunked twice",
+        "not chunked",
+    ],
+)
+def test_gateway_ambiguous_body_framing_answers_validation_error_and_closes(
+    gateway: Gateway, framing: bytes, message: str
+) -> None:
+    body = b"{}" + _SMUGGLED
+    head = b"POST /size HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n" + framing + b"\r\n"
+
+    reply, _ = _raw(gateway, (head + body, 0.0))
+
+    status, error = _status_and_error(reply)
+    assert status == b"HTTP/1.1 400 Bad Request"
+    assert error == {"code": "validation_error", "message": message, "retryable": False, "details": {}}
+    assert reply.count(b"HTTP/1.1 ") == 1
+    assert b"\r\nConnection: close\r\n" in reply
+
+
+def test_gateway_chunk_longer_than_its_size_answers_validation_error(gateway: Gateway) -> None:
+    head = b"POST /size HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+    reply, _ = _raw(gateway, (head + b"2\r\nabcd\r\n0\r\n\r\n", 0.0))
+
+    status, error = _status_and_error(reply)
+    assert status == b"HTTP/1.1 400 Bad Request"
+    assert error["message"] == "A chunk is longer than its size."
+
+
+def test_gateway_chunk_size_with_a_prefix_answers_validation_error(gateway: Gateway) -> None:
+    head = b"POST /size HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+    reply, _ = _raw(gateway, (head + b"0x2\r\nab\r\n0\r\n\r\n", 0.0))
+
+    status, error = _status_and_error(reply)
+    assert status == b"HTTP/1.1 400 Bad Request"
+    assert error["message"] == "A chunk size is not a hexadecimal number."
+
+
+def test_gateway_single_content_length_still_keeps_the_connection_alive(gateway: Gateway) -> None:
+    first = b"POST /size HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n{}"
+    second = b"GET /public HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+
+    reply, _ = _raw(gateway, (first + second, 0.0))
+
+    assert reply.count(b"HTTP/1.1 200 OK") == 2
+    assert b'{"bytes": 2}' in reply
+
+
+@pytest.mark.parametrize(
+    ("request_head", "status", "message"),
+    [
+        (b"HELLO\r\n\r\n", b"400", "The request is not valid HTTP/1.1."),
+        (b"GET /public HTTP/1.x\r\n\r\n", b"400", "The request is not valid HTTP/1.1."),
+        (b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", b"400", "The request is not valid HTTP/1.1."),
+        (b"GET /public\r\n", b"400", "The request is not valid HTTP/1.1."),
+        (b"GET /public?q=\xff HTTP/1.1\r\nHost: x\r\n\r\n", b"400", "The request is not valid HTTP/1.1."),
+        (
+            b"GET /public HTTP/1.1\r\n" + b"".join(b"X-%d: v\r\n" % n for n in range(101)) + b"\r\n",
+            b"431",
+            "A header line is over 64 KiB, or there are more than 100 headers.",
+        ),
+    ],
+    ids=["no version", "bad version", "http2 preface", "http 0.9", "raw byte in target", "too many headers"],
+)
+def test_gateway_malformed_http_answers_a_fixed_message(
+    gateway: Gateway, request_head: bytes, status: bytes, message: str
+) -> None:
+    reply, _ = _raw(gateway, (request_head, 0.0))
+
+    line, error = _status_and_error(reply)
+    assert line.split(b" ")[:2] == [b"HTTP/1.1", status]
+    assert error == {"code": "validation_error", "message": message, "retryable": False, "details": {}}
+
+
+STOPPING = {
+    "code": "service_unavailable",
+    "message": "The local runtime is stopping; retry once it runs again.",
+    "retryable": True,
+    "details": {},
+}
+
+
+def _host_port(gateway: Gateway) -> tuple[str, int]:
+    host, port = gateway.url.removeprefix("http://").split(":")
+    return host, int(port)
+
+
+def test_gateway_drain_answers_503_on_a_kept_alive_connection_and_refuses_new_ones(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    gateway = Gateway(FIXTURES / "template.yaml").start()
+    try:
+        address = _host_port(gateway)
+        connection = HTTPConnection(*address, timeout=30)
+        connection.request("GET", "/public")
+        first = connection.getresponse()
+        first.read()
+
+        gateway.drain(timeout=5)
+        connection.request("GET", "/public")
+        second = connection.getresponse()
+        body = json.loads(second.read())
+        with pytest.raises(ConnectionRefusedError), socket.create_connection(address, timeout=5):
+            pass
+    finally:
+        gateway.stop()
+
+    assert first.status == 200
+    assert first.getheader("Connection") is None
+    assert second.status == 503
+    assert body["error"] == STOPPING
+    assert second.getheader("Retry-After") == "5"
+    assert second.getheader("Connection") == "close"
+    assert [record for record in caplog.records if record.levelno >= logging.ERROR] == []
+
+
+def test_gateway_drain_lets_a_request_in_flight_finish(caplog: pytest.LogCaptureFixture) -> None:
+    gateway = Gateway(FIXTURES / "template.yaml").start()
+    try:
+        assert httpx2.get(f"{gateway.url}/sleep", params={"seconds": "0"}, timeout=30).status_code == 200
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            in_flight = pool.submit(httpx2.get, f"{gateway.url}/sleep", params={"seconds": "0.5"}, timeout=30)
+            time.sleep(0.2)
+            gateway.drain(timeout=20)
+            response = in_flight.result()
+    finally:
+        gateway.stop()
+
+    assert response.status_code == 200, response.text
+    assert response.headers["connection"] == "close"
+    assert [record for record in caplog.records if record.levelno >= logging.ERROR] == []
+
+
+def test_gateway_stop_ends_an_invocation_past_the_drain_with_503(caplog: pytest.LogCaptureFixture) -> None:
+    gateway = Gateway(FIXTURES / "template.yaml").start()
+    try:
+        assert httpx2.get(f"{gateway.url}/sleep", params={"seconds": "0"}, timeout=30).status_code == 200
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            # within the function's Timeout of 1 s: the stop, not the timeout, ends the invocation
+            in_flight = pool.submit(httpx2.get, f"{gateway.url}/sleep", params={"seconds": "0.9"}, timeout=60)
+            time.sleep(0.2)
+            gateway.stop(timeout=0.05)
+            response = in_flight.result(timeout=30)
+    finally:
+        gateway.stop()
+
+    assert response.status_code == 503
+    assert _error(response) == STOPPING
+    assert response.headers["retry-after"] == "5"
+    assert [record for record in caplog.records if record.levelno >= logging.ERROR] == []

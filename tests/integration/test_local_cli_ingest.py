@@ -17,6 +17,8 @@ from knowledge.bootstrap import use_container
 from knowledge_local.cli import main
 from knowledge_local.client import KnowledgeClient
 from knowledge_local.gateway import Gateway
+from knowledge_local.invoker import InvokerClosedError
+from knowledge_local.routes import FunctionSpec
 from knowledge_local.stack import DEV_SCOPES
 from tests.conftest import TABLE_NAME
 from tests.support.inline_invoker import InlineInvoker
@@ -264,3 +266,29 @@ def test_cli_ingest_says_when_it_creates_the_base_and_names_close_ones(
         "(existing bases with a close name: handbook)\n"
     )
     assert "created knowledge base" not in again_error
+
+
+class _StoppingInvoker(InlineInvoker):
+    """Invokes in process until the first request about items: from then on the runtime is
+    stopping, as when Ctrl-C reaches ``make run`` during an ingest."""
+
+    def invoke(self, function: FunctionSpec, event: dict[str, Any]) -> Any:
+        if "/items" in str(event.get("routeKey", "")):
+            raise InvokerClosedError(f"{function.logical_id}: the invoker is closed")
+        return super().invoke(function, event)
+
+
+def test_cli_ingest_while_the_runtime_stops_says_so_not_that_a_function_failed(
+    api: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "note.md").write_text("# Note\n\nText.\n")
+    with Gateway(TEMPLATE, invoker=_StoppingInvoker()) as stopping:
+        status = knowledge((stopping.url, api[1]), "ingest", str(tmp_path), "--base", "stopping", "--no-wait")
+
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith(("error", "hint"))]
+    assert status == 1
+    assert errors == [
+        "error: service_unavailable: The local runtime is stopping; retry once it runs again.",
+        "hint: the local runtime is stopping: start it again (`make run`) and repeat the command; "
+        "files already ingested count as unchanged",
+    ]

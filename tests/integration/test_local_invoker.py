@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import functools
 import itertools
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from multiprocessing import forkserver
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from knowledge_local.invoker import InvocationError, InvocationTimeoutError, Invoker
+from knowledge_local import processes
+from knowledge_local.invoker import InvocationError, InvocationTimeoutError, Invoker, InvokerClosedError
 from knowledge_local.routes import FunctionSpec
 from tests.fixtures.invoker.setup import mark
 
@@ -154,3 +157,34 @@ def test_invoker_closed_stops_every_environment(invoker: Invoker) -> None:
     assert not Path(f"/proc/{pid}").exists()
     with pytest.raises(InvocationError, match="closed"):
         invoker.invoke(WHERE, {})
+
+
+def test_invoker_closed_during_an_invocation_ends_it_as_closed_not_as_a_failure(invoker: Invoker) -> None:
+    pid = invoker.invoke(WHERE, {})["pid"]
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        running = pool.submit(invoker.invoke, WHERE, {"seconds": 8})
+        time.sleep(0.3)
+        invoker.close(timeout=0.1)
+        with pytest.raises(InvokerClosedError, match="WhereProbe: the invoker closed while it ran"):
+            running.result(timeout=30)
+
+    assert not Path(f"/proc/{pid}").exists()
+
+
+def _environment_processes() -> set[int]:
+    """The processes the fork server started (every invoker's environments in this process)."""
+    pid = forkserver._forkserver._forkserver_pid  # type: ignore[attr-defined]
+    return processes.descendants(pid) if pid else set()
+
+
+def test_invoker_closed_while_an_environment_starts_ends_that_process_too(invoker: Invoker) -> None:
+    invoker.invoke(WHERE, {})  # the fork server runs
+    before = _environment_processes()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        starting = pool.submit(invoker.invoke, OTHER, {})
+        time.sleep(0.05)
+        invoker.close(timeout=0)
+        with pytest.raises(InvokerClosedError):
+            starting.result(timeout=30)
+
+    assert _environment_processes() <= before

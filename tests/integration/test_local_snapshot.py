@@ -71,3 +71,12 @@ def test_snapshot_file_that_is_not_a_saved_table_is_refused(tmp_path: Path) -> N
 
         with pytest.raises(snapshot.SnapshotError, match=r"table\.jsonl is not a saved table"):
             snapshot.restore(client, name, tmp_path)
+
+
+def test_snapshot_file_is_readable_by_its_owner_only(tmp_path: Path) -> None:
+    (tmp_path / snapshot.SNAPSHOT_FILE).write_text("", encoding="utf-8")
+    (tmp_path / snapshot.SNAPSHOT_FILE).chmod(0o644)
+
+    snapshot.save(['{"pk": {"S": "a"}}'], tmp_path)
+
+    assert (tmp_path / snapshot.SNAPSHOT_FILE).stat().st_mode & 0o777 == 0o600

@@ -464,6 +464,11 @@ def _post_raw(gateway: Gateway, authorization: str, content: bytes) -> httpx2.Re
         (b'[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]', INVALID_REQUEST),
         (b'{"jsonrpc": "1.0", "id": 1, "method": "ping"}', INVALID_REQUEST),
         (b"[]", INVALID_REQUEST),
+        (b'{"jsonrpc": "2.0", "id": {"a": 1}, "method": "tools/list"}', INVALID_REQUEST),
+        (b'{"jsonrpc": "2.0", "id": true, "method": "tools/list"}', INVALID_REQUEST),
+        (b'{"jsonrpc": "2.0", "id": 1.5, "method": "tools/list"}', INVALID_REQUEST),
+        (b'{"jsonrpc": "2.0", "id": null, "method": "tools/list"}', INVALID_REQUEST),
+        (b'{"jsonrpc": "2.0", "id": [1], "method": "ping"}', INVALID_REQUEST),
         (b"not json", PARSE_ERROR),
         (b"", PARSE_ERROR),
         (b'{"jsonrpc": "2.0", "id": ' + b"1" * 4_301 + b', "method": "ping"}', PARSE_ERROR),
@@ -478,6 +483,11 @@ def _post_raw(gateway: Gateway, authorization: str, content: bytes) -> httpx2.Re
         "batch",
         "wrong-version",
         "empty-batch",
+        "object-id",
+        "boolean-id",
+        "fractional-id",
+        "null-id",
+        "array-id",
         "not-json",
         "empty",
         "huge-id",
@@ -491,6 +501,25 @@ def test_mcp_malformed_body_answers_fixed_jsonrpc_error(
 
     assert response.status_code == 400
     assert response.json() == expected
+
+
+@pytest.mark.parametrize("request_id", ["a1", 0, -7, 2**53], ids=["string", "zero", "negative", "large"])
+def test_mcp_string_or_integer_id_is_answered_with_that_id(
+    gateway: Gateway, reader: str, request_id: str | int
+) -> None:
+    content = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "ping"}).encode()
+
+    response = _post_raw(gateway, reader, content)
+
+    assert response.status_code == 200
+    assert response.json() == {"jsonrpc": "2.0", "id": request_id, "result": {}}
+
+
+def test_mcp_notification_without_id_is_accepted_with_202(gateway: Gateway, reader: str) -> None:
+    response = _post_raw(gateway, reader, b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+
+    assert response.status_code == 202
+    assert response.content == b""
 
 
 def test_mcp_body_over_1_mib_answers_413_envelope(gateway: Gateway, reader: str) -> None:

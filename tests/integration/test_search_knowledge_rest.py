@@ -84,6 +84,19 @@ def test_search_knowledge_body_not_an_object_returns_validation_error(
     error_body(400, "validation_error", world.call(body, reader))
 
 
+@pytest.mark.parametrize("body", ["", None], ids=["empty", "absent"])
+def test_search_knowledge_empty_body_answers_not_valid_json(
+    world: SearchWorld, reader: str, body: str | None
+) -> None:
+    event = search_event({}, reader)
+    event["body"] = body
+
+    error = error_body(400, "validation_error", invoke(event))
+
+    assert error["message"] == "The request body is not valid JSON."
+    assert error["details"] == {"fields": [{"field": "body", "problem": "The body is not valid JSON."}]}
+
+
 def test_search_knowledge_array_of_objects_returns_validation_error(world: SearchWorld, reader: str) -> None:
     world.publish(world.base(), "Runbook", DOC)
 

@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from http import HTTPStatus
 from typing import Any, TypeVar
+from urllib.parse import unquote_to_bytes
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
@@ -201,7 +202,7 @@ def build_resolver(
     )
     for router in routers:
         resolver.include_router(router)
-    resolver.use([_count_request])
+    resolver.use([_count_request, _require_utf8_query])
     _ErrorAnswers(resolver, invalid_request).register()
     return resolver
 
@@ -210,6 +211,51 @@ def _count_request(app: APIGatewayHttpResolver, next_middleware: NextMiddleware)
     """Every routed request counts in ``Requests``, so each invocation publishes a metric."""
     metrics.add_metric(name="Requests", unit=MetricUnit.Count, value=1)
     return next_middleware(app)
+
+
+def _require_utf8_query(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
+    """Every query parameter, name and value, must be UTF-8 once percent-decoded: API Gateway (and
+    the local gateway) hand on undecodable bytes (``%FF``, an encoded surrogate ``%ED%A0%80``) as
+    replacement characters, which would otherwise pass as text. Checked on the raw query string,
+    for every route; 400 ``validation_error`` naming each field."""
+    raw = str(app.current_event.raw_event.get("rawQueryString") or "")
+    problems = [
+        {"field": f"query.{name}" if name else "query", "problem": UNDECODABLE_QUERY_PROBLEM}
+        for name, undecodable in _query_pairs(raw)
+        if undecodable
+    ]
+    if problems:
+        raise RequestValidationError("The request has a malformed value.", {"fields": problems})
+    return next_middleware(app)
+
+
+UNDECODABLE_QUERY_PROBLEM = "must be valid Unicode text (it is not UTF-8 once percent-decoded)"
+
+
+def _query_pairs(raw: str) -> list[tuple[str, bool]]:
+    """``(name, undecodable)`` for each ``name=value`` of ``raw``; ``name`` is empty when the name
+    itself does not decode."""
+    pairs = []
+    for pair in raw.split("&"):
+        if not pair:
+            continue
+        name, _, value = pair.partition("=")
+        try:
+            decoded = unquote_to_bytes(name.replace("+", " ")).decode("utf-8")
+        except UnicodeDecodeError:
+            pairs.append(("", True))
+            continue
+        try:
+            unquote_to_bytes(value.replace("+", " ")).decode("utf-8")
+        except UnicodeDecodeError:
+            pairs.append((decoded, True))
+            continue
+        pairs.append((decoded, False))
+    return pairs
+
+
+def _missing_body(problem: Mapping[str, Any]) -> bool:
+    return problem.get("type") == "missing" and tuple(problem.get("loc", ())) == ("body",)
 
 
 class _ErrorAnswers:
@@ -234,7 +280,15 @@ class _ErrorAnswers:
             self._resolver.exception_handler(exception_class)(handler)
 
     def invalid_body(self, error: BodyValidationError) -> Response[str]:
-        return self._invalid(from_validation_errors(error.errors(), self._invalid_request))
+        errors = error.errors()
+        if not self._resolver.current_event.body and any(_missing_body(problem) for problem in errors):
+            # No body at all on a route that needs one: the parser found no JSON, not a bad field.
+            return self._invalid(
+                RequestValidationError(
+                    "The request body is not valid JSON.", _body_problem("The body is not valid JSON.")
+                )
+            )
+        return self._invalid(from_validation_errors(errors, self._invalid_request))
 
     def undecodable_body(self, error: ValueError) -> Response[str]:
         return self._invalid(RequestValidationError("The request body is not valid UTF-8 JSON."))

@@ -25,8 +25,10 @@ parser's or pydantic's text, input echo and documentation links included):
   refusal, not a JSON-RPC message);
 - not JSON, or JSON the SDK's parser refuses (a lone surrogate escape, an integer of thousands of
   digits): HTTP 400, JSON-RPC ``{"code": -32700, "message": "Parse error"}``;
-- JSON that is not one JSON-RPC message (a batch array, an object without ``jsonrpc``/``method``):
-  HTTP 400, JSON-RPC ``{"code": -32600, "message": "Invalid Request"}``.
+- JSON that is not one JSON-RPC message (a batch array, an object without ``jsonrpc``/``method``,
+  an ``id`` that is neither a string nor an integer: ``null``, ``true``, ``1.5``, an object):
+  HTTP 400, JSON-RPC ``{"code": -32600, "message": "Invalid Request"}``. A notification has no
+  ``id`` at all (and gets the transport's 202).
 
 Both JSON-RPC errors have ``"id": null`` and no ``data``. The body is then handed on unchanged.
 
@@ -202,7 +204,16 @@ def _jsonrpc_refusal(body: bytes) -> JSONResponse | None:
         jsonrpc_message_adapter.validate_python(message, by_name=False)
     except ValidationError:
         return _jsonrpc_error(INVALID_REQUEST, "Invalid Request")
+    if isinstance(message, dict) and "id" in message and not _is_request_id(message["id"]):
+        return _jsonrpc_error(INVALID_REQUEST, "Invalid Request")
     return None
+
+
+def _is_request_id(value: object) -> bool:
+    """A JSON-RPC id as MCP allows it: a string or an integer (not a boolean, a fraction, ``null``
+    or a structure). The SDK's adapter lets a message with another id through as a notification
+    (whose extra fields it keeps), which the transport would accept with an empty 202."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
 def _jsonrpc_error(code: int, message: str) -> JSONResponse:
