@@ -55,7 +55,8 @@ def _load(runtime: RuntimeProcess, stop: threading.Event, answers: list[tuple[ob
                 answers.append((response.status_code, response.headers.get("retry-after", "")))
                 if response.status_code == 503:
                     assert response.json()["error"]["code"] == "service_unavailable"
-                answers.append((api.get("/v1/health").status_code, ""))
+                health = api.get("/v1/health")
+                answers.append((health.status_code, health.headers.get("retry-after", "")))
             except httpx2.TransportError:
                 answers.append(("transport", ""))
                 time.sleep(0.05)
