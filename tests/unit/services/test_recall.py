@@ -54,7 +54,10 @@ def test_recall_context_used_tokens_is_the_recount_of_text_and_fits_the_budget(
         assert pack.budget.used_tokens <= budget
         assert pack.budget.max_tokens == budget
         assert pack.budget.tokenizer == "cl100k_base"
-        assert all(item.tokens == count_cl100k(block) for item, block in zip(pack.items, _blocks(pack.text)))
+        assert all(
+            item.tokens == count_cl100k(block)
+            for item, block in zip(pack.items, _blocks(pack.text), strict=True)
+        )
 
 
 def test_recall_context_larger_budget_includes_more_and_64_tokens_still_holds_a_short_note(
