@@ -131,7 +131,7 @@ def test_list_pins_pages_in_order_then_pin_time_within_the_tenant(store: Knowled
     assert rest.next_token is None
     with pytest.raises(RequestValidationError):
         store.list_pins(OTHER_TENANT, limit=3, next_token=first.next_token)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="limit"):
         store.list_pins(TENANT, limit=0, next_token=None)
 
 

@@ -184,6 +184,7 @@ def test_a_pinned_note_stays_pinned_across_updates_and_its_versions_say_so(world
     updated = world.remember(ALICE, "Deploy window: 11:00.", semantic_key="deploy-window").note
     versions = world.notes.list_versions(ALICE, note.note_id, limit=None, next_token=None).versions
 
-    assert updated.version == 2 and updated.pinned is True
+    assert updated.version == 2
+    assert updated.pinned is True
     assert [version.pinned for version in versions] == [True, True]
     assert world.store.get_pin(ALICE.tenant_id, note.note_id) is not None

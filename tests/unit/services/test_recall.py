@@ -113,7 +113,8 @@ def test_recall_context_pin_is_invisible_to_callers_who_cannot_see_its_note(worl
         pack = world.recall(stranger, "locker code standup")
         assert {private, team}.isdisjoint(item.note_id for item in pack.items)
         assert {private, team}.isdisjoint(dropped.note_id for dropped in pack.coverage.dropped)
-        assert "4471" not in pack.text and "standup" not in pack.text
+        assert "4471" not in pack.text
+        assert "standup" not in pack.text
 
 
 def test_recall_context_unpinning_and_every_kind_of_forgetting_take_effect_on_the_next_call(
