@@ -107,6 +107,10 @@ class NoteService:
     def store(self) -> MemoryStore:
         return self._store
 
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
     # -- remember ---------------------------------------------------------------------------------
 
     def remember(self, principal: Principal, arguments: RememberArguments) -> Remembered:
