@@ -3,12 +3,17 @@ search_memory's ranking, recounted with tiktoken."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from knowledge.domain.context_pack import count_cl100k
 from knowledge.domain.models import Permission
+from knowledge.domain.notes import Note, can_see_note
 from knowledge.errors import InsufficientScopeError, MemoryInvalidRequestError, RuntimeDisabledError
-from tests.unit.services.memory_world import MemoryWorld, agent
+from tests.unit.services.memory_world import TENANT_ID, MemoryWorld, agent
 
 ALICE = agent("alice", team_ids=["red"])
 BOB = agent("bob", team_ids=["red"])
@@ -319,3 +324,90 @@ def _blocks(text: str) -> list[str]:
         if text
         else []
     )
+
+
+WORDS = ["deploy", "billing", "staging", "release", "tickets", "exports", "flags", "cluster", "budget", "iOS"]
+SUBJECTS = ["alice", "bob", "mallory"]
+TEAMS = {"alice": ["red"], "bob": ["red"], "mallory": ["blue"]}
+
+
+@st.composite
+def memories(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Random notes: an owner, a scope (team notes in the owner's team), words, importance, a pin."""
+    drawn = []
+    for _ in range(draw(st.integers(min_value=0, max_value=12))):
+        owner = draw(st.sampled_from(SUBJECTS))
+        scope = draw(st.sampled_from(["private", "team", "tenant"]))
+        words = draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=30))
+        drawn.append(
+            {
+                "owner": owner,
+                "scope": scope,
+                "content": " ".join(words) + ".",
+                "importance": draw(st.sampled_from([0.1, 0.5, 0.9])),
+                "pinned": draw(st.booleans()),
+                "order": draw(st.integers(min_value=0, max_value=3)),
+            }
+        )
+    return drawn
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    drawn=memories(),
+    caller=st.sampled_from(SUBJECTS),
+    query=st.one_of(st.none(), st.sampled_from(WORDS)),
+    max_tokens=st.sampled_from([64, 200, 1_200, 8_000]),
+    max_items=st.integers(min_value=1, max_value=12),
+)
+def test_recall_context_invariants_for_random_notes_pins_callers_and_budgets(
+    drawn: list[dict[str, Any]], caller: str, query: str | None, max_tokens: int, max_items: int
+) -> None:
+    world = MemoryWorld()
+    principals = {subject: agent(subject, team_ids=TEAMS[subject]) for subject in SUBJECTS}
+    notes: dict[str, Note] = {}
+    pin_keys: dict[str, tuple[int, str]] = {}
+    for memory in drawn:
+        owner = principals[memory["owner"]]
+        team = {"team_id": TEAMS[memory["owner"]][0]} if memory["scope"] == "team" else {}
+        answer = world.remember(
+            owner,
+            memory["content"],
+            scope=memory["scope"],
+            importance=memory["importance"],
+            sync=False,
+            **team,
+        )
+        if answer.result != "created":
+            continue
+        notes[answer.note.note_id] = world.store.get_note(TENANT_ID, answer.note.note_id)  # type: ignore[assignment]
+        if memory["pinned"]:
+            world.clock.advance(0.001)
+            pin = world.pin(owner, answer.note.note_id, order=memory["order"])
+            pin_keys[pin.note_id] = (pin.order, pin.pin_id)
+    world.sync()
+    principal = principals[caller]
+
+    pack = world.recall(principal, query, max_tokens=max_tokens, max_items=max_items)
+
+    included = [item.note_id for item in pack.items]
+    considered = included + [dropped.note_id for dropped in pack.coverage.dropped]
+    # visibility: only notes the caller can see, and every visible pin is considered
+    assert all(can_see_note(principal, notes[note_id]) for note_id in considered)
+    visible_pins = {note_id for note_id in pin_keys if can_see_note(principal, notes[note_id])}
+    assert visible_pins <= set(considered)
+    # budget: exact and within it, pins within half of it
+    assert pack.budget.used_tokens == count_cl100k(pack.text) <= max_tokens
+    pinned_items = [item for item in pack.items if item.pinned]
+    assert sum(item.tokens for item in pinned_items) <= max_tokens // 2
+    # ordering: pins first, in pin order
+    assert [item.pinned for item in pack.items] == sorted((item.pinned for item in pack.items), reverse=True)
+    assert [item.note_id for item in pinned_items] == sorted(
+        (item.note_id for item in pinned_items), key=pin_keys.__getitem__
+    )
+    assert {item.note_id for item in pinned_items} <= visible_pins
+    # dedupe and accounting: each candidate once, the counts agree, max_items holds
+    assert len(considered) == len(set(considered)) == pack.coverage.candidates
+    assert len(included) == pack.coverage.included <= max_items
+    # the same state gives the same pack
+    assert world.recall(principal, query, max_tokens=max_tokens, max_items=max_items) == pack
