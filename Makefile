@@ -64,7 +64,7 @@ pr: test  ## the same gates as test
 bench-relevance: install  ## nDCG@10 / Recall on BEIR SciFact for every search mode (DATA_DIR overrides)
 	POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/python -m bench.relevance --data-dir "$${DATA_DIR:-../shared/data}/scifact"
 
-bench-memory: install  ## remember → searchable and search_memory p50/p95 at 10,000 notes, beside search_knowledge
+bench-memory: install  ## remember → searchable, search_memory p50/p95 at 10,000 notes, recall_context pack build at 1k/10k
 	POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/python -m bench.memory --data-dir "$${DATA_DIR:-../shared/data}/scifact" --corpus-vectors hashing --profile
 
 bench-ingest: install  ## SciFact + FastAPI pages through the write API into a local runtime: docs/s, RSS, stop time

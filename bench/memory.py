@@ -1,6 +1,7 @@
 """Memory latency beside knowledge search, in one process on the same machine and the same run.
 
     python -m bench.memory --data-dir ../shared/data/scifact [--notes 10000] [--profile]
+        [--part all|search|recall] [--recall-notes 1000,10000] [--recall-samples 40]
 
 Through the product's own services and engines: ``NoteService`` / ``MemorySearchService`` on the
 ``EmbeddedNoteIndex``, ``SearchService`` on the ``EmbeddedIndex``, the offline all-MiniLM-L6-v2
@@ -14,12 +15,20 @@ claims, run in hybrid mode (limit / max_results 10), alternating between the sur
    service (``NoteIndexingService.sync_note``, what the stream consumer calls), and the time until
    ``search_memory`` returns it is measured; the model embeds each fresh fact once.
 2. **search p50/p95** of ``search_memory`` and ``search_knowledge``, and their ratio.
+3. **recall_context pack build p50/p95** through ``RecallService`` (its own tenant world: notes
+   only, with 3 pins, varied importance and a few paths), at each ``--recall-notes`` count of
+   visible notes (the world grows from one count to the next), with a SciFact test claim as the
+   query and with no query, for the default call (``max_tokens`` 1,200, ``max_items`` 8) and the
+   largest pack (8,000 and 50). The candidates' vectors are read through a content-hash cache as
+   the service reads them (with ``--corpus-vectors hashing``, an in-memory cache of the hashed
+   vectors the index was built from); queries are embedded by the model behind its cache.
 
 ``--corpus-vectors hashing`` gives the loaded corpus (not the queries, nor the fresh facts) vectors
 from a feature-hashing bag of words instead of the model: search time does not depend on the
 vectors' values (an exact matrix–vector product over the same shapes), and on a busy two-core
 machine the model embeds only a few sentences per second. ``--profile`` prints cProfile's top
-functions of the memory searches (where the time goes). Progress is shown on stderr.
+functions of the memory searches and of one pack build at the largest ``--recall-notes`` (where
+the time goes). Progress is shown on stderr.
 """
 
 from __future__ import annotations
@@ -42,14 +51,20 @@ from tqdm import tqdm
 
 from knowledge.adapters.embedded_index import EmbeddedIndex
 from knowledge.adapters.embedded_note_index import EmbeddedNoteIndex
-from knowledge.adapters.embedding_cache import CachedEmbedder, SqliteEmbeddingCache
+from knowledge.adapters.embedding_cache import CachedEmbedder, InMemoryEmbeddingCache, SqliteEmbeddingCache
 from knowledge.adapters.local_embedder import LocalEmbedder
 from knowledge.adapters.memory_store import InMemoryKnowledgeStore
 from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
 from knowledge.bootstrap import utc_now
 from knowledge.domain.chunking import Chunker
+from knowledge.domain.context_pack import count_cl100k
 from knowledge.domain.contract import SearchKnowledgeArguments
-from knowledge.domain.memory_contract import RememberArguments, SearchMemoryArguments
+from knowledge.domain.memory_contract import (
+    PinMemoryArguments,
+    RecallContextArguments,
+    RememberArguments,
+    SearchMemoryArguments,
+)
 from knowledge.domain.models import Permission, Principal, Scope, Source
 from knowledge.domain.retrieval import IndexedItem
 from knowledge.ports import Embedder
@@ -57,6 +72,8 @@ from knowledge.services.documents import build_indexed_item
 from knowledge.services.memory_search import MemorySearchService
 from knowledge.services.note_indexing import NoteIndexingService, indexed_note
 from knowledge.services.notes import NoteService
+from knowledge.services.pins import PinService
+from knowledge.services.recall import RecallService
 from knowledge.services.search import SearchService
 
 TENANT = "bench"
@@ -67,6 +84,10 @@ CALLER = Principal(
 )
 BATCH = 256
 FRESH_FACTS = 30
+RECALL_PINS = 3
+RECALL_PATHS = ("/", "/projects/alpha", "/projects/beta", "/ops", "/people")
+RECALL_SHAPES = ((1_200, 8), (8_000, 50))
+"""(max_tokens, max_items): the default call, and the largest pack."""
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -209,6 +230,134 @@ class Bench:
         self.knowledge.search_knowledge(CALLER, SearchKnowledgeArguments(query=query, max_results=10))
 
 
+class RecallBench:
+    """A tenant's notes and pins behind ``RecallService``, built from the adapters as the runtime's
+    container builds them (in-memory store, embedded note index). ``query_embedder`` embeds the
+    queries; the notes' vectors come from ``corpus_vectors`` behind a content-hash cache, which is
+    also where the service reads the candidates' vectors from."""
+
+    def __init__(self, query_embedder: CachedEmbedder, *, hashed_corpus: bool) -> None:
+        self.store = InMemoryKnowledgeStore()
+        self.index = EmbeddedNoteIndex()
+        self.index.ensure_ready(model_id=query_embedder.model_id, dimension=query_embedder.dimension)
+        self.vectors: Embedder = (
+            CachedEmbedder(
+                HashingVectors(query_embedder.dimension), InMemoryEmbeddingCache(max_entries=200_000)
+            )
+            if hashed_corpus
+            else query_embedder
+        )
+        switch = StaticRuntimeSwitch(True)
+        self.notes = NoteService(self.store, query_embedder.forget, switch, utc_now)
+        self.pins = PinService(self.store, self.notes, utc_now)
+        search = MemorySearchService(self.store, self.index, query_embedder, switch, utc_now)
+        self.recall_service = RecallService(
+            self.store, self.index, self.vectors, self.notes, self.pins, search, count_cl100k, utc_now
+        )
+        self.size = 0
+
+    def load(self, texts: Sequence[str]) -> None:
+        """Remember and index ``texts`` (importance and path spread by a hash of the text); the first
+        ``RECALL_PINS`` notes the world ever holds are pinned, in that order."""
+        with tqdm(
+            total=len(texts), desc=f"recall world → {self.size + len(texts):,}", file=sys.stderr
+        ) as bar:
+            for batch in _batches(texts, BATCH):
+                notes = []
+                for text in batch:
+                    spread = zlib.crc32(text.encode())
+                    arguments = RememberArguments(
+                        content=text,
+                        importance=round((spread % 10) / 10 + 0.05, 2),
+                        path=RECALL_PATHS[spread % len(RECALL_PATHS)],
+                    )
+                    notes.append(self.notes.remember(CALLER, arguments).response.note)
+                stored = self.store.get_notes(TENANT, [note.note_id for note in notes])
+                vectors = self.vectors.embed(list(batch))
+                self.index.upsert_notes(
+                    [
+                        indexed_note(stored[note.note_id], vector)
+                        for note, vector in zip(notes, vectors, strict=True)
+                    ]
+                )
+                for order, note in enumerate(notes[: max(0, RECALL_PINS - self.size)], start=self.size):
+                    self.pins.pin(CALLER, PinMemoryArguments(note_id=note.note_id, order=order))
+                self.size += len(batch)
+                bar.update(len(batch))
+
+    def recall(self, query: str | None, max_tokens: int, max_items: int) -> int:
+        """One pack build; the pack's item count."""
+        arguments = RecallContextArguments(query=query, max_tokens=max_tokens, max_items=max_items)
+        return len(self.recall_service.recall_context(CALLER, arguments).items)
+
+
+def recall_figures(
+    world: RecallBench, claims: Sequence[str], samples: int
+) -> list[tuple[str, int, int, float, float, float]]:
+    """``(query kind, max_tokens, max_items, p50 ms, p95 ms, mean items)`` at the world's size; each
+    with-query sample recalls for the next claim, each without-query sample the same pack."""
+    rows = []
+    for kind in ("query", "no query"):
+        for max_tokens, max_items in RECALL_SHAPES:
+            times: list[float] = []
+            items: list[int] = []
+            for sample in tqdm(
+                range(samples),
+                desc=f"recall {world.size:,} {kind} {max_tokens}",
+                file=sys.stderr,
+                leave=False,
+            ):
+                query = claims[sample % len(claims)] if kind == "query" else None
+                started = time.perf_counter()
+                items.append(world.recall(query, max_tokens, max_items))
+                times.append(time.perf_counter() - started)
+            p50, p95 = _percentiles(times)
+            rows.append((kind, max_tokens, max_items, p50, p95, statistics.fmean(items)))
+    return rows
+
+
+def run_recall(
+    embedder: CachedEmbedder,
+    data_dir: Path,
+    sizes: Sequence[int],
+    samples: int,
+    *,
+    hashed_corpus: bool,
+    profile: bool,
+) -> None:
+    """Grow one recall world through ``sizes`` and print a table of pack builds at each."""
+    world = RecallBench(embedder, hashed_corpus=hashed_corpus)
+    texts = sentences(data_dir, max(sizes))
+    claims = queries(data_dir)
+    for claim in claims[:samples]:  # queries embedded once, as the search part warms its own
+        embedder.embed([claim])
+    table: list[tuple[int, str, int, int, float, float, float]] = []
+    for size in sorted(sizes):
+        world.load(texts[world.size : size])
+        world.recall(claims[0], *RECALL_SHAPES[0])  # warm (tokenizer, searcher)
+        table.extend((world.size, *row) for row in recall_figures(world, claims, samples))
+    print(f"\nrecall_context pack build ({samples} builds per row; {RECALL_PINS} pins; in process):")
+    header = ("notes", "query", "max_tokens", "max_items", "p50 ms", "p95 ms")
+    print("{:>7}  {:<8}  {:>10}  {:>9}  {:>7}  {:>7}  items".format(*header))
+    for size, kind, max_tokens, max_items, p50, p95, items in table:
+        print(
+            f"{size:>7,}  {kind:<8}  {max_tokens:>10,}  {max_items:>9}  {p50:>7.1f}  {p95:>7.1f}  {items:.1f}"
+        )
+    if profile:
+        for query in (claims[1], None):
+            profiler = cProfile.Profile()
+            profiler.enable()
+            world.recall(query, *RECALL_SHAPES[0])
+            profiler.disable()
+            out = io.StringIO()
+            stats = pstats.Stats(profiler, stream=out)
+            kind = "a query" if query else "no query"
+            print(f"\none pack build at {world.size:,} notes, {kind}, budget 1,200:")
+            stats.sort_stats("tottime").print_stats(8)
+            stats.sort_stats("cumulative").print_stats(22)
+            print(out.getvalue())
+
+
 def _timed(call: Callable[[str], None], query: str) -> float:
     started = time.perf_counter()
     call(query)
@@ -231,9 +380,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--corpus-vectors", choices=("model", "hashing"), default="model", help="see the module docs (model)"
     )
+    parser.add_argument(
+        "--part", choices=("all", "search", "recall"), default="all", help="what to run (all: 1, 2 and 3)"
+    )
+    parser.add_argument(
+        "--recall-notes",
+        type=_counts,
+        default=(1_000, 10_000),
+        help="visible notes of the recall rows (1000,10000)",
+    )
+    parser.add_argument("--recall-samples", type=int, default=40, help="pack builds per recall row (40)")
     arguments = parser.parse_args(argv)
 
-    bench = Bench(arguments.cache, hashed_corpus=arguments.corpus_vectors == "hashing")
+    hashed = arguments.corpus_vectors == "hashing"
+    if arguments.part == "recall":
+        embedder = CachedEmbedder(LocalEmbedder(), SqliteEmbeddingCache(arguments.cache))
+        run_recall(
+            embedder,
+            arguments.data_dir,
+            arguments.recall_notes,
+            arguments.recall_samples,
+            hashed_corpus=hashed,
+            profile=arguments.profile,
+        )
+        return 0
+    bench = Bench(arguments.cache, hashed_corpus=hashed)
     texts = sentences(arguments.data_dir, arguments.notes + FRESH_FACTS)
     corpus, fresh = texts[: arguments.notes], texts[arguments.notes :]
     bench.load(corpus)
@@ -269,7 +440,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         out = io.StringIO()
         pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(18)
         print(out.getvalue())
+    if arguments.part == "all":
+        run_recall(
+            bench.embedder,
+            arguments.data_dir,
+            arguments.recall_notes,
+            arguments.recall_samples,
+            hashed_corpus=hashed,
+            profile=arguments.profile,
+        )
     return 0
+
+
+def _counts(value: str) -> tuple[int, ...]:
+    """``1000,10000`` as counts of notes (argparse ``type``)."""
+    try:
+        counts = tuple(int(part) for part in value.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of counts: {value!r}") from None
+    if not counts or min(counts) < RECALL_PINS:
+        raise argparse.ArgumentTypeError(f"give counts of at least {RECALL_PINS} notes: {value!r}")
+    return counts
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@
     knowledge remember "fact" [--path --type --scope --key ...]   (``memory_cli``)
     knowledge memories "query" [--mode --limit --path --type --scope]
     knowledge forget NOTE_ID [--mode soft|redact|hard]
+    knowledge recall ["query"] [--max-tokens --max-items --path-prefix --type]
+    knowledge pin NOTE_ID [--order --reason] / knowledge unpin NOTE_ID / knowledge pins
 
 ``--base`` takes a base id (``kb_...``) or a name; a name that several bases share is a usage error
 listing their ids, and a name no base has is an error naming the close ones (``ingest`` creates

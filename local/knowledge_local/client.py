@@ -19,11 +19,15 @@ LIST_PAGE_SIZE = 100
 
 
 class ApiError(Exception):
-    """An error answer of the API, or no answer at all."""
+    """An error answer of the API, or no answer at all; ``details`` is the envelope's ``details``
+    (``{}`` when it has none)."""
 
-    def __init__(self, status: int | None, code: str, message: str) -> None:
+    def __init__(
+        self, status: int | None, code: str, message: str, details: Mapping[str, Any] | None = None
+    ) -> None:
         super().__init__(f"{code}: {message}")
         self.status, self.code, self.message = status, code, message
+        self.details: dict[str, Any] = dict(details or {})
 
 
 class KnowledgeClient:
@@ -54,10 +58,20 @@ class KnowledgeClient:
         return self.request("POST", "/v1/tools/search_knowledge", json=body)
 
     def call_tool(self, name: str, **arguments: Any) -> dict[str, Any]:
-        """``POST /v1/tools/{name}`` (``remember``, ``search_memory``, ``forget_memory``) with the
-        tool's arguments (``None`` values left out)."""
+        """``POST /v1/tools/{name}`` (``remember``, ``search_memory``, ``recall_context``,
+        ``forget_memory``, ``pin_memory``, ``unpin_memory``) with the tool's arguments (``None``
+        values left out)."""
+        return self.call_tool_with_status(name, **arguments)[1]
+
+    def call_tool_with_status(self, name: str, **arguments: Any) -> tuple[int, dict[str, Any]]:
+        """``call_tool``, with the HTTP status of the answer (201 when something was created)."""
         body = {key: value for key, value in arguments.items() if value is not None}
-        return self.request("POST", f"/v1/tools/{name}", json=body)
+        return self._send("POST", f"/v1/tools/{name}", json=body)
+
+    def pins(self) -> Iterator[dict[str, Any]]:
+        """Every pin that applies to the caller (``GET /v1/pins``), in pin order, following
+        ``next_token``."""
+        yield from self._paged("/v1/pins", "pins", {})
 
     # -- bases and items --------------------------------------------------------------------------
 
@@ -175,7 +189,13 @@ class KnowledgeClient:
 def _api_error(status: int, body: Any, text: str) -> ApiError:
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
         error = body["error"]
-        return ApiError(status, str(error.get("code", "error")), str(error.get("message", "")))
+        details = error.get("details")
+        return ApiError(
+            status,
+            str(error.get("code", "error")),
+            str(error.get("message", "")),
+            details if isinstance(details, dict) else None,
+        )
     if isinstance(body, dict) and "message" in body:
         return ApiError(status, "gateway_error", str(body["message"]))
     return ApiError(status, "http_error", f"HTTP {status}: {text[:200]}")

@@ -36,7 +36,15 @@ def test_mcp_initialize_names_the_server_and_its_tools(runtime: RuntimeProcess) 
 
     assert info is not None
     assert info.name == "knowledge"
-    assert tools == ["search_knowledge", "remember", "search_memory", "forget_memory"]
+    assert tools == [
+        "search_knowledge",
+        "remember",
+        "search_memory",
+        "recall_context",
+        "pin_memory",
+        "unpin_memory",
+        "forget_memory",
+    ]
 
 
 def test_mcp_tool_call_searches_the_seeded_base(runtime: RuntimeProcess) -> None:

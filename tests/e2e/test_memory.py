@@ -160,3 +160,60 @@ def test_memory_from_the_ingest_queue(runtime: RuntimeProcess, api: httpx2.Clien
     )
 
     assert eventually(lambda: _found(api, "walrus")) == ["The queued walrus fact."]
+
+
+def _recall(runtime: RuntimeProcess, *arguments: str) -> dict[str, Any]:
+    recalled = knowledge(runtime, "recall", *arguments, "--json")
+    assert recalled.returncode == 0, recalled.stderr
+    answer: dict[str, Any] = json.loads(recalled.stdout)
+    return answer
+
+
+def test_memory_pinned_note_is_recalled_first_until_unpinned(
+    runtime: RuntimeProcess, api: httpx2.Client
+) -> None:
+    query = "albatross deploy window"
+    relevant = _remember(api, "The albatross deploy window opens at 10:00 on weekdays.", path="/ops")["note"]
+    pinned = _remember(api, "Gannet, the office plant, is watered on Thursdays.", path="/office")["note"]
+    eventually(lambda: _found(api, "albatross deploy window") and _found(api, "gannet office plant"))
+    assert _recall(runtime, query)["items"][0]["note_id"] == relevant["note_id"]
+
+    pin = knowledge(runtime, "pin", pinned["note_id"], "--reason", "e2e")
+    again = knowledge(runtime, "pin", pinned["note_id"])
+    assert pin.returncode == 0, pin.stderr
+    assert pin.stdout.startswith(f"pinned: {pinned['note_id']} (pin pn_")
+    assert again.stdout.startswith(f"already pinned: {pinned['note_id']} (pin pn_")
+    assert pinned["note_id"] in knowledge(runtime, "pins").stdout
+
+    first = _recall(runtime, query, "--max-tokens", "1200")
+    assert [(item["note_id"], item["pinned"]) for item in first["items"][:2]] == [
+        (pinned["note_id"], True),
+        (relevant["note_id"], False),
+    ]
+    assert first["budget"]["used_tokens"] <= 1200
+    text = knowledge(runtime, "recall", query)
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.startswith("## /office · fact · ")
+    assert " · pinned\nGannet, the office plant" in text.stdout
+    assert "(1 pinned)" in text.stderr
+
+    unpinned = knowledge(runtime, "unpin", pinned["note_id"])
+    assert unpinned.stdout == f"unpinned: {pinned['note_id']}\n", unpinned.stderr
+    assert knowledge(runtime, "unpin", pinned["note_id"]).stdout.startswith("not pinned: ")
+
+    after = _recall(runtime, query)
+    assert after["items"][0]["note_id"] == relevant["note_id"]
+    assert not any(item["pinned"] for item in after["items"])
+    assert pinned["note_id"] not in knowledge(runtime, "pins").stdout
+
+
+def test_memory_remember_pin_through_the_cli(runtime: RuntimeProcess, api: httpx2.Client) -> None:
+    remembered = knowledge(runtime, "remember", "The cormorant on-call phone is in the top drawer.", "--pin")
+    assert remembered.returncode == 0, remembered.stderr
+    assert remembered.stdout.startswith("created: nt_")
+    assert remembered.stdout.endswith(", pinned)\n")
+    note_id = remembered.stdout.split()[1]
+    try:
+        assert _recall(runtime, "unrelated espresso question")["items"][0]["note_id"] == note_id
+    finally:
+        assert knowledge(runtime, "unpin", note_id).returncode == 0

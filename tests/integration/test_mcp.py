@@ -174,7 +174,15 @@ def test_mcp_tools_list_publishes_spec_schema(gateway: Gateway, world: SearchWor
 
     tools = session(gateway, world.token(), use).tools
 
-    assert [tool.name for tool in tools] == ["search_knowledge", "remember", "search_memory", "forget_memory"]
+    assert [tool.name for tool in tools] == [
+        "search_knowledge",
+        "remember",
+        "search_memory",
+        "recall_context",
+        "pin_memory",
+        "unpin_memory",
+        "forget_memory",
+    ]
     tool = tools[0]
     assert tool.description is not None
     assert tool.description.startswith("Read authorized Knowledge Base content either by ranked query")
@@ -391,7 +399,15 @@ def test_mcp_unknown_tool_returns_not_found_error(gateway: Gateway, reader: str)
 
     assert body["error"]["details"] == {
         "tool": "read_minds",
-        "available_tools": ["search_knowledge", "remember", "search_memory", "forget_memory"],
+        "available_tools": [
+            "search_knowledge",
+            "remember",
+            "search_memory",
+            "recall_context",
+            "pin_memory",
+            "unpin_memory",
+            "forget_memory",
+        ],
     }
 
 

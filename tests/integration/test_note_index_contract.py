@@ -191,3 +191,40 @@ def test_search_query_of_stop_words_only_matches_nothing_lexically(index: NoteIn
 
     query = probe(Leg.LEXICAL).model_copy(update={"text": "the and"})
     assert index.search(query).lexical == []
+
+
+def browse_filter(**filters: Any) -> NoteFilter:
+    values: dict[str, Any] = {"tenant_id": TENANT, "subject_id": "me", "now": NOW, **filters}
+    return NoteFilter(**values)
+
+
+@every_adapter
+def test_browse_orders_by_importance_then_recency_then_id_within_the_filter(index: NoteIndex) -> None:
+    index.upsert_notes(
+        [
+            note("nt_low", importance=0.1, updated_at=NOW),
+            note("nt_old", importance=0.9, updated_at=NOW - timedelta(days=2)),
+            note("nt_new", importance=0.9, updated_at=NOW - timedelta(days=1)),
+            note("nt_tie_b", importance=0.5, updated_at=NOW),
+            note("nt_tie_a", importance=0.5, updated_at=NOW),
+            note("nt_theirs", importance=1.0, owner_id="someone-else"),
+            note("nt_gone", importance=1.0, expires_at=NOW - timedelta(seconds=1)),
+            note("nt_replaced", importance=1.0, superseded=True),
+        ]
+    )
+    index.refresh()
+
+    hits = index.browse(browse_filter(), 10)
+
+    assert [hit.note_id for hit in hits] == ["nt_new", "nt_old", "nt_tie_a", "nt_tie_b", "nt_low"]
+    assert [hit.score for hit in hits] == pytest.approx([0.9, 0.9, 0.5, 0.5, 0.1])
+    assert [hit.note_id for hit in index.browse(browse_filter(), 2)] == ["nt_new", "nt_old"]
+    assert [hit.note_id for hit in index.browse(browse_filter(include_superseded=True), 1)] == ["nt_replaced"]
+
+
+@every_adapter
+def test_browse_of_a_caller_without_notes_is_empty(index: NoteIndex) -> None:
+    index.upsert_notes([note("nt_1", owner_id="someone-else")])
+    index.refresh()
+
+    assert index.browse(browse_filter(), 5) == []

@@ -15,6 +15,10 @@ FUNCTION_OF = {
     ("POST", "/v1/tools/remember"): "remember",
     ("POST", "/v1/tools/search_memory"): "search_memory",
     ("POST", "/v1/tools/forget_memory"): "forget_memory",
+    ("POST", "/v1/tools/recall_context"): "recall_context",
+    ("POST", "/v1/tools/pin_memory"): "pin_memory",
+    ("GET", "/v1/pins"): "pin_memory",
+    ("POST", "/v1/tools/unpin_memory"): "unpin_memory",
 }
 MEMORY = ("memory:read", "memory:write")
 
@@ -86,3 +90,16 @@ def found(authorization: str, query: str, **arguments: Any) -> list[str]:
     reply = search_memory(authorization, query, **arguments)
     assert reply.status == 200, reply.text
     return [result["content"] for result in reply.body["results"]]
+
+
+def recall_context(authorization: str, query: str | None = None, **arguments: Any) -> Reply:
+    body = {"query": query, **arguments} if query is not None else arguments
+    return call("POST", "/v1/tools/recall_context", body, authorization)
+
+
+def pin_memory(authorization: str, note_id: str, **arguments: Any) -> Reply:
+    return call("POST", "/v1/tools/pin_memory", {"note_id": note_id, **arguments}, authorization)
+
+
+def unpin_memory(authorization: str, note_id: str) -> Reply:
+    return call("POST", "/v1/tools/unpin_memory", {"note_id": note_id}, authorization)

@@ -9,7 +9,7 @@ import pytest
 from knowledge.api.mcp_tools import TOOLS
 from tests.support.template import ROOT
 
-NUMBERS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
+NUMBERS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight"}
 
 
 @pytest.mark.parametrize("doc", ["quickstart.md", "mcp-clients.md"])

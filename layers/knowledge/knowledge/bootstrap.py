@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from knowledge.domain.chunking import Chunker
+from knowledge.domain.context_pack import count_cl100k
 from knowledge.ports import Embedder, KnowledgeStore, NoteIndex, RuntimeSwitch, SearchIndex
 from knowledge.services.curation import CurationService
 from knowledge.services.indexing import IndexingService
@@ -21,6 +22,8 @@ from knowledge.services.ingest import IngestService
 from knowledge.services.memory_search import MemorySearchService
 from knowledge.services.note_indexing import NoteIndexingService
 from knowledge.services.notes import NoteService
+from knowledge.services.pins import PinService
+from knowledge.services.recall import RecallService
 from knowledge.services.search import SearchService
 from knowledge.services.token_admin import TokenAdministration
 from knowledge.services.tokens import TokenService
@@ -55,6 +58,8 @@ class Container:
     ingest: IngestService = field(init=False)
     notes: NoteService = field(init=False)
     memory_search: MemorySearchService = field(init=False)
+    pins: PinService = field(init=False)
+    recall: RecallService = field(init=False)
     _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
@@ -63,6 +68,17 @@ class Container:
         self.notes = NoteService(self.store, self.embedder.forget, self.runtime_switch, utc_now)
         self.memory_search = MemorySearchService(
             self.store, self.note_index, self.embedder, self.runtime_switch, utc_now
+        )
+        self.pins = PinService(self.store, self.notes, utc_now)
+        self.recall = RecallService(
+            self.store,
+            self.note_index,
+            self.embedder,
+            self.notes,
+            self.pins,
+            self.memory_search,
+            count_cl100k,
+            utc_now,
         )
         self.indexing = IndexingService(
             self.store,
@@ -261,6 +277,7 @@ _container: Container | None = None
 _token_service: TokenService | None = None
 _ingest_service: IngestService | None = None
 _note_service_instance: NoteService | None = None
+_pin_service_instance: PinService | None = None
 
 
 def get_container() -> Container:
@@ -320,12 +337,26 @@ def get_note_service() -> NoteService:
         return _note_service_instance
 
 
+def get_pin_service() -> PinService:
+    """The pin tools (and ``remember`` with ``pin``) over the note service of ``get_note_service``,
+    for the functions that need no search index."""
+    global _pin_service_instance
+    notes = get_note_service()
+    with _lock:
+        if _container is not None:
+            return _container.pins
+        if _pin_service_instance is None:
+            _pin_service_instance = PinService(notes.store, notes, utc_now)
+        return _pin_service_instance
+
+
 def use_container(container: Container | None) -> None:
     """Install ``container`` as the process's container (``None`` resets it and the store-only
     services)."""
-    global _container, _token_service, _ingest_service, _note_service_instance
+    global _container, _token_service, _ingest_service, _note_service_instance, _pin_service_instance
     with _lock:
         _container = container
         _token_service = None
         _note_service_instance = None
+        _pin_service_instance = None
         _ingest_service = None

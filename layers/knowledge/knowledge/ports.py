@@ -19,8 +19,9 @@ from knowledge.domain.models import (
     TokenRecord,
 )
 from knowledge.domain.note_lifecycle import NoteWrite
-from knowledge.domain.note_retrieval import IndexedNote, NoteLegHits, NoteQuery
+from knowledge.domain.note_retrieval import IndexedNote, NoteFilter, NoteHit, NoteLegHits, NoteQuery
 from knowledge.domain.notes import Note, NoteClaim
+from knowledge.domain.pins import Pin
 from knowledge.domain.retrieval import IndexedItem, IndexQuery, LegHits
 
 
@@ -204,10 +205,13 @@ class NoteStore(Protocol):
     ``DependencyUnavailableError`` (throttling, outage).
     """
 
-    def get_note(self, tenant_id: str, note_id: str) -> Note | None: ...
+    def get_note(self, tenant_id: str, note_id: str) -> Note | None:
+        """The note at its current version; ``pinned`` says whether its pin record exists."""
+        ...
 
     def get_notes(self, tenant_id: str, note_ids: Sequence[str]) -> dict[str, Note]:
-        """The stored notes among ``note_ids`` by id; absent ones are left out."""
+        """The stored notes among ``note_ids`` by id (``pinned`` as ``get_note``); absent ones are
+        left out. One batched read."""
         ...
 
     def claim_holder(self, tenant_id: str, claim: NoteClaim) -> str | None:
@@ -247,6 +251,34 @@ class NoteStore(Protocol):
         ...
 
 
+class PinStore(Protocol):
+    """Pins (DESIGN §9): at most one per note, beside it, listed per tenant in pin order
+    (``Pin.sort_key``: ``order``, then pin time).
+
+    Errors: ``ConflictError`` when the pin moved on from the one a write expected (another pin
+    was written, or removed, first); ``ResourceUnavailableError`` when the note is gone;
+    ``RequestValidationError`` for a ``next_token`` this listing did not issue;
+    ``DependencyUnavailableError``.
+    """
+
+    def get_pin(self, tenant_id: str, note_id: str) -> Pin | None: ...
+
+    def put_pin(self, pin: Pin, *, previous: Pin | None) -> None:
+        """Write ``pin`` while the note's record exists and the stored pin is ``previous`` (the same
+        ``pin_id``), or there is none when ``previous`` is ``None``."""
+        ...
+
+    def delete_pin(self, tenant_id: str, note_id: str, *, pin_id: str) -> None:
+        """Remove the note's pin while it is ``pin_id`` (``ConflictError`` if another pin replaced
+        it); nothing to do when there is no pin."""
+        ...
+
+    def list_pins(self, tenant_id: str, *, limit: int, next_token: str | None) -> Page[Pin]:
+        """The tenant's pins in pin order, ``limit`` (≥ 1, else ``ValueError``) at a time, whatever
+        their notes' state (the services filter)."""
+        ...
+
+
 class CatalogStore(BaseStore, ItemStore, Protocol):
     """Bases with their items and revisions: what the write API and the queue change."""
 
@@ -255,10 +287,13 @@ class CorpusStore(CatalogStore, ContentStore, Protocol):
     """The catalog and the revisions' content: what search and the indexer read."""
 
 
-class KnowledgeStore(CorpusStore, TokenStore, NoteStore, Protocol):
+class MemoryStore(NoteStore, PinStore, Protocol):
+    """Notes and their pins: what the memory tools read and write."""
+
+
+class KnowledgeStore(CorpusStore, TokenStore, MemoryStore, Protocol):
     """The source of truth (DESIGN §3): every aggregate in one store, which ``bootstrap`` builds
-    once and hands to each service as the narrowest of the ports above that it needs. Pins
-    (DESIGN §9) will join as an aggregate of their own (``PinStore``).
+    once and hands to each service as the narrowest of the ports above that it needs.
 
     Every method but the token ones is scoped by ``tenant_id``. Getters return ``None`` for absent
     records; visibility is the services' job.
@@ -343,6 +378,11 @@ class NoteIndex(Protocol):
         ...
 
     def search(self, query: NoteQuery) -> NoteLegHits: ...
+
+    def browse(self, note_filter: NoteFilter, k: int) -> list[NoteHit]:
+        """Up to ``k`` admitted notes without a query: ``importance`` descending, then the time of
+        their indexed version (``updated_at``) descending, then note id; ``score`` is the importance."""
+        ...
 
     def refresh(self) -> None: ...
 

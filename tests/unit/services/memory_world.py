@@ -11,17 +11,25 @@ from knowledge.adapters.embedded_note_index import EmbeddedNoteIndex
 from knowledge.adapters.embedding_cache import CachedEmbedder, InMemoryEmbeddingCache
 from knowledge.adapters.memory_store import InMemoryKnowledgeStore
 from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
+from knowledge.domain.context_pack import count_cl100k
 from knowledge.domain.memory_contract import (
     ForgetMemoryArguments,
+    MemoryContextResponse,
     MemoryResponse,
     MemorySearchResponse,
+    PinMemoryArguments,
+    PinView,
+    RecallContextArguments,
     RememberArguments,
     SearchMemoryArguments,
+    UnpinMemoryArguments,
 )
 from knowledge.domain.models import Permission, Principal
 from knowledge.services.memory_search import MemorySearchService
 from knowledge.services.note_indexing import NoteIndexingService
 from knowledge.services.notes import NoteService
+from knowledge.services.pins import PinService
+from knowledge.services.recall import RecallService
 from tests.support.embedding import HashingEmbedder
 from tests.unit.services.conftest import TENANT, caller
 
@@ -61,6 +69,17 @@ class MemoryWorld:
         self.notes = NoteService(self.store, self.embedder.forget, switch, self.clock)
         self.search_service = MemorySearchService(self.store, self.index, self.embedder, switch, self.clock)
         self.indexing = NoteIndexingService(self.store, self.index, self.embedder)
+        self.pins = PinService(self.store, self.notes, self.clock)
+        self.recall_service = RecallService(
+            self.store,
+            self.index,
+            self.embedder,
+            self.notes,
+            self.pins,
+            self.search_service,
+            count_cl100k,
+            self.clock,
+        )
         self.known: dict[tuple[str, str], int] = {}
 
     def remember(
@@ -83,6 +102,21 @@ class MemoryWorld:
 
     def found(self, principal: Principal, query: str, **arguments: Any) -> list[str]:
         return [result.content for result in self.search(principal, query, **arguments).results]
+
+    def recall(
+        self, principal: Principal, query: str | None = None, **arguments: Any
+    ) -> MemoryContextResponse:
+        return self.recall_service.recall_context(principal, RecallContextArguments(query=query, **arguments))
+
+    def recalled(self, principal: Principal, query: str | None = None, **arguments: Any) -> list[str]:
+        """The ids of the notes in the pack, in order."""
+        return [item.note_id for item in self.recall(principal, query, **arguments).items]
+
+    def pin(self, principal: Principal, note_id: str, **arguments: Any) -> PinView:
+        return self.pins.pin(principal, PinMemoryArguments(note_id=note_id, **arguments)).pin
+
+    def unpin(self, principal: Principal, note_id: str) -> bool:
+        return self.pins.unpin(principal, UnpinMemoryArguments(note_id=note_id)).removed
 
     def sync(self) -> None:
         """Index every note written so far, as the stream consumer would."""

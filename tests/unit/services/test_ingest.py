@@ -164,6 +164,20 @@ def test_ingest_remember_message_keeps_a_note_for_its_subject_once(
     ]
 
 
+def test_ingest_remember_message_with_pin_pins_the_note_once(
+    ingest: IngestService, store: InMemoryKnowledgeStore
+) -> None:
+    body = _memory("remember", content="Escalate outages to the platform lead.", pin=True)
+
+    ingest.ingest(body, message_id="m-1")
+    ingest.ingest(body, message_id="m-1")
+
+    [note] = store._notes.values()
+    pins = store.list_pins(TENANT, limit=10, next_token=None).entries
+    assert [(pin.note_id, pin.created_by) for pin in pins] == [(note.note_id, "pipeline-agent")]
+    assert store.get_note(TENANT, note.note_id).pinned is True  # type: ignore[union-attr]
+
+
 def test_ingest_forget_message_forgets_and_its_redelivery_is_a_no_op(
     ingest: IngestService, store: InMemoryKnowledgeStore
 ) -> None:

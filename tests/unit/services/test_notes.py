@@ -169,7 +169,6 @@ def test_remember_same_fact_after_expiry_is_a_new_note(world: MemoryWorld) -> No
         ({"scope": "team", "team_id": "blue"}, "team_id"),
         ({"expected_version": 1}, "expected_version"),
         ({"supersedes": [f"nt_{n}" for n in range(20)]}, "supersedes"),
-        ({"pin": True}, "pin"),
     ],
 )
 def test_remember_out_of_bounds_or_dependent_field_is_invalid(

@@ -78,6 +78,8 @@ class EmbeddedNoteIndex:
         self._alive: npt.NDArray[np.bool_] = np.zeros(0, np.bool_)
         self._superseded: npt.NDArray[np.bool_] = np.zeros(0, np.bool_)
         self._expires: npt.NDArray[np.float64] = np.zeros(0, np.float64)
+        self._importance: npt.NDArray[np.float64] = np.zeros(0, np.float64)
+        self._updated: npt.NDArray[np.float64] = np.zeros(0, np.float64)
         self._prefix_rows: dict[tuple[str, str], set[int]] = {}
 
     def ensure_ready(self, *, model_id: str, dimension: int) -> None:
@@ -143,6 +145,26 @@ class EmbeddedNoteIndex:
                 else []
             )
             return NoteLegHits(lexical=lexical, semantic=semantic)
+
+    def browse(self, note_filter: NoteFilter, k: int) -> list[NoteHit]:
+        """Up to ``k`` admitted notes by importance, then update time (newest first), then id."""
+        with self._lock:
+            rows = np.flatnonzero(self._admitted(note_filter))
+            if rows.size == 0:
+                return []
+            importance, updated = self._importance[rows], self._updated[rows]
+            if rows.size > k:  # keep every row tied with the k-th, then order exactly
+                kth = np.partition(-importance, k - 1)[k - 1]
+                keep = np.flatnonzero(-importance <= kth)
+                rows, importance, updated = rows[keep], importance[keep], updated[keep]
+            hits = [
+                (-score, -moment, self._note(row).note_id, row)
+                for row, score, moment in zip(
+                    rows.tolist(), importance.tolist(), updated.tolist(), strict=True
+                )
+            ]
+            hits.sort()
+            return [self._hit(row, -negated) for negated, _, _, row in hits[:k]]
 
     def __len__(self) -> int:
         with self._lock:
@@ -288,6 +310,8 @@ class EmbeddedNoteIndex:
         self._alive[row] = True
         self._superseded[row] = note.superseded
         self._expires[row] = note.expires_at.timestamp() if note.expires_at else np.inf
+        self._importance[row] = note.importance
+        self._updated[row] = note.updated_at.timestamp() if note.updated_at else 0.0
         for prefix in path_ancestors(note.path):
             self._prefix_rows.setdefault((note.tenant_id, prefix), set()).add(row)
         document = tantivy.Document()
@@ -320,6 +344,8 @@ class EmbeddedNoteIndex:
         self._alive = np.concatenate([self._alive, np.zeros(grow, np.bool_)])
         self._superseded = np.concatenate([self._superseded, np.zeros(grow, np.bool_)])
         self._expires = np.concatenate([self._expires, np.zeros(grow, np.float64)])
+        self._importance = np.concatenate([self._importance, np.zeros(grow, np.float64)])
+        self._updated = np.concatenate([self._updated, np.zeros(grow, np.float64)])
 
     def _commit(self) -> None:
         self._writer.commit()

@@ -1,6 +1,7 @@
-"""The ``NoteStore`` port in process memory, as a part of ``InMemoryKnowledgeStore`` (which holds the
-lock and the clock). Every method runs under the store's lock, so a commit applies whole or not at
-all, as the DynamoDB transaction does."""
+"""The ``NoteStore`` and ``PinStore`` ports in process memory, as a part of ``InMemoryKnowledgeStore``
+(which holds the lock and the clock). Every method runs under the store's lock, so a commit applies
+whole or not at all, as the DynamoDB transaction does. A note's ``pinned`` is read from its pin, as
+the DynamoDB store reads it."""
 
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ from knowledge.adapters.memory_listing import found, page
 from knowledge.domain.models import Page
 from knowledge.domain.note_lifecycle import MAX_NOTE_WRITES, NoteWrite, redacted
 from knowledge.domain.notes import Note, NoteClaim
+from knowledge.domain.pins import Pin
 from knowledge.errors import ClaimTakenError, ConflictError, ResourceUnavailableError
 from knowledge.ports import Clock
 
 _RACE_LOST = "The note was changed by another writer; re-read it and retry with its current version."
+_PIN_RACE_LOST = "The pin was changed by another writer; re-read it and retry."
 
 
 @dataclass(frozen=True)
@@ -35,14 +38,22 @@ class InMemoryNoteStore:
         self._notes: dict[tuple[str, str], Note] = {}
         self._note_versions: dict[tuple[str, str], dict[int, Note]] = {}
         self._claims: dict[tuple[str, str], _Claim] = {}
+        self._pins: dict[tuple[str, str], Pin] = {}
 
     def get_note(self, tenant_id: str, note_id: str) -> Note | None:
         with self._lock:
-            return self._notes.get((tenant_id, note_id))
+            note = self._notes.get((tenant_id, note_id))
+            return self._with_pin(note) if note is not None else None
 
     def get_notes(self, tenant_id: str, note_ids: Sequence[str]) -> dict[str, Note]:
         with self._lock:
-            return found(self._notes, tenant_id, note_ids)
+            notes = found(self._notes, tenant_id, note_ids)
+            return {note_id: self._with_pin(note) for note_id, note in notes.items()}
+
+    def _with_pin(self, note: Note) -> Note:
+        pin = self._pins.get((note.tenant_id, note.note_id))
+        pinned = pin is not None and pin.is_active(self._clock())
+        return note if note.pinned == pinned else note.model_copy(update={"pinned": pinned})
 
     def claim_holder(self, tenant_id: str, claim: NoteClaim) -> str | None:
         with self._lock:
@@ -57,7 +68,7 @@ class InMemoryNoteStore:
             for write in writes:
                 self._check_write(tenant_id, write, now)
             for write in writes:
-                note = write.note.model_copy(update={"indexed_version": None})
+                note = write.note.model_copy(update={"indexed_version": None, "pinned": False})
                 self._notes[tenant_id, note.note_id] = note
                 self._note_versions.setdefault((tenant_id, note.note_id), {})[note.version] = note
                 for claim in write.release:
@@ -103,8 +114,37 @@ class InMemoryNoteStore:
                 held = self._claims.get((tenant_id, claim.digest))
                 if held is not None and held.note_id == note_id:
                     del self._claims[tenant_id, claim.digest]
+            self._pins.pop((tenant_id, note_id), None)
             if expected_version is not None:
                 del self._notes[tenant_id, note_id]
+
+    def get_pin(self, tenant_id: str, note_id: str) -> Pin | None:
+        with self._lock:
+            return self._pins.get((tenant_id, note_id))
+
+    def put_pin(self, pin: Pin, *, previous: Pin | None) -> None:
+        key = (pin.tenant_id, pin.note_id)
+        with self._lock:
+            if key not in self._notes:
+                raise ResourceUnavailableError()
+            stored = self._pins.get(key)
+            if (stored.pin_id if stored else None) != (previous.pin_id if previous else None):
+                raise ConflictError(_PIN_RACE_LOST, current_version=None)
+            self._pins[key] = pin
+
+    def delete_pin(self, tenant_id: str, note_id: str, *, pin_id: str) -> None:
+        with self._lock:
+            stored = self._pins.get((tenant_id, note_id))
+            if stored is None:
+                return
+            if stored.pin_id != pin_id:
+                raise ConflictError(_PIN_RACE_LOST, current_version=None)
+            del self._pins[tenant_id, note_id]
+
+    def list_pins(self, tenant_id: str, *, limit: int, next_token: str | None) -> Page[Pin]:
+        with self._lock:
+            pins = [pin for (tenant, _), pin in self._pins.items() if tenant == tenant_id]
+        return page(f"pins:{tenant_id}", pins, pin_listing_key, limit=limit, next_token=next_token)
 
     def _check_write(self, tenant_id: str, write: NoteWrite, now: datetime) -> None:
         note_id = write.note.note_id
@@ -130,3 +170,8 @@ class InMemoryNoteStore:
 
 def _version_key(note: Note) -> str:
     return f"{note.version:06d}"
+
+
+def pin_listing_key(pin: Pin) -> str:
+    """The pin's place in its tenant's listing: order (six digits), then pin id (a ULID)."""
+    return f"{pin.order:06d}#{pin.pin_id}"

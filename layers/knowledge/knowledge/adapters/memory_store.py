@@ -48,7 +48,7 @@ def _utc_now() -> datetime:
 
 
 class InMemoryKnowledgeStore(InMemoryNoteStore):
-    """Bases, items, revisions and their content, tokens, and notes (``memory_notes``) in dictionaries.
+    """Bases, items, revisions and their content, tokens, notes and pins (``memory_notes``) in dictionaries.
 
     ``clock`` returns aware UTC datetimes; ``page_size_chars`` (1..90,000, else ``ValueError``) is
     recorded on new revisions as the DynamoDB store records its page size.

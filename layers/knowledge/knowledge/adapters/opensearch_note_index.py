@@ -44,6 +44,13 @@ _KEYWORDS = (
     "path_prefixes",
 )
 _SORT = [{"_score": "desc"}, {"note_id": "asc"}]
+_BROWSE_FIELDS: dict[str, Any] = {"importance": {"type": "float"}, "updated_at": {"type": "date"}}
+"""Fields ``browse`` sorts by; ``ensure_ready`` adds them to an index created before they existed."""
+_BROWSE_SORT = [
+    {"importance": {"order": "desc", "missing": "_last"}},
+    {"updated_at": {"order": "desc", "missing": "_last"}},
+    {"note_id": "asc"},
+]
 _SOURCE = {"includes": ["note_id", "note_version"]}
 
 
@@ -57,6 +64,7 @@ def index_body(*, model_id: str, dimension: int) -> dict[str, Any]:
             "superseded": {"type": "boolean"},
             "removed": {"type": "boolean"},
             "expires_at": {"type": "date"},
+            **_BROWSE_FIELDS,
             "vector": {
                 "type": "knn_vector",
                 "dimension": dimension,
@@ -86,6 +94,8 @@ def note_source(note: IndexedNote) -> dict[str, Any]:
         "memory_type": note.memory_type.value,
         "path_prefixes": path_ancestors(note.path),
         "content": note.content,
+        "importance": note.importance,
+        "updated_at": note.updated_at.isoformat() if note.updated_at else None,
         "superseded": note.superseded,
         "removed": False,
         "expires_at": note.expires_at.isoformat() if note.expires_at else None,
@@ -156,6 +166,27 @@ def semantic_body(vector: Sequence[float], note_filter: NoteFilter, k: int) -> d
     }
 
 
+def browse_body(note_filter: NoteFilter, k: int) -> dict[str, Any]:
+    """The admitted notes without a query, by importance, then update time, then id."""
+    return {
+        "size": k,
+        "query": filter_query(note_filter),
+        "sort": _BROWSE_SORT,
+        "_source": {"includes": ["note_id", "note_version", "importance"]},
+    }
+
+
+def parse_browsed(response: Mapping[str, Any]) -> list[NoteHit]:
+    return [
+        NoteHit(
+            note_id=hit["_source"]["note_id"],
+            version=int(hit["_source"]["note_version"]),
+            score=float(hit["_source"].get("importance", 0.5)),
+        )
+        for hit in response["hits"]["hits"]
+    ]
+
+
 def parse_hits(response: Mapping[str, Any], *, semantic: bool) -> list[NoteHit]:
     hits = [
         NoteHit(
@@ -193,6 +224,8 @@ class OpenSearchNoteIndex:
                 except RequestError as error:
                     if error.error != "resource_already_exists_exception":
                         raise
+            else:
+                self._client.indices.put_mapping(index=self._name, body={"properties": _BROWSE_FIELDS})
             recorded = dsl.recorded_config(self._client.indices.get_mapping(index=self._name))
         if not recorded.matches(model_id, dimension):
             raise IndexConfigurationError(
@@ -278,6 +311,15 @@ class OpenSearchNoteIndex:
                 )
             legs[leg] = parse_hits(response, semantic=leg is Leg.SEMANTIC)
         return NoteLegHits(lexical=legs.get(Leg.LEXICAL, []), semantic=legs.get(Leg.SEMANTIC, []))
+
+    def browse(self, note_filter: NoteFilter, k: int) -> list[NoteHit]:
+        """Admitted notes by importance, then update time (newest first), then id, routed to the
+        tenant's shard."""
+        with _translated("browse"):
+            answer = self._client.search(
+                index=self._name, body=browse_body(note_filter, k), routing=note_filter.tenant_id
+            )
+        return parse_browsed(answer)
 
     def refresh(self) -> None:
         with _translated("refresh"):

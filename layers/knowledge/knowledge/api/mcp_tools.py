@@ -2,9 +2,10 @@
 (its arguments model's JSON Schema reduced to plain keywords), annotations and the one service
 call REST makes for it, so both boundaries answer the same JSON.
 
-``search_knowledge`` reads knowledge; ``remember``, ``search_memory`` and ``forget_memory`` work on
-the caller's notes. Unknown argument fields answer the tool's own invalid-request code
-(``knowledge_invalid_request`` or ``memory_invalid_request``).
+``search_knowledge`` reads knowledge; ``remember``, ``search_memory``, ``recall_context``,
+``forget_memory``, ``pin_memory`` and ``unpin_memory`` work on the caller's notes. Unknown argument
+fields answer the tool's own invalid-request code (``knowledge_invalid_request`` or
+``memory_invalid_request``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,14 @@ from pydantic import BaseModel
 
 from knowledge.bootstrap import get_container
 from knowledge.domain.contract import SearchKnowledgeArguments
-from knowledge.domain.memory_contract import ForgetMemoryArguments, RememberArguments, SearchMemoryArguments
+from knowledge.domain.memory_contract import (
+    ForgetMemoryArguments,
+    PinMemoryArguments,
+    RecallContextArguments,
+    RememberArguments,
+    SearchMemoryArguments,
+    UnpinMemoryArguments,
+)
 from knowledge.domain.models import Principal
 from knowledge.errors import InvalidRequestError, KnowledgeError, MemoryInvalidRequestError
 
@@ -44,7 +52,8 @@ REMEMBER_DESCRIPTION = (
     "revision). Without memory_id or semantic_key it creates a note, unless a visible current note "
     "with the same scope, path and content exists (result duplicate). With semantic_key (a stable "
     "name for the fact) or memory_id it writes a new version of that note (updated, or unchanged). "
-    "supersedes retires older notes from search; expires_at or ttl_seconds makes a note expire. "
+    "supersedes retires older notes from search; expires_at or ttl_seconds makes a note expire; "
+    "pin true also pins it. "
     'Returns JSON text {"type":"memory","result":"created|updated|unchanged|duplicate","note":{...}}.'
 )
 SEARCH_MEMORY_DESCRIPTION = (
@@ -57,6 +66,25 @@ FORGET_MEMORY_DESCRIPTION = (
     "Forget one note: soft hides it (restorable), redact replaces the content of every version with "
     "[redacted], hard deletes it with its versions and index entries. Returns JSON text "
     '{"type":"memory_forgotten","note_id","mode"}.'
+)
+
+RECALL_CONTEXT_DESCRIPTION = (
+    "Build a context pack from your notes (never knowledge) to paste into your prompt: pinned notes "
+    "first (within half of max_tokens), then the notes most relevant to query (without a query: the "
+    "most important, then the most recent), whole notes only, near-duplicates dropped, never above "
+    "max_tokens (cl100k_base tokens). Returns JSON text "
+    '{"type":"memory_context","text","items":[{note_id, version, path, memory_type, pinned, tokens, '
+    'score}],"budget":{max_tokens, used_tokens, tokenizer, max_items},"coverage":{candidates, included, '
+    "dropped:[{note_id, reason}]}}."
+)
+PIN_MEMORY_DESCRIPTION = (
+    "Pin a note so recall_context always brings it first, for everyone who can see the note; order "
+    "(0 first) then pin time decide among pins. Pinning again returns the same pin. Returns JSON "
+    'text {"type":"pin","pin_id","note_id","reason","order","expires_at","created_at"}.'
+)
+UNPIN_MEMORY_DESCRIPTION = (
+    'Remove a note\'s pin. Returns JSON text {"type":"unpinned","note_id","removed"} (removed is '
+    "false when the note had no pin)."
 )
 
 
@@ -79,7 +107,11 @@ class McpTool:
 
 
 def _remember(principal: Principal, arguments: RememberArguments) -> BaseModel:
-    return get_container().notes.remember(principal, arguments).response
+    return get_container().pins.remember(principal, arguments).response
+
+
+def _pin(principal: Principal, arguments: PinMemoryArguments) -> BaseModel:
+    return get_container().pins.pin(principal, arguments).pin
 
 
 TOOLS: dict[str, McpTool] = {
@@ -117,6 +149,39 @@ TOOLS: dict[str, McpTool] = {
             ),
             annotations=types.ToolAnnotations(
                 read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+            ),
+            invalid_request=MemoryInvalidRequestError,
+        ),
+        McpTool(
+            name="recall_context",
+            title="Recall context",
+            description=RECALL_CONTEXT_DESCRIPTION,
+            arguments=RecallContextArguments,
+            run=lambda principal, arguments: get_container().recall.recall_context(principal, arguments),
+            annotations=types.ToolAnnotations(
+                read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+            ),
+            invalid_request=MemoryInvalidRequestError,
+        ),
+        McpTool(
+            name="pin_memory",
+            title="Pin a memory",
+            description=PIN_MEMORY_DESCRIPTION,
+            arguments=PinMemoryArguments,
+            run=_pin,
+            annotations=types.ToolAnnotations(
+                read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+            ),
+            invalid_request=MemoryInvalidRequestError,
+        ),
+        McpTool(
+            name="unpin_memory",
+            title="Unpin a memory",
+            description=UNPIN_MEMORY_DESCRIPTION,
+            arguments=UnpinMemoryArguments,
+            run=lambda principal, arguments: get_container().pins.unpin(principal, arguments),
+            annotations=types.ToolAnnotations(
+                read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
             ),
             invalid_request=MemoryInvalidRequestError,
         ),

@@ -54,6 +54,9 @@ ROUTERS: tuple[Router, ...] = (
     memory.remember_router,
     memory.search_memory_router,
     memory.forget_memory_router,
+    memory.recall_context_router,
+    memory.pin_memory_router,
+    memory.unpin_memory_router,
     knowledge_admin.router,
     router,
 )

@@ -63,6 +63,10 @@ def new_note_id() -> str:
     return NOTE_PREFIX + new_ulid()
 
 
+def new_pin_id() -> str:
+    return PIN_PREFIX + new_ulid()
+
+
 def is_well_formed(identifier: str, prefix: str) -> bool:
     """True when ``identifier`` is ``prefix`` followed by a ULID; guessed junk is rejected cheaply."""
     return identifier.startswith(prefix) and _ID_RE.match(identifier) is not None

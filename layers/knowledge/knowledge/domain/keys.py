@@ -13,8 +13,9 @@
 | pin of a note     | ``T#{tenant}#NOTE#{note}``                | ``PIN``                  |
 | note claim        | ``T#{tenant}#NOTECLAIM#{sha256(claim)}``  | ``META``                 |
 
-GSI1 lists the items of a base (``GSI1PK = T#{tenant}#KB#{kb}``, ``GSI1SK = ITEM#{item}``) and the
-bases of a tenant (``GSI1PK = T#{tenant}#BASES``, ``GSI1SK = KB#{kb}``).
+GSI1 lists the items of a base (``GSI1PK = T#{tenant}#KB#{kb}``, ``GSI1SK = ITEM#{item}``), the
+bases of a tenant (``GSI1PK = T#{tenant}#BASES``, ``GSI1SK = KB#{kb}``) and the pins of a tenant in
+pin order (``GSI1PK = T#{tenant}#PINS``, ``GSI1SK = PIN#{order:06d}#{pin}``).
 
 Key components must be non-empty and free of ``#``; otherwise one record's key could spell another
 record's (a base id ending in ``#EXT#...`` would address a guard). Builders raise ``ValueError`` for
@@ -33,6 +34,7 @@ ITEM_INDEX_PREFIX = "ITEM#"
 BASE_INDEX_PREFIX = "KB#"
 NOTE_VERSION_PREFIX = "VER#"
 PIN = "PIN"
+PIN_INDEX_PREFIX = "PIN#"
 MAX_PAGE_NUMBER = 999_999
 """Page numbers are zero-padded to six digits so that they sort as numbers."""
 MAX_NOTE_VERSION = 999_999
@@ -148,6 +150,19 @@ def note_version_key(tenant_id: str, note_id: str, version: int) -> TableKey:
 def pin_key(tenant_id: str, note_id: str) -> TableKey:
     """The pin of a note (DESIGN §9): one per note, beside it."""
     return TableKey(note_partition(tenant_id, note_id), PIN)
+
+
+def pins_partition(tenant_id: str) -> str:
+    """``T#{tenant}#PINS``: the GSI1 partition listing a tenant's pins."""
+    return f"T#{_part(tenant_id)}#PINS"
+
+
+def pin_index_key(tenant_id: str, order: int, pin_id: str) -> TableKey:
+    """GSI1 key listing a pin under its tenant: by ``order`` (0..999,999, else ``ValueError``), then
+    the pin id (a ULID, so by pin time)."""
+    if not 0 <= order <= 999_999:
+        raise ValueError("pin order must be within 0..999,999")
+    return TableKey(pins_partition(tenant_id), f"{PIN_INDEX_PREFIX}{order:06d}#{_part(pin_id)}")
 
 
 def note_claim_key(tenant_id: str, digest: str) -> TableKey:

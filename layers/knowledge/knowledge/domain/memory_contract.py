@@ -1,10 +1,12 @@
-"""The memory tools' contract (DESIGN §9): arguments of ``remember``, ``search_memory`` and
-``forget_memory`` and every answer, the one definition REST, MCP and the queue validate against.
+"""The memory tools' contract (DESIGN §9): arguments of ``remember``, ``search_memory``,
+``recall_context``, ``forget_memory``, ``pin_memory`` and ``unpin_memory`` and every answer, the one
+definition REST, MCP and the queue validate against.
 
 Types are strict and unknown fields refused (``validation_error``), as is a ``search_memory``
 ``query`` over 2,000 characters (the bound of ``search_knowledge``, with the same error); bounds
 (content 1–8,000 characters, ``content`` and ``semantic_key`` not blank, ``importance`` 0–1,
-``limit`` 1–50, ``ttl_seconds`` 1–316,224,000) and fields that need another (``team_id`` without
+``limit`` 1–50, ``ttl_seconds`` 1–316,224,000, ``max_tokens`` 64–8,000, ``max_items`` 1–50, pin
+``order`` 0–999,999, ``reason`` up to 500 characters) and fields that need another (``team_id`` without
 ``scope: "team"``, ``expected_version`` without ``memory_id`` or ``semantic_key``, ``expires_at``
 with ``ttl_seconds``) are published in the schema and enforced by the service, which answers
 ``memory_invalid_request``. ``null`` means "use the default". Timestamps are ISO-8601 UTC; lengths
@@ -21,6 +23,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validato
 from knowledge.domain.contract import MAX_RESULTS_MAX, MAX_RESULTS_MIN, MODES, QUERY_MAX_CHARS, Scores
 from knowledge.domain.notes import CONTENT_MAX_CHARS, DEFAULT_IMPORTANCE, LABEL_MAX_CHARS, PATH_MAX_CHARS
 from knowledge.domain.notes import SEMANTIC_KEY_MAX_CHARS as KEY_MAX_CHARS
+from knowledge.domain.pins import ORDER_MAX, REASON_MAX_CHARS
 from knowledge.domain.text import Text
 
 ID_MAX_CHARS = 128
@@ -28,6 +31,8 @@ DEFAULT_SEARCH_LIMIT = 10
 MAX_SUPERSEDES = 19
 """A remember supersedes at most this many notes (one commit holds the new note and them)."""
 TTL_MAX_SECONDS = 10 * 366 * 86_400
+MAX_TOKENS_MIN, MAX_TOKENS_MAX, DEFAULT_MAX_TOKENS = 64, 8_000, 1_200
+MAX_ITEMS_MIN, MAX_ITEMS_MAX, DEFAULT_MAX_ITEMS = 1, 50, 8
 
 ScopeName = Literal["private", "team", "tenant"]
 MemoryTypeName = Literal["fact", "preference", "decision", "event", "working", "identity"]
@@ -96,7 +101,10 @@ class RememberArguments(_Arguments):
         description="Seconds until the note expires; not with expires_at.",
         json_schema_extra={"minimum": 1, "maximum": TTL_MAX_SECONDS},
     )
-    pin: bool = Field(default=False, description="Reserved for pins (recall_context); must be false.")
+    pin: bool = Field(
+        default=False,
+        description="Also pin the note (order 0), so recall_context always brings it first.",
+    )
 
 
 class SearchMemoryArguments(_Arguments):
@@ -136,6 +144,64 @@ class SearchMemoryArguments(_Arguments):
     )
     include_superseded: bool = Field(default=False, description="Also superseded notes.")
     explain: bool = Field(default=False, description="Add every leg's scores to each result.")
+
+
+class RecallContextArguments(_Arguments):
+    """``recall_context``: a token-budgeted context pack of the caller's notes."""
+
+    query: Text | None = Field(
+        default=None,
+        max_length=QUERY_MAX_CHARS,
+        description="What the pack is for; without it the best notes are the most important, then "
+        "the most recent.",
+    )
+    max_tokens: int = Field(
+        default=DEFAULT_MAX_TOKENS,
+        description=f"Token budget of the text (cl100k_base), {MAX_TOKENS_MIN} to {MAX_TOKENS_MAX:,}; "
+        "pins use at most half of it.",
+        json_schema_extra={"minimum": MAX_TOKENS_MIN, "maximum": MAX_TOKENS_MAX},
+    )
+    max_items: int = Field(
+        default=DEFAULT_MAX_ITEMS,
+        description=f"Most notes in the pack, {MAX_ITEMS_MIN} to {MAX_ITEMS_MAX}.",
+        json_schema_extra={"minimum": MAX_ITEMS_MIN, "maximum": MAX_ITEMS_MAX},
+    )
+    scope: ScopeName | None = Field(default=None, description="Only notes of this scope.")
+    team_id: Text | None = Field(
+        default=None, max_length=LABEL_MAX_CHARS, description="Only this team's notes."
+    )
+    agent_id: Text | None = Field(
+        default=None, max_length=LABEL_MAX_CHARS, description="Only this agent's notes."
+    )
+    memory_type: MemoryTypeName | None = Field(default=None, description="Only notes of this type.")
+    path_prefix: Text | None = Field(
+        default=None, max_length=PATH_MAX_CHARS, description="Only notes at this path or below it."
+    )
+
+
+class PinMemoryArguments(_Arguments):
+    """``pin_memory``: make a note always reach recall_context first."""
+
+    note_id: Text = Field(max_length=ID_MAX_CHARS, description="The note to pin.")
+    reason: Text | None = Field(
+        default=None, max_length=REASON_MAX_CHARS, description="Why it must always be there."
+    )
+    order: int = Field(
+        default=0,
+        description=f"Pins are recalled by order (0 first, up to {ORDER_MAX:,}), then by pin time.",
+        json_schema_extra={"minimum": 0, "maximum": ORDER_MAX},
+    )
+    expires_at: AwareDatetime | None = Field(
+        default=None,
+        strict=False,  # JSON carries datetimes as ISO-8601 strings
+        description="When the pin stops applying (ISO-8601 with a zone).",
+    )
+
+
+class UnpinMemoryArguments(_Arguments):
+    """``unpin_memory``: remove a note's pin."""
+
+    note_id: Text = Field(max_length=ID_MAX_CHARS, description="The note to unpin.")
 
 
 class ForgetMemoryArguments(_Arguments):
@@ -221,6 +287,107 @@ class NoteVersionsResponse(BaseModel):
     next_token: str | None
 
 
+class ContextItem(BaseModel):
+    """One note of a pack: ``tokens`` counts its block alone; ``score`` is its fused relevance (its
+    importance without a query), ``null`` for a pin."""
+
+    note_id: str
+    version: int
+    path: str
+    memory_type: str
+    pinned: bool
+    tokens: int
+    score: float | None
+
+
+class ContextBudget(BaseModel):
+    max_tokens: int
+    used_tokens: int
+    tokenizer: Literal["cl100k_base"] = "cl100k_base"
+    max_items: int
+
+
+class DroppedNote(BaseModel):
+    note_id: str
+    reason: Literal["budget", "pin_budget", "duplicate", "max_items"]
+
+
+class ContextCoverage(BaseModel):
+    """``candidates``: the pins and ranked notes considered; ``dropped`` names every one left out."""
+
+    candidates: int
+    included: int
+    dropped: list[DroppedNote]
+
+
+class MemoryContextResponse(BaseModel):
+    """``recall_context``: ``text`` to paste into a prompt (``used_tokens`` is its exact count)."""
+
+    type: Literal["memory_context"] = "memory_context"
+    text: str
+    items: list[ContextItem]
+    budget: ContextBudget
+    coverage: ContextCoverage
+
+
+class PinView(BaseModel):
+    """``pin_memory``'s answer and one entry of ``GET /v1/pins``."""
+
+    type: Literal["pin"] = "pin"
+    pin_id: str
+    note_id: str
+    reason: str | None
+    order: int
+    expires_at: datetime | None
+    created_at: datetime
+
+
+class PinsResponse(BaseModel):
+    """``GET /v1/pins``: the caller's visible pins in pin order, ``next_token`` while more follow
+    (a page may hold fewer than ``limit`` pins: those of notes the caller cannot see are left out)."""
+
+    pins: list[PinView]
+    next_token: str | None
+
+
+class UnpinnedResponse(BaseModel):
+    """``unpin_memory``: ``removed`` is false when the note had no pin (nothing to do)."""
+
+    type: Literal["unpinned"] = "unpinned"
+    note_id: str
+    removed: bool
+
+
+def pin_problems(arguments: PinMemoryArguments, now: datetime) -> list[dict[str, str]]:
+    """The bounds ``pin_memory``'s ``arguments`` break (``memory_invalid_request``)."""
+    rules = [
+        (not 0 <= arguments.order <= ORDER_MAX, "order", f"must be between 0 and {ORDER_MAX}"),
+        (
+            arguments.expires_at is not None and arguments.expires_at <= now,
+            "expires_at",
+            "must be in the future",
+        ),
+    ]
+    return [{"field": field, "problem": problem} for broken, field, problem in rules if broken]
+
+
+def recall_problems(arguments: RecallContextArguments) -> list[dict[str, str]]:
+    """The bounds ``recall_context``'s ``arguments`` break (``memory_invalid_request``)."""
+    rules = [
+        (
+            not MAX_TOKENS_MIN <= arguments.max_tokens <= MAX_TOKENS_MAX,
+            "max_tokens",
+            f"must be between {MAX_TOKENS_MIN} and {MAX_TOKENS_MAX}",
+        ),
+        (
+            not MAX_ITEMS_MIN <= arguments.max_items <= MAX_ITEMS_MAX,
+            "max_items",
+            f"must be between {MAX_ITEMS_MIN} and {MAX_ITEMS_MAX}",
+        ),
+    ]
+    return [{"field": field, "problem": problem} for broken, field, problem in rules if broken]
+
+
 def remember_problems(arguments: RememberArguments, team_ids: frozenset[str]) -> list[dict[str, str]]:
     """The bounds and field dependencies ``arguments`` break (``memory_invalid_request``), as
     ``{"field", "problem"}`` entries; ``team_ids`` are the caller's teams."""
@@ -268,6 +435,5 @@ def remember_problems(arguments: RememberArguments, team_ids: frozenset[str]) ->
             "must be 1 or more",
         ),
         (len(arguments.supersedes) > MAX_SUPERSEDES, "supersedes", f"names at most {MAX_SUPERSEDES} notes"),
-        (arguments.pin, "pin", "pins are not available yet"),
     ]
     return [{"field": field, "problem": problem} for broken, field, problem in rules if broken]

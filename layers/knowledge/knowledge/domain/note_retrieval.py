@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from knowledge.domain.fusion import LegScore, fuse
 from knowledge.domain.models import Scope
-from knowledge.domain.notes import MemoryType
+from knowledge.domain.notes import MemoryType, Note, can_see_note_of, path_ancestors
 from knowledge.domain.retrieval import ChunkHit, Leg, LegHits, SearchMode
 
 
@@ -36,6 +36,9 @@ class IndexedNote(_Frozen):
     memory_type: MemoryType
     path: str
     content: str
+    importance: float = Field(default=0.5, ge=0.0, le=1.0)
+    updated_at: datetime | None = None
+    """When this version was written (``browse`` orders by it)."""
     superseded: bool = False
     expires_at: datetime | None = None
     vector: list[float]
@@ -58,6 +61,27 @@ class NoteFilter(_Frozen):
     path_prefix: str | None = None
     include_superseded: bool = False
     now: datetime
+
+
+def admits(note_filter: NoteFilter, note: Note) -> bool:
+    """``note_filter``'s rule applied to a stored note (the note indexes apply it inside each leg):
+    visible, narrowed by every given filter, active and unexpired at ``now``, and not superseded
+    unless ``include_superseded``."""
+    current = note.is_current(note_filter.now) or (
+        note_filter.include_superseded and note.is_readable(note_filter.now)
+    )
+    narrowed = all(
+        wanted is None or wanted == actual
+        for wanted, actual in (
+            (note_filter.scope, note.scope),
+            (note_filter.team_id, note.team_id),
+            (note_filter.agent_id, note.agent_id),
+            (note_filter.memory_type, note.memory_type),
+        )
+    )
+    under = note_filter.path_prefix is None or note_filter.path_prefix in path_ancestors(note.path)
+    visible = can_see_note_of(note_filter.tenant_id, note_filter.subject_id, note_filter.team_ids, note)
+    return current and narrowed and under and visible
 
 
 class NoteQuery(_Frozen):

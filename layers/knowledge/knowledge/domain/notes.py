@@ -111,11 +111,16 @@ def can_see_note(principal: Principal, note: Note) -> bool:
     """DESIGN §5's rule for notes: the tenants match, and the note is the principal's own,
     ``tenant``-scoped, or ``team``-scoped with a team the principal belongs to. (A token's knowledge
     base allow-list narrows knowledge only.)"""
-    if note.tenant_id != principal.tenant_id:
+    return can_see_note_of(principal.tenant_id, principal.subject_id, principal.team_ids, note)
+
+
+def can_see_note_of(tenant_id: str, subject_id: str, team_ids: frozenset[str], note: Note) -> bool:
+    """``can_see_note`` for a caller given by its tenant, subject and teams."""
+    if note.tenant_id != tenant_id:
         return False
-    if note.owner_id == principal.subject_id or note.scope is Scope.TENANT:
+    if note.owner_id == subject_id or note.scope is Scope.TENANT:
         return True
-    return note.scope is Scope.TEAM and note.team_id is not None and note.team_id in principal.team_ids
+    return note.scope is Scope.TEAM and note.team_id is not None and note.team_id in team_ids
 
 
 def normalize_path(path: str) -> str:

@@ -45,6 +45,7 @@ from knowledge.errors import (
 from knowledge.observability import logger
 from knowledge.ports import CatalogStore
 from knowledge.services.notes import NoteService
+from knowledge.services.pins import PinService
 from knowledge.services.upsert import MAX_ATTEMPTS, Document, upsert_by_external_id
 
 
@@ -73,6 +74,7 @@ class IngestService:
     def __init__(self, store: CatalogStore, notes: NoteService, *, max_content_chars: int) -> None:
         self._store = store
         self._notes = notes
+        self._pins = PinService(notes.store, notes, notes.clock)  # remember's ``pin: true``
         self._max_content_chars = max_content_chars
 
     def ingest(self, body: str, *, message_id: str) -> IngestAction:
@@ -119,7 +121,7 @@ class IngestService:
         log = {"message_id": message_id, "op": message.op, "tenant_id": message.tenant_id}
         try:
             if isinstance(message, RememberMessage):
-                note = self._notes.remember(writer, message.arguments()).response.note
+                note = self._pins.remember(writer, message.arguments()).response.note
                 action, note_id = IngestAction.REMEMBERED, note.note_id
             else:
                 note_id = message.note_id

@@ -68,22 +68,17 @@ class MemorySearchService:
             )
         mode = normalize_mode(arguments.mode)
         alpha = min(1.0, max(0.0, arguments.alpha))
-        legs = legs_for(mode)
-        vector = self._embedder.embed([query])[0] if Leg.SEMANTIC in legs else None
-        now = self._clock()
-        note_filter = NoteFilter(
-            tenant_id=principal.tenant_id,
-            subject_id=principal.subject_id,
-            team_ids=principal.team_ids,
-            scope=Scope(arguments.scope) if arguments.scope else None,
+        note_filter = note_filter_for(
+            principal,
+            scope=arguments.scope,
             team_id=arguments.team_id,
             agent_id=arguments.agent_id,
-            memory_type=MemoryType(arguments.memory_type) if arguments.memory_type else None,
-            path_prefix=normalize_path(arguments.path_prefix) if arguments.path_prefix is not None else None,
+            memory_type=arguments.memory_type,
+            path_prefix=arguments.path_prefix,
             include_superseded=arguments.include_superseded,
-            now=now,
+            now=self._clock(),
         )
-        accepted = self._ranked(principal, query, vector, note_filter, legs, mode, alpha, arguments.limit)
+        accepted = self.ranked_notes(principal, query, note_filter, mode, alpha, arguments.limit)
         results = [_result(hit, note, arguments.explain) for hit, note in accepted]
         logger.info(
             "memory searched",
@@ -91,17 +86,19 @@ class MemorySearchService:
         )
         return MemorySearchResponse(query=arguments.query, mode=mode.value, alpha=alpha, results=results)
 
-    def _ranked(
+    def ranked_notes(
         self,
         principal: Principal,
         query: str,
-        vector: list[float] | None,
         note_filter: NoteFilter,
-        legs: frozenset[Leg],
         mode: SearchMode,
         alpha: float,
         wanted: int,
     ) -> list[tuple[FusedNote, Note]]:
+        """The best ``wanted`` notes for ``query`` (non-blank) under ``note_filter``, truth-checked
+        against the store, with their fused scores, best first."""
+        legs = legs_for(mode)
+        vector = self._embedder.embed([query])[0] if Leg.SEMANTIC in legs else None
         accepted: list[tuple[FusedNote, Note]] = []
         for k in (CANDIDATE_DEPTH, REFILL_DEPTH):
             hits = self._index.search(
@@ -130,6 +127,32 @@ class MemorySearchService:
                     if len(accepted) >= wanted:
                         return accepted
         return accepted
+
+
+def note_filter_for(
+    principal: Principal,
+    *,
+    scope: str | None,
+    team_id: str | None,
+    agent_id: str | None,
+    memory_type: str | None,
+    path_prefix: str | None,
+    include_superseded: bool,
+    now: datetime,
+) -> NoteFilter:
+    """The ``NoteFilter`` of a memory read's arguments (``path_prefix`` normalized)."""
+    return NoteFilter(
+        tenant_id=principal.tenant_id,
+        subject_id=principal.subject_id,
+        team_ids=principal.team_ids,
+        scope=Scope(scope) if scope else None,
+        team_id=team_id,
+        agent_id=agent_id,
+        memory_type=MemoryType(memory_type) if memory_type else None,
+        path_prefix=normalize_path(path_prefix) if path_prefix is not None else None,
+        include_superseded=include_superseded,
+        now=now,
+    )
 
 
 def _is_true(

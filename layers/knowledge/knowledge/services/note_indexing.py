@@ -86,6 +86,8 @@ def indexed_note(note: Note, vector: list[float]) -> IndexedNote:
         memory_type=note.memory_type,
         path=note.path,
         content=note.content,
+        importance=note.importance,
+        updated_at=note.updated_at,
         superseded=note.superseded_by is not None,
         expires_at=note.expires_at,
         vector=vector,

@@ -67,7 +67,7 @@ from knowledge.errors import (
     RuntimeDisabledError,
 )
 from knowledge.observability import logger
-from knowledge.ports import Clock, NoteStore, RuntimeSwitch
+from knowledge.ports import Clock, MemoryStore, RuntimeSwitch
 from knowledge.services.access import require_scope
 
 ATTEMPTS = 4
@@ -93,7 +93,7 @@ class NoteService:
 
     def __init__(
         self,
-        store: NoteStore,
+        store: MemoryStore,
         purge_embeddings: Callable[[Sequence[str]], None],
         runtime_switch: RuntimeSwitch,
         clock: Clock,
@@ -102,6 +102,14 @@ class NoteService:
         self._purge_embeddings = purge_embeddings
         self._switch = runtime_switch
         self._clock = clock
+
+    @property
+    def store(self) -> MemoryStore:
+        return self._store
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
 
     # -- remember ---------------------------------------------------------------------------------
 
@@ -377,8 +385,10 @@ class NoteService:
         page = self._store.list_note_versions(
             principal.tenant_id, note.note_id, limit=size, next_token=next_token
         )
+        pinned = {"pinned": note.pinned}  # a pin belongs to the note, not to one of its versions
         return NoteVersionsResponse(
-            versions=[view(version) for version in page.entries], next_token=page.next_token
+            versions=[view(version).model_copy(update=pinned) for version in page.entries],
+            next_token=page.next_token,
         )
 
     def readable(self, principal: Principal, note_id: str) -> Note:

@@ -28,6 +28,7 @@ from pydantic import BaseModel
 from knowledge.domain import keys
 from knowledge.domain.models import ItemStatus, KnowledgeBase, KnowledgeItem, Revision, TokenRecord
 from knowledge.domain.notes import Note, NoteClaim, expiration
+from knowledge.domain.pins import Pin
 
 RawItem = dict[str, Any]
 """A DynamoDB item in low-level form: attribute name → attribute value (``{"S": ...}``, ``{"N": ...}``)."""
@@ -50,6 +51,7 @@ class Entity(StrEnum):
     NOTE = "note"
     NOTE_VERSION = "note_version"
     NOTE_CLAIM = "note_claim"
+    PIN = "pin"
 
 
 def timestamp(moment: datetime) -> str:
@@ -207,9 +209,13 @@ def decode_token(item: Mapping[str, Any]) -> TokenRecord:
 
 
 def encode_note(note: Note) -> RawItem:
-    """A note's ``META`` record at its current version."""
+    """A note's ``META`` record at its current version (``pinned`` is never stored: the pin record
+    says it)."""
     return _record(
-        Entity.NOTE, keys.note_key(note.tenant_id, note.note_id), note, expiration=expiration(note.expires_at)
+        Entity.NOTE,
+        keys.note_key(note.tenant_id, note.note_id),
+        note.model_copy(update={"pinned": False}),
+        expiration=expiration(note.expires_at),
     )
 
 
@@ -222,9 +228,26 @@ def encode_note_version(note: Note) -> RawItem:
     return _record(
         Entity.NOTE_VERSION,
         keys.note_version_key(note.tenant_id, note.note_id, note.version),
-        note.model_copy(update={"indexed_version": None}),
+        note.model_copy(update={"indexed_version": None, "pinned": False}),
         expiration=expiration(note.expires_at),
     )
+
+
+def encode_pin(pin: Pin) -> RawItem:
+    """A note's ``PIN`` record, listed in its tenant's pins (GSI1); it expires with the pin."""
+    index = keys.pin_index_key(pin.tenant_id, pin.order, pin.pin_id)
+    return _record(
+        Entity.PIN,
+        keys.pin_key(pin.tenant_id, pin.note_id),
+        pin,
+        GSI1PK=index.pk,
+        GSI1SK=index.sk,
+        expiration=expiration(pin.expires_at),
+    )
+
+
+def decode_pin(item: Mapping[str, Any]) -> Pin:
+    return _model(Pin, item)
 
 
 def encode_note_claim(note: Note, claim: NoteClaim) -> RawItem:

@@ -1,8 +1,8 @@
 """The ``KnowledgeStore`` port on one DynamoDB table (DESIGN §3; keys in ``knowledge.domain.keys``).
 
 One module per aggregate: ``base_records``, ``item_records`` (items, revisions and external-id
-guards), ``page_records`` (revision content), ``token_records`` and ``note_records`` (notes, their versions
-and claims); they share the table's calls
+guards), ``page_records`` (revision content), ``token_records``, ``note_records`` (notes, their versions
+and claims) and ``pin_records``; they share the table's calls
 (``table``), the record layout (``codec``), listings' ``next_token`` (``paging``) and one
 translation of DynamoDB failures into domain errors (``failures``): throttling, outages and
 connection errors → ``DependencyUnavailableError``; a write whose target is absent (or archived) →
@@ -22,6 +22,7 @@ from knowledge.adapters.dynamodb.base_records import DynamoDBBaseStore
 from knowledge.adapters.dynamodb.item_records import DynamoDBItemStore
 from knowledge.adapters.dynamodb.note_records import DynamoDBNoteStore
 from knowledge.adapters.dynamodb.page_records import DynamoDBContentStore
+from knowledge.adapters.dynamodb.pin_records import DynamoDBPinStore
 from knowledge.adapters.dynamodb.table import DynamoDBTable
 from knowledge.adapters.dynamodb.token_records import DynamoDBTokenStore
 from knowledge.domain.lifecycle import DEFAULT_PAGE_SIZE_CHARS
@@ -36,9 +37,14 @@ def _utc_now() -> datetime:
 
 
 class DynamoDBKnowledgeStore(
-    DynamoDBBaseStore, DynamoDBItemStore, DynamoDBContentStore, DynamoDBTokenStore, DynamoDBNoteStore
+    DynamoDBBaseStore,
+    DynamoDBItemStore,
+    DynamoDBContentStore,
+    DynamoDBTokenStore,
+    DynamoDBNoteStore,
+    DynamoDBPinStore,
 ):
-    """Bases, items, revisions, pages, tokens and notes in one DynamoDB table.
+    """Bases, items, revisions, pages, tokens, notes and pins in one DynamoDB table.
 
     ``dynamodb_client`` defaults to a boto3 client with botocore's standard retry mode; ``clock``
     returns aware UTC datetimes; ``page_size_chars`` (1..90,000 code points) sizes the pages of new

@@ -11,6 +11,7 @@ this note's (or gone).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from knowledge.adapters.dynamodb import codec
@@ -36,13 +37,19 @@ class DynamoDBNoteStore(TableRecords):
     """The ``NoteStore`` port."""
 
     def get_note(self, tenant_id: str, note_id: str) -> Note | None:
-        record = self._table.get(keys.note_key(tenant_id, note_id))
-        return codec.decode_note(record) if record is not None else None
+        # META and PIN are neighbours in the partition (no other sort key falls between them), so
+        # one strongly consistent Query reads the note and whether it is pinned.
+        partition = keys.note_partition(tenant_id, note_id)
+        records = self._table.query_range(partition, keys.META, keys.PIN)
+        return _pinned_notes(records, self._clock()).get(note_id)
 
     def get_notes(self, tenant_id: str, note_ids: Sequence[str]) -> dict[str, Note]:
-        records = self._table.batch_get(keys.note_key(tenant_id, note_id) for note_id in note_ids)
-        notes = (codec.decode_note(record) for record in records)
-        return {note.note_id: note for note in notes}
+        wanted = list(dict.fromkeys(note_ids))
+        records = self._table.batch_get(
+            [keys.note_key(tenant_id, note_id) for note_id in wanted]
+            + [keys.pin_key(tenant_id, note_id) for note_id in wanted]
+        )
+        return _pinned_notes(records, self._clock())
 
     def claim_holder(self, tenant_id: str, claim: NoteClaim) -> str | None:
         record = self._table.get(keys.note_claim_key(tenant_id, claim.digest))
@@ -166,3 +173,19 @@ class DynamoDBNoteStore(TableRecords):
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
         }
+
+
+def _pinned_notes(records: Sequence[Any], now: datetime) -> dict[str, Note]:
+    """The notes among ``records`` (``META`` and ``PIN`` records of notes), each ``pinned`` when its
+    pin is among them and has not expired at ``now``."""
+    notes: dict[str, Note] = {}
+    pinned: set[str] = set()
+    for record in records:
+        if record["SK"]["S"] == keys.PIN:
+            pin = codec.decode_pin(record)
+            if pin.is_active(now):
+                pinned.add(pin.note_id)
+        else:
+            note = codec.decode_note(record)
+            notes[note.note_id] = note
+    return {note_id: note.model_copy(update={"pinned": note_id in pinned}) for note_id, note in notes.items()}

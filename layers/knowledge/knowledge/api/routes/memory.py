@@ -8,6 +8,10 @@
 | ``GET /v1/notes/{note_id}/versions`` | SearchMemoryFunction | memory:read | 200 ``{versions, next_token}`` |
 | ``POST /v1/tools/forget_memory`` | ForgetMemoryFunction | memory:write | 200 ``memory_forgotten`` |
 | ``POST /v1/notes/{note_id}/restore`` | ForgetMemoryFunction | memory:write | 200 ``memory`` |
+| ``POST /v1/tools/recall_context`` | RecallContextFunction | memory:read | 200 ``memory_context`` |
+| ``POST /v1/tools/pin_memory`` | PinMemoryFunction | memory:write | 201 new pin, else 200 ``pin`` |
+| ``GET /v1/pins`` | PinMemoryFunction | memory:read | 200 ``{pins, next_token}`` |
+| ``POST /v1/tools/unpin_memory`` | UnpinMemoryFunction | memory:write | 200 ``unpinned`` |
 
 Writes are ``write_route``s: the scope is checked before any ``Idempotency-Key`` record is read,
 and a repeated key answers the first answer (answers are bound to the caller) only while the note it
@@ -32,21 +36,29 @@ from knowledge.api.http import openapi_error_responses
 from knowledge.api.idempotency import Answer
 from knowledge.api.principal import CallerPrincipal
 from knowledge.api.writes import IdempotencyKey, write_route
-from knowledge.bootstrap import get_container, get_note_service
+from knowledge.bootstrap import get_container, get_note_service, get_pin_service
 from knowledge.domain.memory_contract import (
     ForgetMemoryArguments,
+    MemoryContextResponse,
     MemoryForgottenResponse,
     MemoryResponse,
     MemorySearchResponse,
     NoteVersionsResponse,
     NoteView,
+    PinMemoryArguments,
+    PinsResponse,
+    PinView,
+    RecallContextArguments,
     RememberArguments,
     SearchMemoryArguments,
+    UnpinMemoryArguments,
+    UnpinnedResponse,
 )
 from knowledge.domain.models import Permission, Principal
 from knowledge.domain.text import Text
 from knowledge.observability import metrics
 from knowledge.services.notes import VERSIONS_LIMIT_MAX, NoteService
+from knowledge.services.pins import PINS_LIMIT_MAX
 
 REMEMBER_PATH = "/v1/tools/remember"
 SEARCH_MEMORY_PATH = "/v1/tools/search_memory"
@@ -54,16 +66,26 @@ FORGET_MEMORY_PATH = "/v1/tools/forget_memory"
 NOTE_PATH = "/v1/notes/<note_id>"
 NOTE_VERSIONS_PATH = "/v1/notes/<note_id>/versions"
 NOTE_RESTORE_PATH = "/v1/notes/<note_id>/restore"
+RECALL_CONTEXT_PATH = "/v1/tools/recall_context"
+PIN_MEMORY_PATH = "/v1/tools/pin_memory"
+UNPIN_MEMORY_PATH = "/v1/tools/unpin_memory"
+PINS_PATH = "/v1/pins"
 TAG = "memory"
 
 remember_router = Router()  # type: ignore[no-untyped-call]  # Powertools leaves Router.__init__ unannotated
 search_memory_router = Router()  # type: ignore[no-untyped-call]
 forget_memory_router = Router()  # type: ignore[no-untyped-call]
+recall_context_router = Router()  # type: ignore[no-untyped-call]
+pin_memory_router = Router()  # type: ignore[no-untyped-call]
+unpin_memory_router = Router()  # type: ignore[no-untyped-call]
 
 WRITE_ERRORS = (400, 401, 403, 404, 409, 500, 503)
 READ_ERRORS = (400, 401, 403, 404, 500, 503)
 Limit = Annotated[
     int | None, Query(ge=1, le=VERSIONS_LIMIT_MAX, description=f"Page size, 1 to {VERSIONS_LIMIT_MAX}.")
+]
+PinsLimit = Annotated[
+    int | None, Query(ge=1, le=PINS_LIMIT_MAX, description=f"Page size, 1 to {PINS_LIMIT_MAX}.")
 ]
 NextToken = Annotated[
     Text | None,
@@ -124,7 +146,7 @@ def remember(
     principal: CallerPrincipal,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[MemoryResponse]:
-    remembered = _notes().remember(principal, arguments)
+    remembered = get_pin_service().remember(principal, arguments)
     metrics.add_metric(name="MemoryRemembered", unit=MetricUnit.Count, value=1)
     return _json(201 if remembered.created else 200, remembered.response)
 
@@ -210,3 +232,85 @@ def restore_note(
     note_id: str, principal: CallerPrincipal, idempotency_key: IdempotencyKey = None
 ) -> Response[MemoryResponse]:
     return _json(200, _notes().restore(principal, note_id))
+
+
+@recall_context_router.post(
+    RECALL_CONTEXT_PATH,
+    operation_id="recall_context",
+    summary="A token-budgeted context pack of the caller's notes, pins first (never knowledge).",
+    description=(
+        "Needs `memory:read`. Pins first (pin order, at most half of `max_tokens`), then the best notes "
+        "for `query` (without one: importance, then recency), whole notes only, near-duplicates dropped. "
+        "`budget.used_tokens` is the exact cl100k_base count of `text`, never above `max_tokens`."
+    ),
+    tags=[TAG],
+    responses=_responses(200, "The context pack (memory_context).", *READ_ERRORS),
+)
+def recall_context(
+    arguments: Annotated[RecallContextArguments, Body()], principal: CallerPrincipal
+) -> MemoryContextResponse:
+    response = get_container().recall.recall_context(principal, arguments)
+    metrics.add_metric(name="RecallContextAnswered", unit=MetricUnit.Count, value=1)
+    return response
+
+
+def _may_pin(principal: Principal, request: Request) -> None:
+    get_pin_service().authorize_write(principal)
+
+
+@write_route(
+    pin_memory_router,
+    "POST",
+    PIN_MEMORY_PATH,
+    check=_may_pin,
+    body=PinMemoryArguments,
+    operation_id="pin_memory",
+    summary="Pin a note: recall_context brings it first, for everyone who can see it.",
+    description=(
+        "Needs `memory:write` and a note the caller can read that is not superseded. Pinning a pinned "
+        "note again answers the same pin (200), with the given `reason`, `order` or `expires_at`."
+    ),
+    tags=[TAG],
+    status_code=201,
+    responses=_responses(201, "The note was pinned; 200 when it already was.", *WRITE_ERRORS),
+)
+def pin_memory(
+    arguments: Annotated[PinMemoryArguments, Body()],
+    principal: CallerPrincipal,
+    idempotency_key: IdempotencyKey = None,
+) -> Response[PinView]:
+    pinned = get_pin_service().pin(principal, arguments)
+    return _json(201 if pinned.created else 200, pinned.pin)
+
+
+@pin_memory_router.get(
+    PINS_PATH,
+    operation_id="list_pins",
+    summary="The pins that apply to the caller, in pin order.",
+    tags=[TAG],
+    responses=_responses(200, "One page of pins.", *READ_ERRORS),
+)
+def list_pins(
+    principal: CallerPrincipal, limit: PinsLimit = None, next_token: NextToken = None
+) -> PinsResponse:
+    return get_pin_service().list_pins(principal, limit=limit, next_token=next_token)
+
+
+@write_route(
+    unpin_memory_router,
+    "POST",
+    UNPIN_MEMORY_PATH,
+    check=_may_pin,
+    body=UnpinMemoryArguments,
+    operation_id="unpin_memory",
+    summary="Remove a note's pin.",
+    description="Needs `memory:write`. A note without a pin answers `removed: false`.",
+    tags=[TAG],
+    responses=_responses(200, "The pin is gone (unpinned).", *WRITE_ERRORS),
+)
+def unpin_memory(
+    arguments: Annotated[UnpinMemoryArguments, Body()],
+    principal: CallerPrincipal,
+    idempotency_key: IdempotencyKey = None,
+) -> Response[UnpinnedResponse]:
+    return _json(200, get_pin_service().unpin(principal, arguments))

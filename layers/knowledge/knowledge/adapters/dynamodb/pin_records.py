@@ -1,0 +1,80 @@
+"""Pins on the table (DESIGN §9): ``T#{tenant}#NOTE#{note}`` / ``PIN`` beside the note, listed in the
+tenant's pin order on GSI1 (``T#{tenant}#PINS`` / ``PIN#{order:06d}#{pin}``).
+
+A pin is written in one transaction with a condition check on the note's ``META`` record, so a pin
+never outlives a note deleted at the same moment, and conditioned on the pin it replaces (its
+``pin_id``), or on no pin at all. GSI1 is eventually consistent: a listing may trail a write for a
+moment, while ``get_pin`` (and the note reads, which read the pin beside the note) are strongly
+consistent.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from knowledge.adapters.dynamodb import codec
+from knowledge.adapters.dynamodb.paging import INDEX_KEY, Listing
+from knowledge.adapters.dynamodb.table import EXISTS, TableRecords
+from knowledge.domain import keys
+from knowledge.domain.models import Page
+from knowledge.domain.pins import Pin
+from knowledge.observability import logger
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
+
+PIN_IS_EXPECTED = "#pin_id = :pin_id"
+"""Condition clause of a pin write or delete: the stored pin is the one the writer read."""
+
+
+class DynamoDBPinStore(TableRecords):
+    """The ``PinStore`` port."""
+
+    def get_pin(self, tenant_id: str, note_id: str) -> Pin | None:
+        record = self._table.get(keys.pin_key(tenant_id, note_id))
+        return codec.decode_pin(record) if record is not None else None
+
+    def put_pin(self, pin: Pin, *, previous: Pin | None) -> None:
+        note = keys.note_key(pin.tenant_id, pin.note_id)
+        guard: TransactWriteItemTypeDef = {
+            "ConditionCheck": {
+                "TableName": self._table.name,
+                "Key": codec.key(note),
+                "ConditionExpression": EXISTS,
+            }
+        }
+        if previous is None:
+            put = self._table.put_new_write(codec.encode_pin(pin))
+        else:
+            put = {
+                "Put": {
+                    "TableName": self._table.name,
+                    "Item": codec.encode_pin(pin),
+                    "ConditionExpression": f"{EXISTS} AND {PIN_IS_EXPECTED}",
+                    "ExpressionAttributeNames": {"#pin_id": "pin_id"},
+                    "ExpressionAttributeValues": codec.serialize({":pin_id": previous.pin_id}),
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                }
+            }
+        self._table.transact([guard, put])
+        logger.info("note pinned", extra={"tenant_id": pin.tenant_id, "note_id": pin.note_id})
+
+    def delete_pin(self, tenant_id: str, note_id: str, *, pin_id: str) -> None:
+        self._table.delete(
+            {
+                "TableName": self._table.name,
+                "Key": codec.key(keys.pin_key(tenant_id, note_id)),
+                "ConditionExpression": f"attribute_not_exists(PK) OR {PIN_IS_EXPECTED}",
+                "ExpressionAttributeNames": {"#pin_id": "pin_id"},
+                "ExpressionAttributeValues": codec.serialize({":pin_id": pin_id}),
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        )
+        logger.info("note unpinned", extra={"tenant_id": tenant_id, "note_id": note_id})
+
+    def list_pins(self, tenant_id: str, *, limit: int, next_token: str | None) -> Page[Pin]:
+        listing = Listing("pins", "GSI1PK", keys.pins_partition(tenant_id), INDEX_KEY)
+        records, token = self._table.query_listing(
+            listing, keys.PIN_INDEX_PREFIX, limit=limit, next_token=next_token
+        )
+        return Page[Pin](entries=[codec.decode_pin(record) for record in records], next_token=token)

@@ -1,0 +1,177 @@
+"""The ``recall_context`` use case (DESIGN §9): a context pack of the caller's notes inside a token
+budget, never knowledge.
+
+Candidates: every pin that applies to the caller under the arguments' filters (``PinService.
+pinned_notes``, in pin order), then the best ``RECALL_CANDIDATES`` (50) other notes: with a
+``query``, by ``search_memory``'s hybrid ranking (same legs, fusion and truth check); without one,
+by importance, then recency (``NoteIndex.browse``, truth-checked the same way and ordered by the
+stored values). Packing, rendering and token counting are ``domain.context_pack``'s; near-duplicates
+are found on the embeddings of the notes' content (the vectors the note index was built from, read
+through the embedder's cache).
+
+The same state and arguments give the same pack: every order breaks ties by note id.
+
+Errors: ``RuntimeDisabledError``, ``InsufficientScopeError`` (``memory:read``),
+``MemoryInvalidRequestError`` (``max_tokens`` outside 64–8,000, ``max_items`` outside 1–50),
+``DependencyUnavailableError``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from knowledge.domain.context_pack import TOKENIZER, Candidate, TokenCounter, pack
+from knowledge.domain.memory_contract import (
+    ContextBudget,
+    ContextCoverage,
+    ContextItem,
+    DroppedNote,
+    MemoryContextResponse,
+    RecallContextArguments,
+    recall_problems,
+)
+from knowledge.domain.models import Permission, Principal
+from knowledge.domain.note_retrieval import NoteFilter, admits
+from knowledge.domain.notes import Note
+from knowledge.domain.retrieval import SearchMode
+from knowledge.errors import MemoryInvalidRequestError
+from knowledge.observability import logger
+from knowledge.ports import Clock, Embedder, MemoryStore, NoteIndex
+from knowledge.services.memory_search import MemorySearchService, note_filter_for
+from knowledge.services.notes import NoteService
+from knowledge.services.pins import PinService
+
+RECALL_CANDIDATES = 50
+"""Ranked notes considered after the pins (the most ``max_items`` may ask for)."""
+HYBRID_ALPHA = 0.5
+
+
+class RecallService:
+    """Runs ``recall_context`` for an authenticated principal; ``count_tokens`` is tiktoken's
+    ``cl100k_base`` count of a text. Thread-safe if its ports are."""
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        index: NoteIndex,
+        embedder: Embedder,
+        notes: NoteService,
+        pins: PinService,
+        memory_search: MemorySearchService,
+        count_tokens: TokenCounter,
+        clock: Clock,
+    ) -> None:
+        self._store = store
+        self._index = index
+        self._embedder = embedder
+        self._notes = notes
+        self._pins = pins
+        self._search = memory_search
+        self._count = count_tokens
+        self._clock = clock
+
+    def recall_context(
+        self, principal: Principal, arguments: RecallContextArguments
+    ) -> MemoryContextResponse:
+        self._notes.authorize(principal, Permission.MEMORY_READ)
+        problems = recall_problems(arguments)
+        if problems:
+            raise MemoryInvalidRequestError(
+                "A recall_context argument is out of bounds.", {"fields": problems}
+            )
+        note_filter = note_filter_for(
+            principal,
+            scope=arguments.scope,
+            team_id=arguments.team_id,
+            agent_id=arguments.agent_id,
+            memory_type=arguments.memory_type,
+            path_prefix=arguments.path_prefix,
+            include_superseded=False,
+            now=self._clock(),
+        )
+        pinned = [note for _, note in self._pins.pinned_notes(note_filter)]
+        query = (arguments.query or "").strip()
+        ranked = self._ranked(principal, query, note_filter, exclude={note.note_id for note in pinned})
+        vectors = self._embedder.embed(
+            [note.content for note in pinned] + [note.content for note, _ in ranked]
+        )
+        pins = [Candidate(note, True, None, vector) for note, vector in zip(pinned, vectors, strict=False)]
+        others = [
+            Candidate(note, False, score, vector)
+            for (note, score), vector in zip(ranked, vectors[len(pinned) :], strict=True)
+        ]
+        result = pack(
+            pins, others, max_tokens=arguments.max_tokens, max_items=arguments.max_items, count=self._count
+        )
+        logger.info(
+            "context recalled",
+            extra={
+                "tenant_id": principal.tenant_id,
+                "candidates": len(pins) + len(others),
+                "included": len(result.included),
+                "used_tokens": result.used_tokens,
+            },
+        )
+        return MemoryContextResponse(
+            text=result.text,
+            items=[
+                ContextItem(
+                    note_id=packed.candidate.note.note_id,
+                    version=packed.candidate.note.version,
+                    path=packed.candidate.note.path,
+                    memory_type=packed.candidate.note.memory_type.value,
+                    pinned=packed.candidate.pinned,
+                    tokens=packed.tokens,
+                    score=packed.candidate.score,
+                )
+                for packed in result.included
+            ],
+            budget=ContextBudget(
+                max_tokens=arguments.max_tokens,
+                used_tokens=result.used_tokens,
+                tokenizer=TOKENIZER,
+                max_items=arguments.max_items,
+            ),
+            coverage=ContextCoverage(
+                candidates=len(pins) + len(others),
+                included=len(result.included),
+                dropped=[DroppedNote(note_id=note_id, reason=reason) for note_id, reason in result.dropped],
+            ),
+        )
+
+    def _ranked(
+        self, principal: Principal, query: str, note_filter: NoteFilter, exclude: set[str]
+    ) -> list[tuple[Note, float]]:
+        """The best ``RECALL_CANDIDATES`` notes that are not among ``exclude``, with their scores."""
+        wanted = RECALL_CANDIDATES + len(exclude)
+        if query:
+            hits = self._search.ranked_notes(
+                principal, query, note_filter, SearchMode.HYBRID, HYBRID_ALPHA, wanted
+            )
+            ranked = [(note, hit.final) for hit, note in hits]
+        else:
+            ranked = self._browsed(note_filter, wanted)
+        return [(note, score) for note, score in ranked if note.note_id not in exclude][:RECALL_CANDIDATES]
+
+    def _browsed(self, note_filter: NoteFilter, wanted: int) -> list[tuple[Note, float]]:
+        """Without a query: admitted notes by importance, then recency, then id, as stored now (the
+        index held their current version)."""
+        hits = self._index.browse(note_filter, wanted)
+        notes = self._store.get_notes(note_filter.tenant_id, [hit.note_id for hit in hits])
+        kept = [
+            note
+            for hit in hits
+            if (note := notes.get(hit.note_id)) is not None
+            and note.version == hit.version
+            and admits(note_filter, note)
+        ]
+        kept.sort(key=_importance_then_recency)
+        return [(note, note.importance) for note in kept]
+
+
+def _importance_then_recency(note: Note) -> tuple[float, float, str]:
+    return -note.importance, -_epoch(note.updated_at), note.note_id
+
+
+def _epoch(moment: datetime) -> float:
+    return moment.timestamp()

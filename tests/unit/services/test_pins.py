@@ -1,0 +1,190 @@
+"""PinService: one pin per note, idempotent pinning, unpinning, listing the pins a caller can see,
+and remember with ``pin``."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from knowledge.domain.memory_contract import PinMemoryArguments, RememberArguments
+from knowledge.domain.models import Permission
+from knowledge.errors import (
+    InsufficientScopeError,
+    MemoryInvalidRequestError,
+    MemoryUnavailableError,
+    RequestValidationError,
+)
+from tests.unit.services.memory_world import MemoryWorld, agent
+
+ALICE = agent("alice", team_ids=["red"])
+BOB = agent("bob", team_ids=["red"])
+MALLORY = agent("mallory", team_ids=["blue"])
+OTHER_TENANT = agent("alice", tenant_id="globex", team_ids=["red"])
+
+
+@pytest.fixture
+def world() -> MemoryWorld:
+    return MemoryWorld()
+
+
+def test_pin_memory_creates_one_pin_and_pinning_again_returns_it(world: MemoryWorld) -> None:
+    note = world.remember(ALICE, "The release train leaves on Thursdays.").note
+
+    first = world.pins.pin(ALICE, PinMemoryArguments(note_id=note.note_id, reason="release rule"))
+    again = world.pins.pin(ALICE, PinMemoryArguments(note_id=note.note_id))
+
+    assert first.created is True
+    assert again.created is False
+    assert again.pin == first.pin
+    assert first.pin.reason == "release rule"
+    assert first.pin.order == 0
+    assert first.pin.pin_id.startswith("pn_")
+    assert world.notes.get_note(ALICE, note.note_id).pinned is True
+
+
+def test_pin_memory_again_with_other_values_keeps_the_pin_and_changes_them(world: MemoryWorld) -> None:
+    note = world.remember(ALICE, "The release train leaves on Thursdays.").note
+    first = world.pin(ALICE, note.note_id, reason="release rule")
+    world.clock.advance(5)
+
+    changed = world.pin(ALICE, note.note_id, order=3)
+
+    assert (changed.pin_id, changed.created_at, changed.reason) == (
+        first.pin_id,
+        first.created_at,
+        "release rule",
+    )
+    assert changed.order == 3
+
+
+def test_pin_applies_to_every_caller_who_can_see_the_note_and_team_members_may_unpin_it(
+    world: MemoryWorld,
+) -> None:
+    note = world.remember(ALICE, "Red team deploys go through Bob.", scope="team", team_id="red").note
+    world.pin(ALICE, note.note_id)
+
+    assert [pin.note_id for pin in world.pins.list_pins(BOB, limit=None, next_token=None).pins] == [
+        note.note_id
+    ]
+    assert world.pins.list_pins(MALLORY, limit=None, next_token=None).pins == []
+    assert world.pins.list_pins(OTHER_TENANT, limit=None, next_token=None).pins == []
+    assert world.unpin(BOB, note.note_id) is True
+    assert world.pins.list_pins(ALICE, limit=None, next_token=None).pins == []
+
+
+@pytest.mark.parametrize("stranger", [MALLORY, OTHER_TENANT])
+def test_pin_and_unpin_of_a_note_the_caller_cannot_see_is_memory_unavailable(
+    world: MemoryWorld, stranger
+) -> None:  # type: ignore[no-untyped-def]
+    note = world.remember(ALICE, "Alice's private fact.").note
+
+    with pytest.raises(MemoryUnavailableError):
+        world.pin(stranger, note.note_id)
+    with pytest.raises(MemoryUnavailableError):
+        world.unpin(stranger, note.note_id)
+    assert world.notes.get_note(ALICE, note.note_id).pinned is False
+
+
+@pytest.mark.parametrize("note_id", ["nt_01J0000000000000000000000Z", "not-an-id", ""])
+def test_pin_of_an_absent_or_malformed_note_is_memory_unavailable(world: MemoryWorld, note_id: str) -> None:
+    with pytest.raises(MemoryUnavailableError):
+        world.pin(ALICE, note_id)
+
+
+def test_unpin_of_a_note_without_a_pin_changes_nothing(world: MemoryWorld) -> None:
+    note = world.remember(ALICE, "Unpinned fact.").note
+
+    assert world.unpin(ALICE, note.note_id) is False
+    assert world.unpin(ALICE, note.note_id) is False
+
+
+def test_pin_of_a_forgotten_or_superseded_note_is_refused(world: MemoryWorld) -> None:
+    old = world.remember(ALICE, "The office is on floor 3.").note
+    world.remember(ALICE, "The office is on floor 5.", supersedes=[old.note_id])
+    forgotten = world.remember(ALICE, "A forgotten fact.").note
+    world.forget(ALICE, forgotten.note_id)
+
+    with pytest.raises(MemoryInvalidRequestError) as raised:
+        world.pin(ALICE, old.note_id)
+    assert raised.value.details["fields"][0]["field"] == "note_id"
+    with pytest.raises(MemoryUnavailableError):
+        world.pin(ALICE, forgotten.note_id)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field"),
+    [
+        ({"order": -1}, "order"),
+        ({"order": 1_000_000}, "order"),
+        ({"expires_at": "2020-01-01T00:00:00Z"}, "expires_at"),
+    ],
+)
+def test_pin_out_of_bounds_is_memory_invalid_request(world: MemoryWorld, arguments: dict, field: str) -> None:  # type: ignore[type-arg]
+    note = world.remember(ALICE, "A fact.").note
+
+    with pytest.raises(MemoryInvalidRequestError) as raised:
+        world.pins.pin(ALICE, PinMemoryArguments.model_validate({"note_id": note.note_id, **arguments}))
+
+    assert [problem["field"] for problem in raised.value.details["fields"]] == [field]
+
+
+def test_pins_need_memory_write_to_change_and_memory_read_to_list(world: MemoryWorld) -> None:
+    note = world.remember(ALICE, "A fact.").note
+    reader = agent("alice", Permission.MEMORY_READ, team_ids=["red"])
+    writer = agent("alice", Permission.MEMORY_WRITE, team_ids=["red"])
+
+    with pytest.raises(InsufficientScopeError):
+        world.pin(reader, note.note_id)
+    with pytest.raises(InsufficientScopeError):
+        world.unpin(reader, note.note_id)
+    with pytest.raises(InsufficientScopeError):
+        world.pins.list_pins(writer, limit=None, next_token=None)
+
+
+def test_list_pins_pages_in_pin_order_and_leaves_out_pins_that_no_longer_apply(world: MemoryWorld) -> None:
+    notes = [world.remember(ALICE, f"Pinned fact number {n}.").note for n in range(5)]
+    for position, note in enumerate(notes):
+        world.clock.advance(1)
+        world.pin(ALICE, note.note_id, order=4 - position)
+    world.forget(ALICE, notes[0].note_id)  # order 4: gone from the listing
+    world.pin(ALICE, notes[1].note_id, expires_at=world.clock.now + timedelta(seconds=10))
+    world.clock.advance(11)  # order 3's pin expired
+
+    first = world.pins.list_pins(ALICE, limit=2, next_token=None)
+    rest = world.pins.list_pins(ALICE, limit=2, next_token=first.next_token)
+
+    assert [pin.note_id for pin in first.pins + rest.pins] == [
+        notes[4].note_id,
+        notes[3].note_id,
+        notes[2].note_id,
+    ]
+    with pytest.raises(MemoryInvalidRequestError):
+        world.pins.list_pins(ALICE, limit=101, next_token=None)
+    with pytest.raises(RequestValidationError):
+        world.pins.list_pins(BOB, limit=2, next_token="not-a-token")
+
+
+def test_remember_with_pin_pins_the_note_it_answers(world: MemoryWorld) -> None:
+    remembered = world.pins.remember(ALICE, RememberArguments(content="Always answer in French.", pin=True))
+    duplicate = world.pins.remember(ALICE, RememberArguments(content="Always answer in French.", pin=True))
+
+    assert remembered.created is True
+    assert remembered.response.note.pinned is True
+    assert duplicate.response.result == "duplicate"
+    assert [pin.note_id for pin in world.pins.list_pins(ALICE, limit=None, next_token=None).pins] == [
+        remembered.response.note.note_id
+    ]
+
+
+def test_a_pinned_note_stays_pinned_across_updates_and_its_versions_say_so(world: MemoryWorld) -> None:
+    note = world.remember(ALICE, "Deploy window: 10:00.", semantic_key="deploy-window").note
+    world.pin(ALICE, note.note_id)
+
+    updated = world.remember(ALICE, "Deploy window: 11:00.", semantic_key="deploy-window").note
+    versions = world.notes.list_versions(ALICE, note.note_id, limit=None, next_token=None).versions
+
+    assert updated.version == 2
+    assert updated.pinned is True
+    assert [version.pinned for version in versions] == [True, True]
+    assert world.store.get_pin(ALICE.tenant_id, note.note_id) is not None
