@@ -144,12 +144,18 @@ class TokenAdministration:
         page = self._store.list_tokens(
             tenant, limit=limit, next_token=next_token, admits=lambda record: _may_revoke(principal, record)
         )
-        lineage = [ancestor for record in page.entries for ancestor in record.ancestor_token_ids]
-        ancestors = self._store.get_tokens(lineage) if lineage else {}
+        # The listing may read an index that lags; revocation state comes from the records.
+        wanted = [
+            token_id
+            for record in page.entries
+            for token_id in (record.token_hash, *record.ancestor_token_ids)
+        ]
+        current = self._store.get_tokens(wanted) if wanted else {}
+        listed = [current.get(record.token_hash, record) for record in page.entries]
         return TokenList(
             tokens=[
-                TokenEntry.of(record, revoked_ancestor_token_id=_revoked_ancestor(record, ancestors))
-                for record in page.entries
+                TokenEntry.of(record, revoked_ancestor_token_id=_revoked_ancestor(record, current))
+                for record in listed
             ],
             next_token=page.next_token,
         )
