@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from knowledge.adapters.memory_store import InMemoryKnowledgeStore
+from knowledge.domain.bearer_tokens import hash_token
 from knowledge.domain.models import Principal, TokenRecord
 from knowledge.domain.write_contract import CreateTokenRequest, TokenResponse
 from knowledge.errors import AuthenticationRequiredError, InsufficientScopeError, RequestValidationError
@@ -267,3 +268,17 @@ def test_list_tokens_refuses_a_next_token_of_another_tenant(
 
     with pytest.raises(RequestValidationError):
         token_admin.list_tokens(operator, tenant_id="globex", limit=1, next_token=first.next_token)
+
+
+def test_revoking_an_operators_token_reaches_the_tokens_it_minted_in_other_tenants(
+    token_admin: TokenAdministration, tokens: TokenService
+) -> None:
+    operator = _root(tokens, PLATFORM.value, tenant_id="platform")
+    globex_admin = _mint(token_admin, tokens, operator, tenant_id="globex")
+    globex_agent = _mint(token_admin, tokens, globex_admin.token, scopes=[READ])
+
+    token_admin.revoke(_as(tokens, operator), hash_token(operator))
+
+    assert tokens.resolve(operator) is None
+    assert tokens.resolve(globex_admin.token) is None
+    assert tokens.resolve(globex_agent.token) is None
