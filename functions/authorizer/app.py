@@ -2,9 +2,11 @@
 
 It always authorizes and hands the function the resolved token in ``context``
 (``knowledge.api.principal.authorizer_context``): ``authenticated: "false"`` for an absent, unknown,
-expired or revoked token, so that the function answers 401 ``authentication_required`` in the
-service's own envelope (an HTTP API cannot customize the gateway's 401/403 bodies). A store outage
-raises, which API Gateway answers with 500 and does not cache.
+expired or revoked token, or one with a revoked or expired ancestor (``TokenService.resolve``: one
+``GetItem``, plus one ``BatchGetItem`` of the ancestors of a minted token), so that the function
+answers 401 ``authentication_required`` in the service's own envelope (an HTTP API cannot customize
+the gateway's 401/403 bodies). A store outage raises, which API Gateway answers with 500 and does
+not cache.
 """
 
 from __future__ import annotations

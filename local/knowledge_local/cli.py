@@ -4,7 +4,9 @@
     knowledge search "query" [--mode --alpha --max-results --base]
     knowledge read ITEM [--revision --offset --limit]
     knowledge bases
-    knowledge token create [--subject --scopes --teams --bases --expires-in]
+    knowledge token create [--subject --scopes --teams --bases --expires-in --tenant]
+    knowledge token list [--limit --next-token --tenant --json]
+    knowledge token revoke TOKEN_ID
     knowledge remember "fact" [--path --type --scope --key ...]   (``memory_cli``)
     knowledge memories "query" [--mode --limit --path --type --scope]
     knowledge forget NOTE_ID [--mode soft|redact|hard]
@@ -20,10 +22,10 @@ command), else ``KNOWLEDGE_API_URL`` / ``KNOWLEDGE_TOKEN``, else the files ``mak
 (``.knowledge/endpoints.json`` and ``.knowledge/dev-token``, see ``state``). Only HTTP is used.
 Nothing printed shows a token: whatever looks like one (``kn_...``) in an error is masked.
 
-Exit status: 0 on success, 1 when the API refuses (its error code and message are printed, with a
-hint for a token or an id from an earlier ``make run``), cannot be reached, or there is nothing to
-ingest, 2 for a usage error (numbers are checked to be finite, item and revision ids to be well
-formed and not placeholders such as ``<knowledge_item_id>``).
+Exit status: 0 on success, 1 when the API refuses (its error code, message and details are
+printed, with a hint for a token or an id from an earlier ``make run``), cannot be reached, or
+there is nothing to ingest, 2 for a usage error (numbers are checked to be finite, item, revision
+and token ids to be well formed and not placeholders such as ``<knowledge_item_id>``).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from knowledge.domain.bearer_tokens import TOKEN_PREFIX, is_token_id
 from knowledge.domain.ids import ITEM_PREFIX, KB_PREFIX, REVISION_PREFIX, is_well_formed
 from knowledge.domain.models import Permission
 from knowledge_local.client import ApiError, KnowledgeClient
@@ -91,6 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(error))
     except ApiError as error:
         print(redact(f"error: {error.code}: {error.message}"), file=sys.stderr)
+        if error.details:
+            print(redact(f"details: {json.dumps(error.details, ensure_ascii=False)}"), file=sys.stderr)
         hint = _hint(error, arguments.command)
         if hint is not None:
             print(f"hint: {hint}", file=sys.stderr)
@@ -231,6 +236,31 @@ def _token_create(client: KnowledgeClient, arguments: argparse.Namespace) -> int
     return 0
 
 
+def _token_list(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
+    page = client.tokens(limit=arguments.limit, next_token=arguments.next_token, tenant_id=arguments.tenant)
+    if arguments.json:
+        print(json.dumps(page, indent=2, ensure_ascii=False))
+        return 0
+    tokens = page.get("tokens") or []
+    print(_tokens_table(tokens) if tokens else "No tokens.")
+    next_token = page.get("next_token")
+    if next_token:
+        more = [
+            f"{state_dir_prefix(state_dir())}knowledge token list --limit {arguments.limit}",
+            *(["--tenant", shlex.quote(arguments.tenant)] if arguments.tenant else []),
+            "--next-token",
+            shlex.quote(str(next_token)),
+        ]
+        print(f"more tokens: {' '.join(more)}", file=sys.stderr)
+    return 0
+
+
+def _token_revoke(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
+    client.revoke_token(arguments.token_id)
+    print(f"Revoked {arguments.token_id} and every token it issued (directly or not).")
+    return 0
+
+
 # -- helpers ----------------------------------------------------------------------------------------
 
 
@@ -294,6 +324,8 @@ def _hint(error: ApiError, command: str) -> str | None:
         return f"the local runtime is stopping: start it again (`make run`) and repeat the command{again}"
     if error.code == "knowledge_resource_unavailable" and command == "read":
         return "ids from an earlier run do not survive a restart; search again to get current ids"
+    if error.code == "knowledge_resource_unavailable" and command == "token":
+        return "`knowledge token list` shows the tokens you may revoke"
     return None
 
 
@@ -309,6 +341,38 @@ def _bases_table(bases: list[dict[str, Any]]) -> str:
         for base in bases
     ]
     header = ("id", "name", "scope", "status")
+    widths = [max(len(row[column]) for row in [header, *rows]) for column in range(len(header))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in [header, *rows]
+    )
+
+
+def _tokens_table(tokens: list[dict[str, Any]]) -> str:
+    """One line per token: id, subject, scopes, bases, issuer, expiry and state, in aligned columns
+    (ids shortened to 12 characters: enough to tell them apart, ``--json`` has them whole)."""
+
+    def short(token_id: Any) -> str:
+        return str(token_id)[:12] if token_id else "-"
+
+    def state(token: dict[str, Any]) -> str:
+        if token.get("revoked_ancestor_token_id"):
+            return f"revoked (via {short(token['revoked_ancestor_token_id'])})"
+        return "revoked" if token.get("revoked") else "active"
+
+    rows = [
+        (
+            str(token.get("token_id", "")),
+            str(token.get("subject_id", "")),
+            ",".join(token.get("scopes") or []),
+            ",".join(token["knowledge_base_ids"]) if token.get("knowledge_base_ids") is not None else "all",
+            short(token.get("issuer_token_id")),
+            str(token.get("expires_at") or "never"),
+            state(token),
+        )
+        for token in tokens
+    ]
+    header = ("token_id", "subject", "scopes", "bases", "issuer", "expires", "state")
     widths = [max(len(row[column]) for row in [header, *rows]) for column in range(len(header))]
     return "\n".join(
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
@@ -366,6 +430,30 @@ def item_id(value: str) -> str:
 def revision_id(value: str) -> str:
     """``value`` as a knowledge revision id (argparse ``type``): ``kr_`` and 26 base32 characters."""
     return _identifier(value, REVISION_PREFIX, "knowledge revision id", "`knowledge search --json`")
+
+
+def token_id(value: str) -> str:
+    """``value`` as a token id (argparse ``type``): 64 lowercase hex characters, never a token."""
+    if is_token_id(value):
+        return value
+    if value.startswith(TOKEN_PREFIX):
+        raise argparse.ArgumentTypeError(
+            "that is a token, not its id: give the token_id (64 hex characters) of `knowledge token list`"
+        )
+    problem = f"{value!r} is a placeholder" if _PLACEHOLDER.match(value) else f"{value!r} is not a token id"
+    raise argparse.ArgumentTypeError(
+        f"{problem}: give a token_id, 64 hex characters, as in `knowledge token list`"
+    )
+
+
+def _page_size(value: str) -> int:
+    try:
+        size = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from None
+    if not 1 <= size <= 100:
+        raise argparse.ArgumentTypeError(f"must be 1 to 100, not {size}")
+    return size
 
 
 def base_reference(value: str) -> str:
@@ -491,5 +579,18 @@ def _parser() -> argparse.ArgumentParser:
     create.add_argument("--expires-in", help="lifetime: seconds, or 90m, 12h, 30d (default: never)")
     create.add_argument("--tenant", help="tenant id (default: the caller's; another needs platform:admin)")
     create.set_defaults(run=_token_create)
+    listing = token_commands.add_parser(
+        "list", help="list the tokens you may revoke (never their secrets)", parents=shared
+    )
+    listing.add_argument("--limit", type=_page_size, default=50, help="tokens per page, 1-100 (50)")
+    listing.add_argument("--next-token", help="the next_token a previous page printed")
+    listing.add_argument("--tenant", help="tenant id (default: the caller's; another needs platform:admin)")
+    listing.add_argument("--json", action="store_true", help="print the API's JSON answer")
+    listing.set_defaults(run=_token_list)
+    revoke = token_commands.add_parser(
+        "revoke", help="revoke a token and every token it issued", parents=shared
+    )
+    revoke.add_argument("token_id", type=token_id, help="the token's id (64 hex characters, `token list`)")
+    revoke.set_defaults(run=_token_revoke)
     add_memory_commands(commands, shared)
     return parser

@@ -1,9 +1,10 @@
 """A small HTTP client of the knowledge API (DESIGN §5 and §6) for the ``knowledge`` command and the
 runtime's seeding. JSON in and out, bearer token on every call.
 
-Every method returns the decoded JSON answer or raises ``ApiError``: for an error answer it carries
-the HTTP status and the envelope's ``code`` and ``message`` (API Gateway's own ``{"message"}``
-answers get the code ``gateway_error``); for an unreachable server the code ``unreachable``.
+Every method returns the decoded JSON answer (``{}`` for a 204) or raises ``ApiError``: for an error
+answer it carries the HTTP status and the envelope's ``code``, ``message`` and ``details`` (API
+Gateway's own ``{"message"}`` answers get the code ``gateway_error``); for an unreachable server the
+code ``unreachable``.
 """
 
 from __future__ import annotations
@@ -150,6 +151,19 @@ class KnowledgeClient:
         body = {name: value for name, value in fields.items() if value is not None}
         return self.request("POST", "/v1/tokens", json=body)
 
+    def tokens(
+        self, *, limit: int, next_token: str | None = None, tenant_id: str | None = None
+    ) -> dict[str, Any]:
+        """One page of ``GET /v1/tokens``: ``{"tokens": [...], "next_token"}``."""
+        params = {"limit": limit, "next_token": next_token, "tenant_id": tenant_id}
+        return self.request(
+            "GET", "/v1/tokens", params={name: value for name, value in params.items() if value is not None}
+        )
+
+    def revoke_token(self, token_id: str) -> None:
+        """``DELETE /v1/tokens/{token_id}`` (204; revoking a revoked token succeeds too)."""
+        self.request("DELETE", f"/v1/tokens/{token_id}")
+
     # -- transport --------------------------------------------------------------------------------
 
     def request(
@@ -172,6 +186,8 @@ class KnowledgeClient:
             body = response.json()
         except ValueError:
             body = None
+        if response.status_code == 204:
+            return response.status_code, {}
         if response.is_success and isinstance(body, dict):
             return response.status_code, body
         raise _api_error(response.status_code, body, response.text)

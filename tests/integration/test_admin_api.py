@@ -768,8 +768,21 @@ def test_create_token_then_use_it_through_the_authorizer(
     )
 
     assert reply.status == 201
-    assert set(reply.body) == {"token", "token_id", "expires_at"}
+    assert set(reply.body) == {
+        "token",
+        "token_id",
+        "tenant_id",
+        "subject_id",
+        "team_ids",
+        "scopes",
+        "knowledge_base_ids",
+        "issuer_token_id",
+        "created_at",
+        "expires_at",
+    }
     assert reply.body["token_id"] == hash_token(reply.body["token"])
+    assert (reply.body["scopes"], reply.body["knowledge_base_ids"]) == ([READ], None)
+    assert reply.body["issuer_token_id"] == hash_token(str(admin.authorization).removeprefix("Bearer "))
     bearer = f"Bearer {reply.body['token']}"
     assert result_items(world.search(bearer, "blue green switch", mode="lexical")) == [
         item["knowledge_item_id"]

@@ -40,6 +40,7 @@ def test_authorizer_valid_token_passes_principal_context(world: SearchWorld) -> 
             "team_ids": json.dumps(["ops", "platform"]),
             "knowledge_base_ids": json.dumps(["kb_1"]),
             "expires_at": "",
+            "token_id": hash_token(bearer.removeprefix("Bearer ")),
         },
     }
 

@@ -3,7 +3,7 @@ only ``knowledge.bootstrap`` chooses and builds the concrete ones."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -179,16 +179,36 @@ class ContentStore(Protocol):
 
 
 class TokenStore(Protocol):
-    """Bearer token records, by the token's SHA-256 (never the token itself).
+    """Bearer token records, by the token's SHA-256 (never the token itself), each with its lineage
+    (``TokenRecord.ancestor_token_ids``).
 
     Errors: ``ConflictError`` (a hash already stored), ``ResourceUnavailableError`` (revoking an
-    absent token), ``DependencyUnavailableError``.
+    absent token), ``RequestValidationError`` (a ``next_token`` this listing did not issue),
+    ``DependencyUnavailableError``.
     """
 
     def put_token(self, record: TokenRecord) -> None: ...
 
     def get_token(self, token_hash: str) -> TokenRecord | None:
         """The record even when expired or revoked; ``TokenRecord.is_valid_at`` decides validity."""
+        ...
+
+    def get_tokens(self, token_hashes: Sequence[str]) -> dict[str, TokenRecord]:
+        """The stored records among ``token_hashes`` by hash (strongly consistent); absent ones are
+        left out."""
+        ...
+
+    def list_tokens(
+        self,
+        tenant_id: str,
+        *,
+        limit: int,
+        next_token: str | None,
+        admits: Callable[[TokenRecord], bool] | None = None,
+    ) -> Page[TokenRecord]:
+        """The tenant's tokens (revoked and expired ones included) in creation order, ``limit``
+        (≥ 1, else ``ValueError``) at a time; with ``admits``, only those it accepts, pages still
+        full."""
         ...
 
     def revoke_token(self, token_hash: str) -> None: ...
@@ -295,7 +315,7 @@ class KnowledgeStore(CorpusStore, TokenStore, MemoryStore, Protocol):
     """The source of truth (DESIGN §3): every aggregate in one store, which ``bootstrap`` builds
     once and hands to each service as the narrowest of the ports above that it needs.
 
-    Every method but the token ones is scoped by ``tenant_id``. Getters return ``None`` for absent
+    Every method but the token lookups by hash is scoped by ``tenant_id``. Getters return ``None`` for absent
     records; visibility is the services' job.
     """
 

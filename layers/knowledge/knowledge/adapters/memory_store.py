@@ -14,14 +14,14 @@ stores share nothing.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from knowledge.adapters.memory_listing import found as _found
 from knowledge.adapters.memory_listing import page as _page
 from knowledge.adapters.memory_notes import InMemoryNoteStore
-from knowledge.domain import ids, lifecycle
+from knowledge.domain import ids, keys, lifecycle
 from knowledge.domain.models import (
     BaseStatus,
     ContentWindow,
@@ -296,6 +296,30 @@ class InMemoryKnowledgeStore(InMemoryNoteStore):
         with self._lock:
             return self._tokens.get(token_hash)
 
+    def get_tokens(self, token_hashes: Sequence[str]) -> dict[str, TokenRecord]:
+        with self._lock:
+            return {
+                token_hash: self._tokens[token_hash]
+                for token_hash in dict.fromkeys(token_hashes)
+                if token_hash in self._tokens
+            }
+
+    def list_tokens(
+        self,
+        tenant_id: str,
+        *,
+        limit: int,
+        next_token: str | None,
+        admits: Callable[[TokenRecord], bool] | None = None,
+    ) -> Page[TokenRecord]:
+        with self._lock:
+            tokens = [
+                record
+                for record in self._tokens.values()
+                if record.tenant_id == tenant_id and (admits is None or admits(record))
+            ]
+        return _page(f"tokens:{tenant_id}", tokens, _token_order, limit=limit, next_token=next_token)
+
     def revoke_token(self, token_hash: str) -> None:
         with self._lock:
             record = self._tokens.get(token_hash)
@@ -350,6 +374,11 @@ def _item_id(item: KnowledgeItem) -> str:
 
 def _revision_id(revision: Revision) -> str:
     return revision.knowledge_revision_id
+
+
+def _token_order(record: TokenRecord) -> str:
+    """Creation order, then hash: the GSI1 sort key the DynamoDB store lists tokens by."""
+    return keys.token_index_key(record.tenant_id, record.created_at, record.token_hash).sk
 
 
 if TYPE_CHECKING:

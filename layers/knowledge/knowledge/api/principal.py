@@ -3,8 +3,9 @@
 The authorizer (``functions/authorizer``) answers a simple response whose ``context`` holds
 ``authenticated`` ("true"/"false"), ``tenant_id``, ``subject_id``, ``scopes`` (space-separated),
 ``team_ids`` and ``knowledge_base_ids`` (JSON arrays as strings; ``knowledge_base_ids`` empty when
-the token has no allow-list) and ``expires_at`` (the token's expiry, ISO-8601 UTC; empty when it
-never expires). API Gateway exposes it at ``requestContext.authorizer.lambda``.
+the token has no allow-list), ``expires_at`` (the token's expiry, ISO-8601 UTC; empty when it
+never expires) and ``token_id`` (the token's SHA-256 hex, the issuer of the tokens it mints).
+API Gateway exposes it at ``requestContext.authorizer.lambda``.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ def authorizer_context(record: TokenRecord | None) -> dict[str, str]:
         if record.knowledge_base_ids is None
         else json.dumps(sorted(record.knowledge_base_ids)),
         "expires_at": "" if record.expires_at is None else record.expires_at.isoformat(),
+        "token_id": record.token_hash,
     }
 
 
@@ -60,6 +62,7 @@ def principal_from_event(event: Mapping[str, Any]) -> Principal:
         team_ids=frozenset(_string_list(claims.get("team_ids"))),
         knowledge_base_ids=frozenset(_string_list(allow)) if allow else None,
         expires_at=expires_at,
+        token_id=str(claims["token_id"]) if claims.get("token_id") else None,
     )
 
 

@@ -14,8 +14,9 @@
 | note claim        | ``T#{tenant}#NOTECLAIM#{sha256(claim)}``  | ``META``                 |
 
 GSI1 lists the items of a base (``GSI1PK = T#{tenant}#KB#{kb}``, ``GSI1SK = ITEM#{item}``), the
-bases of a tenant (``GSI1PK = T#{tenant}#BASES``, ``GSI1SK = KB#{kb}``) and the pins of a tenant in
-pin order (``GSI1PK = T#{tenant}#PINS``, ``GSI1SK = PIN#{order:06d}#{pin}``).
+bases of a tenant (``GSI1PK = T#{tenant}#BASES``, ``GSI1SK = KB#{kb}``), the tokens of a tenant in
+creation order (``GSI1PK = T#{tenant}#TOKENS``, ``GSI1SK = TOKEN#{created_at}#{sha256}``) and the
+pins of a tenant in pin order (``GSI1PK = T#{tenant}#PINS``, ``GSI1SK = PIN#{order:06d}#{pin}``).
 
 Key components must be non-empty and free of ``#``; otherwise one record's key could spell another
 record's (a base id ending in ``#EXT#...`` would address a guard). Builders raise ``ValueError`` for
@@ -25,6 +26,7 @@ such components, so callers validate identifiers (``ids.is_well_formed``) before
 from __future__ import annotations
 
 import hashlib
+from datetime import UTC, datetime
 from typing import NamedTuple
 
 META = "META"
@@ -32,6 +34,7 @@ REVISION_PREFIX = "REV#"
 PAGE_PREFIX = "PAGE#"
 ITEM_INDEX_PREFIX = "ITEM#"
 BASE_INDEX_PREFIX = "KB#"
+TOKEN_INDEX_PREFIX = "TOKEN#"
 NOTE_VERSION_PREFIX = "VER#"
 PIN = "PIN"
 PIN_INDEX_PREFIX = "PIN#"
@@ -113,6 +116,20 @@ def external_id_key(tenant_id: str, knowledge_base_id: str, external_id: str) ->
 def token_key(token_hash: str) -> TableKey:
     """``TOKEN#{sha256}``: tokens are looked up before the tenant is known, so the key has none."""
     return TableKey(f"TOKEN#{_part(token_hash)}", META)
+
+
+def tokens_partition(tenant_id: str) -> str:
+    """``T#{tenant}#TOKENS``: the GSI1 partition listing a tenant's tokens."""
+    return f"T#{_part(tenant_id)}#TOKENS"
+
+
+def token_index_key(tenant_id: str, created_at: datetime, token_hash: str) -> TableKey:
+    """GSI1 key listing a token under its tenant, in creation order (UTC, microseconds), then by hash.
+    Raises ``ValueError`` for a naive ``created_at``."""
+    if created_at.tzinfo is None:
+        raise ValueError("created_at must be timezone-aware")
+    moment = created_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return TableKey(tokens_partition(tenant_id), f"{TOKEN_INDEX_PREFIX}{moment}#{_part(token_hash)}")
 
 
 def item_index_key(tenant_id: str, knowledge_base_id: str, knowledge_item_id: str) -> TableKey:

@@ -63,7 +63,9 @@ class Principal(_Frozen):
 
     ``knowledge_base_ids`` is an optional allow-list: ``None`` admits every base of the tenant.
     ``expires_at`` is when the caller's token expires (aware UTC; ``None``: never); tokens the
-    caller issues expire no later.
+    caller issues expire no later. ``token_id`` is the caller's token (its SHA-256 hex), the issuer
+    of the tokens it mints; ``None`` for a principal not resolved from a stored token, whose tokens
+    start a lineage of their own.
     """
 
     tenant_id: str
@@ -72,6 +74,7 @@ class Principal(_Frozen):
     scopes: frozenset[str] = frozenset()
     knowledge_base_ids: frozenset[str] | None = None
     expires_at: datetime | None = None
+    token_id: str | None = None
 
     def has_scope(self, scope: Permission) -> bool:
         """True when the principal holds ``scope``; ``platform:admin`` implies every scope."""
@@ -79,7 +82,13 @@ class Principal(_Frozen):
 
 
 class TokenRecord(_Frozen):
-    """A stored bearer token: only its SHA-256 is kept, never the token itself."""
+    """A stored bearer token: only its SHA-256 is kept, never the token itself.
+
+    ``ancestor_token_ids`` is the token's lineage: the ids of the tokens that minted it, its root
+    first and its issuer last (empty for a root token, issued by an operator or ``make run``). A
+    token authenticates only while it and every ancestor are valid (``TokenService.resolve``), so
+    revoking a token disables everything below it at once.
+    """
 
     token_hash: str
     tenant_id: str
@@ -90,6 +99,12 @@ class TokenRecord(_Frozen):
     created_at: datetime
     expires_at: datetime | None = None
     revoked: bool = False
+    ancestor_token_ids: tuple[str, ...] = ()
+
+    @property
+    def issuer_token_id(self) -> str | None:
+        """The token that minted this one; ``None`` for a root token."""
+        return self.ancestor_token_ids[-1] if self.ancestor_token_ids else None
 
     def principal(self) -> Principal:
         return Principal(
@@ -99,6 +114,7 @@ class TokenRecord(_Frozen):
             scopes=self.scopes,
             knowledge_base_ids=self.knowledge_base_ids,
             expires_at=self.expires_at,
+            token_id=self.token_hash,
         )
 
     def is_valid_at(self, now: datetime) -> bool:

@@ -34,6 +34,7 @@ from knowledge.domain.models import (
     Revision,
     Scope,
     Source,
+    TokenRecord,
 )
 from knowledge.domain.text import StrictText, require_unicode
 
@@ -148,13 +149,14 @@ class ArchiveRequest(_Request):
 class CreateTokenRequest(_Request):
     """``POST /v1/tokens``. ``tenant_id`` defaults to the caller's (another tenant needs
     ``platform:admin``); ``scopes`` must all be held by the caller; ``knowledge_base_ids`` is an
-    optional allow-list (a caller holding one can only narrow it); ``expires_in`` is in seconds."""
+    optional allow-list of at least one base (a caller holding one can only narrow it; an empty
+    list, which would admit nothing, is ``validation_error``); ``expires_in`` is in seconds."""
 
     tenant_id: TenantId | None = None
     subject_id: Label
     team_ids: list[Label] = Field(default_factory=list, max_length=100)
     scopes: list[Permission] = Field(min_length=1, max_length=len(Permission))
-    knowledge_base_ids: list[Label] | None = Field(default=None, max_length=1_000)
+    knowledge_base_ids: list[Label] | None = Field(default=None, min_length=1, max_length=1_000)
     expires_in: Annotated[StrictInt, Field(ge=1, le=TOKEN_TTL_MAX_SECONDS)] | None = None
 
     @field_validator("knowledge_base_ids")
@@ -281,14 +283,72 @@ class RevisionList(BaseModel):
     next_token: str | None
 
 
-class TokenResponse(BaseModel):
-    """``POST /v1/tokens``: the bearer ``token``, shown this once; ``token_id``, its SHA-256 hex
-    digest (the only form stored; not secret), names it for ``DELETE /v1/tokens/{token_id}``;
-    ``expires_at`` is when it expires (``null``: never), never later than the issuer's token."""
+class TokenSummary(BaseModel):
+    """A token as the API describes it, never its secret: ``token_id`` is its SHA-256 hex digest
+    (the only form stored; not secret), which names it for ``DELETE /v1/tokens/{token_id}``;
+    ``issuer_token_id`` the token that minted it (``null``: a root token); ``knowledge_base_ids``
+    its allow-list (``null``: every base of the tenant); ``expires_at`` when it expires (``null``:
+    never), never later than its issuer. Lists are sorted; timestamps ISO-8601 UTC."""
+
+    token_id: str
+    tenant_id: str
+    subject_id: str
+    team_ids: list[str]
+    scopes: list[str]
+    knowledge_base_ids: list[str] | None
+    issuer_token_id: str | None
+    created_at: datetime
+    expires_at: datetime | None
+
+    @classmethod
+    def fields_of(cls, record: TokenRecord) -> dict[str, Any]:
+        return {
+            "token_id": record.token_hash,
+            "tenant_id": record.tenant_id,
+            "subject_id": record.subject_id,
+            "team_ids": sorted(record.team_ids),
+            "scopes": sorted(record.scopes),
+            "knowledge_base_ids": None
+            if record.knowledge_base_ids is None
+            else sorted(record.knowledge_base_ids),
+            "issuer_token_id": record.issuer_token_id,
+            "created_at": record.created_at,
+            "expires_at": record.expires_at,
+        }
+
+
+class TokenResponse(TokenSummary):
+    """``POST /v1/tokens`` (201): the bearer ``token``, shown this once, with what it holds."""
 
     token: str
-    token_id: str
-    expires_at: datetime | None
+
+    @classmethod
+    def of(cls, token: str, record: TokenRecord) -> TokenResponse:
+        return cls(token=token, **cls.fields_of(record))
+
+
+class TokenEntry(TokenSummary):
+    """One token of ``GET /v1/tokens``: ``revoked`` is true when the token or one of its ancestors
+    was revoked (it no longer authenticates); ``revoked_ancestor_token_id`` names the revoked
+    ancestor closest to the root (``null`` when no ancestor is revoked)."""
+
+    revoked: bool
+    revoked_ancestor_token_id: str | None
+
+    @classmethod
+    def of(cls, record: TokenRecord, *, revoked_ancestor_token_id: str | None) -> TokenEntry:
+        return cls(
+            **cls.fields_of(record),
+            revoked=record.revoked or revoked_ancestor_token_id is not None,
+            revoked_ancestor_token_id=revoked_ancestor_token_id,
+        )
+
+
+class TokenList(BaseModel):
+    """``GET /v1/tokens``: one page of the tokens the caller may revoke, in creation order."""
+
+    tokens: list[TokenEntry]
+    next_token: str | None
 
 
 class ReindexResponse(BaseModel):

@@ -11,29 +11,40 @@ A token never reaches further than the token that issued it:
 - expiry: never later than the issuer's own token (``Principal.expires_at``); a longer or omitted
   ``expires_in`` is capped to it.
 
+Lineage: a token minted by a token records it as its issuer, after the issuer's own ancestors
+(``TokenRecord.ancestor_token_ids``). The issuer's record is re-read (strongly consistent) before
+minting, so a token revoked since the authorizer cached its answer cannot mint; and a token minted
+at the same moment as a revocation still carries the revoked token in its lineage, so it never
+authenticates (``TokenService.is_valid``). A token with ``MAX_LINEAGE_DEPTH`` ancestors cannot mint.
+
 Revocation follows the same rule: a principal revokes exactly the tokens it could have issued
 (its tenant, or any with ``platform:admin``; scopes it holds; an allow-list inside its own when it
 has one). Any other token, an unknown one and a malformed ``token_id`` answer the same
-``ResourceUnavailableError``, so token ids never leak across tenants. Revoking twice is a no-op.
+``ResourceUnavailableError``, so token ids never leak across tenants. Revoking twice is a no-op,
+and revoking a token revokes every descendant with it. Listing shows exactly the tokens a
+principal may revoke, one tenant at a time.
 
 Errors: ``InsufficientScopeError`` (403; ``details.required_scope``, ``details.missing_scopes``,
-``details.knowledge_base_ids`` or ``details.tenant_id`` name the reason), ``ResourceUnavailableError``
-(404), ``DependencyUnavailableError`` (503).
+``details.knowledge_base_ids``, ``details.tenant_id`` or ``details.max_lineage_depth`` name the
+reason), ``AuthenticationRequiredError`` (401: the caller's token was revoked or expired since the
+authorizer accepted it), ``ResourceUnavailableError`` (404), ``RequestValidationError`` (400: a
+foreign ``next_token``), ``DependencyUnavailableError`` (503).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
 from knowledge.domain.bearer_tokens import is_token_id
 from knowledge.domain.models import Permission, Principal, TokenRecord
-from knowledge.domain.write_contract import CreateTokenRequest, TokenResponse
-from knowledge.errors import InsufficientScopeError, ResourceUnavailableError
+from knowledge.domain.write_contract import CreateTokenRequest, TokenEntry, TokenList, TokenResponse
+from knowledge.errors import AuthenticationRequiredError, InsufficientScopeError, ResourceUnavailableError
 from knowledge.observability import logger
 from knowledge.ports import TokenStore
 from knowledge.services.access import require_scope
-from knowledge.services.tokens import TokenService
+from knowledge.services.tokens import MAX_LINEAGE_DEPTH, TokenService
 
 
 @dataclass(frozen=True)
@@ -45,8 +56,8 @@ class TokenGrant:
 
 
 class TokenAdministration:
-    """``POST /v1/tokens`` and ``DELETE /v1/tokens/{token_id}`` for a principal. Thread-safe if its
-    ports are."""
+    """``POST /v1/tokens``, ``GET /v1/tokens`` and ``DELETE /v1/tokens/{token_id}`` for a principal.
+    Thread-safe if its ports are."""
 
     def __init__(self, store: TokenStore, tokens: TokenService) -> None:
         self._store = store
@@ -71,8 +82,10 @@ class TokenAdministration:
         return TokenGrant(tenant_id=tenant_id, knowledge_base_ids=_allow_list(principal, request))
 
     def issue(self, principal: Principal, request: CreateTokenRequest) -> TokenResponse:
-        """A new bearer token, returned once (only its hash, the ``token_id``, is stored)."""
+        """A new bearer token, returned once (only its hash, the ``token_id``, is stored), with
+        what it holds: tenant, subject, scopes, allow-list, issuer and expiry."""
         grant = self.authorize_issue(principal, request)
+        ancestors = self._lineage_of(principal)
         token, record = self._tokens.issue(
             tenant_id=grant.tenant_id,
             subject_id=request.subject_id,
@@ -81,6 +94,7 @@ class TokenAdministration:
             knowledge_base_ids=grant.knowledge_base_ids,
             expires_in=timedelta(seconds=request.expires_in) if request.expires_in is not None else None,
             not_after=principal.expires_at,
+            ancestor_token_ids=ancestors,
         )
         logger.info(
             "token issued",
@@ -89,10 +103,62 @@ class TokenAdministration:
                 "subject_id": record.subject_id,
                 "scopes": sorted(record.scopes),
                 "issuer_subject_id": principal.subject_id,
+                "issuer_token_id": record.issuer_token_id,
+                "lineage_depth": len(ancestors),
                 "expires_at": record.expires_at.isoformat() if record.expires_at else None,
             },
         )
-        return TokenResponse(token=token, token_id=record.token_hash, expires_at=record.expires_at)
+        return TokenResponse.of(token, record)
+
+    def _lineage_of(self, principal: Principal) -> tuple[str, ...]:
+        """The lineage of a token ``principal`` mints: its own token's, then its token (empty for a
+        principal not resolved from a stored token)."""
+        if principal.token_id is None:
+            return ()
+        issuer = self._store.get_token(principal.token_id) if is_token_id(principal.token_id) else None
+        if issuer is None or not self._tokens.is_valid(issuer):
+            raise AuthenticationRequiredError("A valid bearer token is required.")
+        if len(issuer.ancestor_token_ids) >= MAX_LINEAGE_DEPTH:
+            raise InsufficientScopeError(
+                f"A token {MAX_LINEAGE_DEPTH} issuances below its root cannot issue tokens.",
+                {"max_lineage_depth": MAX_LINEAGE_DEPTH},
+            )
+        return (*issuer.ancestor_token_ids, issuer.token_hash)
+
+    def list_tokens(
+        self, principal: Principal, *, tenant_id: str | None, limit: int, next_token: str | None
+    ) -> TokenList:
+        """One page (``limit`` ≥ 1) of the tokens of ``tenant_id`` (default: the caller's) that
+        ``principal`` may revoke, in creation order, revoked and expired ones included; never a
+        secret or a hash other than the public ``token_id``. Another tenant needs
+        ``platform:admin`` and no allow-list (``InsufficientScopeError``)."""
+        self.authorize_revoke(principal)
+        tenant = tenant_id or principal.tenant_id
+        if tenant != principal.tenant_id:
+            require_scope(principal, Permission.PLATFORM_ADMIN)
+            if principal.knowledge_base_ids is not None:
+                raise InsufficientScopeError(
+                    "A token with a knowledge base allow-list can only list tokens of its own tenant.",
+                    {"tenant_id": tenant},
+                )
+        page = self._store.list_tokens(
+            tenant, limit=limit, next_token=next_token, admits=lambda record: _may_revoke(principal, record)
+        )
+        # The listing may read an index that lags; revocation state comes from the records.
+        wanted = [
+            token_id
+            for record in page.entries
+            for token_id in (record.token_hash, *record.ancestor_token_ids)
+        ]
+        current = self._store.get_tokens(wanted) if wanted else {}
+        listed = [current.get(record.token_hash, record) for record in page.entries]
+        return TokenList(
+            tokens=[
+                TokenEntry.of(record, revoked_ancestor_token_id=_revoked_ancestor(record, current))
+                for record in listed
+            ],
+            next_token=page.next_token,
+        )
 
     def authorize_revoke(self, principal: Principal) -> None:
         """``InsufficientScopeError`` unless ``principal`` may revoke tokens at all (``knowledge:admin``);
@@ -100,8 +166,9 @@ class TokenAdministration:
         require_scope(principal, Permission.ADMIN)
 
     def revoke(self, principal: Principal, token_id: str) -> None:
-        """Revoke the token named ``token_id`` (idempotent). The authorizer caches its answers, so
-        a revoked token may still be accepted for up to its cache time (300 s on AWS)."""
+        """Revoke the token named ``token_id`` and, through their lineage, every token below it
+        (idempotent: one write, whatever the number of descendants). The authorizer caches its
+        answers, so a revoked token may still be accepted for up to its cache time (300 s on AWS)."""
         self.authorize_revoke(principal)
         record = self._store.get_token(token_id) if is_token_id(token_id) else None
         if record is None or not _may_revoke(principal, record):
@@ -133,6 +200,18 @@ def _allow_list(principal: Principal, request: CreateTokenRequest) -> list[str] 
             {"knowledge_base_ids": outside},
         )
     return request.knowledge_base_ids
+
+
+def _revoked_ancestor(record: TokenRecord, ancestors: Mapping[str, TokenRecord]) -> str | None:
+    """The revoked ancestor of ``record`` closest to its root, when one is stored."""
+    return next(
+        (
+            ancestor_id
+            for ancestor_id in record.ancestor_token_ids
+            if (ancestor := ancestors.get(ancestor_id)) is not None and ancestor.revoked
+        ),
+        None,
+    )
 
 
 def _may_revoke(principal: Principal, record: TokenRecord) -> bool:

@@ -1,11 +1,16 @@
 """Bearer tokens: resolving a presented token to its record, and issuing new ones.
 
-Tokens are 256-bit random strings shown once; only their SHA-256 is stored (DESIGN §3).
+Tokens are 256-bit random strings shown once; only their SHA-256 is stored (DESIGN §3). Every token
+records its lineage (``TokenRecord.ancestor_token_ids``: the tokens that minted it, root first), and
+a token is valid only while every ancestor is valid too. Revoking a token therefore disables all
+its descendants with one write, including a child minted while the revocation was under way: the
+check happens when a token is presented, against the ancestors' current (strongly consistent)
+records, so no enumeration of descendants can miss one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 
 from knowledge.domain.bearer_tokens import hash_token, new_token
@@ -13,6 +18,9 @@ from knowledge.domain.models import TokenRecord
 from knowledge.ports import TokenStore
 
 BEARER_PREFIX = "bearer "
+MAX_LINEAGE_DEPTH = 16
+"""A token has at most this many ancestors, so the authorizer's lineage check stays one
+``BatchGetItem`` of a few keys; a token this deep cannot mint another."""
 
 
 def _utc_now() -> datetime:
@@ -26,7 +34,8 @@ class TokenService:
 
     def resolve(self, authorization: str | None) -> TokenRecord | None:
         """The valid record for an ``Authorization`` header value (``Bearer <token>`` or the bare
-        token); ``None`` when absent, unknown, expired or revoked."""
+        token); ``None`` when absent, unknown, expired or revoked, or when one of its ancestors is
+        revoked, expired or gone."""
         if not authorization:
             return None
         token = authorization.strip()
@@ -35,9 +44,16 @@ class TokenService:
         if not token:
             return None
         record = self._store.get_token(hash_token(token))
-        if record is None or not record.is_valid_at(self._clock()):
+        if record is None or not self.is_valid(record):
             return None
         return record
+
+    def is_valid(self, record: TokenRecord) -> bool:
+        """True when ``record`` and every one of its ancestors are valid now (one batched read)."""
+        if not record.is_valid_at(self._clock()):
+            return False
+        ancestors = self._store.get_tokens(record.ancestor_token_ids) if record.ancestor_token_ids else {}
+        return invalid_ancestor(record, ancestors, self._clock()) is None
 
     def issue(
         self,
@@ -49,12 +65,17 @@ class TokenService:
         knowledge_base_ids: Iterable[str] | None = None,
         expires_in: timedelta | None = None,
         not_after: datetime | None = None,
+        ancestor_token_ids: Sequence[str] = (),
     ) -> tuple[str, TokenRecord]:
         """A new token and its stored record; the token itself is returned once and never stored.
 
         The token expires ``expires_in`` from now (``None``: never), but never after ``not_after``
         (the issuer's own expiry, when it has one): the earlier of the two wins.
+        ``ancestor_token_ids`` is its lineage, root first and issuer last (empty: a root token);
+        more than ``MAX_LINEAGE_DEPTH`` is ``ValueError``.
         """
+        if len(ancestor_token_ids) > MAX_LINEAGE_DEPTH:
+            raise ValueError(f"a token has at most {MAX_LINEAGE_DEPTH} ancestors")
         token = new_token()
         now = self._clock()
         deadlines = [deadline for deadline in (_after(now, expires_in), not_after) if deadline is not None]
@@ -67,9 +88,20 @@ class TokenService:
             knowledge_base_ids=None if knowledge_base_ids is None else frozenset(knowledge_base_ids),
             created_at=now,
             expires_at=min(deadlines, default=None),
+            ancestor_token_ids=tuple(ancestor_token_ids),
         )
         self._store.put_token(record)
         return token, record
+
+
+def invalid_ancestor(record: TokenRecord, ancestors: Mapping[str, TokenRecord], now: datetime) -> str | None:
+    """The id of the first (closest to the root) ancestor of ``record`` that is revoked, expired or
+    absent from ``ancestors`` (the stored records by id); ``None`` when the whole lineage is valid."""
+    for ancestor_id in record.ancestor_token_ids:
+        ancestor = ancestors.get(ancestor_id)
+        if ancestor is None or not ancestor.is_valid_at(now):
+            return ancestor_id
+    return None
 
 
 def _after(now: datetime, delay: timedelta | None) -> datetime | None:

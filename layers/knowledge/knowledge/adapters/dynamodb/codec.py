@@ -199,9 +199,18 @@ def decode_external_id(item: Mapping[str, Any]) -> str:
 
 
 def encode_token(record: TokenRecord) -> RawItem:
-    """A token record; ``expiration`` (epoch seconds, rounded up) lets DynamoDB TTL purge it once expired."""
+    """A token record, listed under its tenant on GSI1; ``expiration`` (epoch seconds, rounded up)
+    lets DynamoDB TTL purge it once expired. ``ancestor_token_ids`` is a list (root first)."""
     expiration = None if record.expires_at is None else math.ceil(record.expires_at.timestamp())
-    return _record(Entity.TOKEN, keys.token_key(record.token_hash), record, expiration=expiration)
+    index = keys.token_index_key(record.tenant_id, record.created_at, record.token_hash)
+    return _record(
+        Entity.TOKEN,
+        keys.token_key(record.token_hash),
+        record,
+        expiration=expiration,
+        GSI1PK=index.pk,
+        GSI1SK=index.sk,
+    )
 
 
 def decode_token(item: Mapping[str, Any]) -> TokenRecord:

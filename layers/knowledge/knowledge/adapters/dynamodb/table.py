@@ -7,7 +7,7 @@ and range queries are strongly consistent; GSI queries cannot be.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from knowledge.adapters.dynamodb.codec import RawItem, key, serialize
@@ -171,10 +171,13 @@ class DynamoDBTable:
         limit: int,
         next_token: str | None,
         newest_first: bool = False,
+        keep: Callable[[RawItem], bool] | None = None,
     ) -> tuple[list[RawItem], str | None]:
         """Up to ``limit`` records of a listing with sort keys starting ``sort_prefix``, and the next token.
 
         One record beyond ``limit`` is fetched, so ``next_token`` is ``None`` exactly on the last page.
+        With ``keep``, only records it accepts count: queries go on until ``limit`` of them are found,
+        and ``next_token`` names the last one returned, so pages stay full.
         Raises ``ValueError`` for ``limit < 1`` and ``RequestValidationError`` for a foreign token.
         """
         if limit < 1:
@@ -200,7 +203,8 @@ class DynamoDBTable:
                 query["ExclusiveStartKey"] = start
             with translated_errors():
                 response = self._client.query(**query)
-            records.extend(response.get("Items", []))
+            found = response.get("Items", [])
+            records.extend(found if keep is None else [record for record in found if keep(record)])
             start = response.get("LastEvaluatedKey")
             if len(records) > limit or start is None:
                 break

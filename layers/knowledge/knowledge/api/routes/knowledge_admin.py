@@ -13,8 +13,9 @@
 | ``POST /v1/knowledge-items/{item}/publish`` | write | 200 item |
 | ``POST /v1/knowledge-items/{item}/archive`` | write | 200 item |
 | ``GET /v1/knowledge-items/{item}`` | read | 200 item + ``indexed_revision_id`` |
-| ``POST /v1/tokens`` | admin | 201 ``{token, token_id, expires_at}`` |
-| ``DELETE /v1/tokens/{token_id}`` | admin | 204, no body (also when already revoked) |
+| ``POST /v1/tokens`` | admin | 201 the token and what it holds (``TokenResponse``) |
+| ``GET /v1/tokens?tenant_id=&limit=&next_token=`` | admin | 200 ``{tokens, next_token}`` |
+| ``DELETE /v1/tokens/{token_id}`` | admin | 204, no body (also when already revoked); cascades |
 | ``GET /v1/health`` | none | 200 ``{status, runtime_enabled}`` |
 
 Scopes are ``knowledge:<scope>``. Every write (``POST``, ``PATCH``, ``DELETE``) is registered with
@@ -39,7 +40,7 @@ from knowledge.api.http import openapi_error_responses
 from knowledge.api.principal import CallerPrincipal
 from knowledge.api.writes import IdempotencyKey, write_route
 from knowledge.bootstrap import get_container
-from knowledge.domain.ingest_messages import EXTERNAL_ID_MAX_CHARS
+from knowledge.domain.ingest_messages import EXTERNAL_ID_MAX_CHARS, TENANT_ID_PATTERN
 from knowledge.domain.models import Principal
 from knowledge.domain.text import Text
 from knowledge.domain.write_contract import (
@@ -60,6 +61,7 @@ from knowledge.domain.write_contract import (
     PublishRequest,
     ReindexResponse,
     RevisionList,
+    TokenList,
     TokenResponse,
     UpdateKnowledgeBaseRequest,
 )
@@ -378,8 +380,10 @@ def archive_knowledge_item(
         "Needs `knowledge:admin`; another tenant needs `platform:admin` and a caller without a base "
         "allow-list. The token holds at most the caller's scopes and allow-list, and expires no later "
         "than the caller's own token (`expires_in` is capped; `expires_at` tells when). `token_id` "
-        "(the token's SHA-256, not secret) names it for revocation. A repeated `Idempotency-Key` "
-        "answers 409: the token is never shown twice."
+        "(the token's SHA-256, not secret) names it for revocation; `issuer_token_id` is the "
+        "caller's token, whose revocation revokes this one too. The answer echoes the token's "
+        "scopes and allow-list; an empty `knowledge_base_ids` is refused (400 validation_error). "
+        "A repeated `Idempotency-Key` answers 409: the token is never shown twice."
     ),
     tags=[TAG],
     status_code=201,
@@ -393,6 +397,33 @@ def create_token(
     return _json(201, _token_admin().issue(principal, request))
 
 
+@router.get(
+    TOKENS_PATH,
+    operation_id="list_tokens",
+    summary="Tokens the caller may revoke, in creation order, never their secrets.",
+    description=(
+        "Needs `knowledge:admin`; lists the tokens of `tenant_id` (default: the caller's; another "
+        "tenant needs `platform:admin` and no allow-list) that the caller could revoke: those "
+        "holding no scope the caller lacks and, for an allow-listed caller, an allow-list inside "
+        "its own. Revoked and expired tokens are listed too; `revoked` is true when the token or "
+        "an ancestor (`revoked_ancestor_token_id`) was revoked. A token issued a moment ago may "
+        "take a moment to appear (the listing reads an index)."
+    ),
+    tags=[TAG],
+    responses=_responses(200, "One page of tokens.", *READ_ERRORS),
+)
+def list_tokens(
+    principal: CallerPrincipal,
+    tenant_id: Annotated[
+        Text | None,
+        Query(pattern=TENANT_ID_PATTERN, description="Whose tokens to list (default: the caller's tenant)."),
+    ] = None,
+    limit: Limit = LIST_LIMIT_DEFAULT,
+    next_token: NextToken = None,
+) -> TokenList:
+    return _token_admin().list_tokens(principal, tenant_id=tenant_id, limit=limit, next_token=next_token)
+
+
 @write_route(
     router,
     "DELETE",
@@ -404,7 +435,8 @@ def create_token(
     description=(
         "Needs `knowledge:admin` in the token's tenant (`platform:admin`: any tenant) and the reach "
         "to have issued it (its scopes, and its allow-list inside the caller's when the caller has "
-        "one). Idempotent: revoking a revoked token answers 204 too. Another tenant's, an unknown or "
+        "one). Every token it minted, and every token those minted, stops authenticating with it. "
+        "Idempotent: revoking a revoked token answers 204 too. Another tenant's, an unknown or "
         "a malformed `token_id` answers 404. The authorizer caches answers for 300 s, so a revoked "
         "token can be accepted for up to 5 minutes."
     ),
