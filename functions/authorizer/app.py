@@ -1,8 +1,9 @@
 """``AuthorizerFunction``: the HTTP API Lambda authorizer (payload 2.0, simple responses).
 
 It always authorizes and hands the function the resolved token in ``context``
-(``knowledge.api.principal.authorizer_context``): ``authenticated: "false"`` for an absent, unknown,
-expired or revoked token, so that the function answers 401 ``authentication_required`` in the
+(``knowledge.api.principal.authorizer_context``): ``authenticated: "false"`` with ``reason``
+(``missing``, ``unknown``, ``expired`` or ``revoked``) for a request without a valid token, so
+that the function answers 401 ``authentication_required`` with that ``details.reason`` in the
 service's own envelope (an HTTP API cannot customize the gateway's 401/403 bodies). A store outage
 raises, which API Gateway answers with 500 and does not cache.
 """
@@ -21,6 +22,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from knowledge.api.principal import authorizer_context
 from knowledge.bootstrap import get_token_service
+from knowledge.domain.models import TokenRecord
 from knowledge.observability import logger, metrics, tracer
 
 
@@ -29,7 +31,8 @@ from knowledge.observability import logger, metrics, tracer
 @metrics.log_metrics(capture_cold_start_metric=True)
 @event_source(data_class=APIGatewayAuthorizerEventV2)
 def handler(event: APIGatewayAuthorizerEventV2, context: LambdaContext) -> dict[str, Any]:
-    record = get_token_service().resolve(event.headers.get("authorization"))
+    outcome = get_token_service().authenticate(event.headers.get("authorization"))
+    record = outcome if isinstance(outcome, TokenRecord) else None
     metrics.add_metric(
         name="TokensAccepted" if record is not None else "TokensRejected", unit=MetricUnit.Count, value=1
     )
@@ -38,7 +41,8 @@ def handler(event: APIGatewayAuthorizerEventV2, context: LambdaContext) -> dict[
         extra={
             "authenticated": record is not None,
             "tenant_id": record.tenant_id if record else None,
+            "reason": None if record else str(outcome),
             "route_key": event.route_key,
         },
     )
-    return APIGatewayAuthorizerResponseV2(authorize=True, context=authorizer_context(record)).asdict()
+    return APIGatewayAuthorizerResponseV2(authorize=True, context=authorizer_context(outcome)).asdict()

@@ -18,10 +18,12 @@ command), else ``KNOWLEDGE_API_URL`` / ``KNOWLEDGE_TOKEN``, else the files ``mak
 (``.knowledge/endpoints.json`` and ``.knowledge/dev-token``, see ``state``). Only HTTP is used.
 Nothing printed shows a token: whatever looks like one (``kn_...``) in an error is masked.
 
-Exit status: 0 on success, 1 when the API refuses (its error code and message are printed, with a
-hint for a token or an id from an earlier ``make run``), cannot be reached, or there is nothing to
-ingest, 2 for a usage error (numbers are checked to be finite, item and revision ids to be well
-formed and not placeholders such as ``<knowledge_item_id>``).
+Exit status: 0 on success, 1 when the API refuses (its error code and message are printed, then
+one indented line per entry of its ``details``, such as ``max_results: must be between 1 and 50``,
+and a hint for a token that is missing, unknown, expired or revoked, or an id from an earlier
+``make run``), cannot be reached, or there is nothing to ingest, 2 for a usage error (numbers are
+checked to be finite, item and revision ids to be well formed and not placeholders such as
+``<knowledge_item_id>``).
 """
 
 from __future__ import annotations
@@ -89,6 +91,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(error))
     except ApiError as error:
         print(redact(f"error: {error.code}: {error.message}"), file=sys.stderr)
+        for line in error.detail_lines():
+            print(redact(f"  {line}"), file=sys.stderr)
         hint = _hint(error, arguments.command)
         if hint is not None:
             print(f"hint: {hint}", file=sys.stderr)
@@ -283,16 +287,29 @@ def _either(names: Sequence[str]) -> str:
 def _hint(error: ApiError, command: str) -> str | None:
     """One line on what an error most likely means for a user of ``make run``, if there is one."""
     if error.code == "authentication_required":
-        return (
-            "tokens issued by an earlier `make run` are gone: the current dev token is in "
-            f"{display_path(state_dir() / TOKEN_FILE)}"
-        )
+        return _token_hint(str(error.details.get("reason", "")))
     if error.code == "service_unavailable":
         again = "; files already ingested count as unchanged" if command == "ingest" else ""
         return f"the local runtime is stopping: start it again (`make run`) and repeat the command{again}"
     if error.code == "knowledge_resource_unavailable" and command == "read":
         return "ids from an earlier run do not survive a restart; search again to get current ids"
     return None
+
+
+def _token_hint(reason: str) -> str:
+    """What to do about a 401, by its ``details.reason`` (``TokenRejection``)."""
+    dev_token = display_path(state_dir() / TOKEN_FILE)
+    renew = f"issue a new one (`knowledge token create`) or use the dev token in {dev_token}"
+    if reason == "expired":
+        return f"the token has expired: {renew}"
+    if reason == "revoked":
+        return f"the token was revoked: {renew}"
+    if reason == "missing":
+        return f"no token was sent: pass --token or set KNOWLEDGE_TOKEN (`make run` writes {dev_token})"
+    return (
+        "this API does not know the token (mistyped, or issued by an earlier `make run`, whose tokens "
+        f"are gone): the current dev token is in {dev_token}"
+    )
 
 
 def _bases_table(bases: list[dict[str, Any]]) -> str:

@@ -292,15 +292,29 @@ ERROR_ROWS = [
     pytest.param({"query": 5}, "validation_error", id="wrong-type"),
     pytest.param({"query": "deploy", "alpha": "high"}, "validation_error", id="alpha-not-a-number"),
     pytest.param({"query": "q" * 2_001}, "validation_error", id="query-too-long"),
-    pytest.param({"query": "deploy", "knowledge_item_id": "ki_x"}, "knowledge_invalid_request", id="mixed"),
     pytest.param(
-        {"knowledge_item_id": "ki_x", "limit_chars": 10_001}, "knowledge_invalid_request", id="limit"
+        {"query": "deploy", "knowledge_item_id": "ki_01JDQ8ZC7N3V5W9X2Y4Z6A8B0C"},
+        "knowledge_invalid_request",
+        id="mixed",
+    ),
+    pytest.param(
+        {"knowledge_item_id": "ki_01JDQ8ZC7N3V5W9X2Y4Z6A8B0C", "limit_chars": 10_001},
+        "knowledge_invalid_request",
+        id="limit",
     ),
     pytest.param({"query": "deploy", "max_results": 51}, "knowledge_invalid_request", id="max-results"),
-    pytest.param({"knowledge_item_id": "ki_x", "offset": -1}, "knowledge_invalid_request", id="offset"),
+    pytest.param(
+        {"knowledge_item_id": "ki_01JDQ8ZC7N3V5W9X2Y4Z6A8B0C", "offset": -1},
+        "knowledge_invalid_request",
+        id="offset",
+    ),
     pytest.param({"query": "deploy", "colour": "blue"}, "knowledge_invalid_request", id="unknown-field"),
     pytest.param({}, "knowledge_query_required", id="nothing-to-do"),
-    pytest.param({"knowledge_revision_id": "kr_x"}, "knowledge_item_required", id="revision-alone"),
+    pytest.param(
+        {"knowledge_revision_id": "kr_01JDQ8ZC7N3V5W9X2Y4Z6A8B0C"},
+        "knowledge_item_required",
+        id="revision-alone",
+    ),
     pytest.param(
         {"knowledge_item_id": "ki_01JDQ8ZC7N3V5W9X2Y4Z6A8B0C"}, "knowledge_resource_unavailable", id="absent"
     ),

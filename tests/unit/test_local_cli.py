@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 
 from knowledge_local.cli import _bases_table, _results_table, main, parse_duration, redact
@@ -249,3 +250,73 @@ def test_bases_table_aligns_id_name_scope_and_status() -> None:
         "kb_01M8MV2A1210QGTNJ28EFMF0Z9  fastapi     tenant    active",
         "kb_01M8MVNYZFC4AD5BG1N31RTX5K  team notes  team eng  inactive",
     ]
+
+
+def _answer_every_request_with(monkeypatch: pytest.MonkeyPatch, status: int, body: dict[str, Any]) -> None:
+    def answer(self: httpx2.Client, method: str, url: str, **_: Any) -> httpx2.Response:
+        return httpx2.Response(status, json=body, request=httpx2.Request(method, f"{CLOSED_API}{url}"))
+
+    monkeypatch.setattr(httpx2.Client, "request", answer)
+
+
+def _envelope(code: str, message: str, details: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "error",
+        "error": {"code": code, "message": message, "retryable": False, "details": details},
+    }
+
+
+def test_cli_api_error_prints_each_field_problem_of_its_details(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    problem = {"field": "max_results", "problem": "must be between 1 and 50"}
+    _answer_every_request_with(
+        monkeypatch,
+        400,
+        _envelope("knowledge_invalid_request", "A parameter is out of bounds.", {"fields": [problem]}),
+    )
+
+    status = _exit_status(["search", "x", "--max-results", "100", "--api-url", CLOSED_API, "--token", TOKEN])
+
+    assert status == 1
+    assert capsys.readouterr().err == (
+        "error: knowledge_invalid_request: A parameter is out of bounds.\n"
+        "  max_results: must be between 1 and 50\n"
+    )
+
+
+def test_cli_api_error_prints_other_details_as_name_and_value(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _answer_every_request_with(
+        monkeypatch, 409, _envelope("knowledge_conflict", "The item changed.", {"current_version": 3})
+    )
+
+    _exit_status(["read", ITEM, "--api-url", CLOSED_API, "--token", TOKEN])
+
+    assert "\n  current_version: 3\n" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("reason", "hint"),
+    [
+        ("expired", "hint: the token has expired: issue a new one"),
+        ("revoked", "hint: the token was revoked: issue a new one"),
+        ("unknown", "hint: this API does not know the token (mistyped, or issued by an earlier `make run`"),
+        ("missing", "hint: no token was sent"),
+    ],
+)
+def test_cli_authentication_error_hint_matches_its_reason(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, reason: str, hint: str
+) -> None:
+    _answer_every_request_with(
+        monkeypatch,
+        401,
+        _envelope("authentication_required", "The bearer token is refused.", {"reason": reason}),
+    )
+
+    _exit_status(["search", "x", "--api-url", CLOSED_API, "--token", TOKEN])
+
+    error = capsys.readouterr().err
+    assert f"  reason: {reason}\n{hint}" in error
+    assert "earlier `make run`" not in error or reason == "unknown"

@@ -74,7 +74,8 @@ from knowledge.api.error_envelopes import (
 )
 from knowledge.api.http import MAX_BODY_BYTES
 from knowledge.api.mcp_tools import TOOLS
-from knowledge.api.principal import principal_from_event
+from knowledge.api.principal import principal_from_event, unauthenticated
+from knowledge.domain.bearer_tokens import TokenRejection
 from knowledge.domain.contract import ErrorResponse
 from knowledge.domain.models import Principal
 from knowledge.errors import AuthenticationRequiredError, KnowledgeError
@@ -265,7 +266,7 @@ def _principal(ctx: ServerRequestContext[Any, Any]) -> Principal:
     request = ctx.request
     principal = request.scope.get(PRINCIPAL_SCOPE_KEY) if request is not None else None
     if not isinstance(principal, Principal):
-        raise AuthenticationRequiredError("A valid bearer token is required.")
+        raise unauthenticated(TokenRejection.MISSING)
     return principal
 
 

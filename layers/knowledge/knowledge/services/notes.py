@@ -389,8 +389,7 @@ class NoteService:
         return note
 
     def _visible(self, principal: Principal, note_id: str) -> Note:
-        if not ids.is_well_formed(note_id, ids.NOTE_PREFIX):
-            raise MemoryUnavailableError()
+        ids.require_well_formed(note_id, ids.NOTE_PREFIX, "note_id")
         note = self._store.get_note(principal.tenant_id, note_id)
         if note is None or not can_see_note(principal, note):
             raise MemoryUnavailableError()

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 
-from knowledge.domain.bearer_tokens import hash_token, new_token
+from knowledge.domain.bearer_tokens import TokenRejection, hash_token, new_token
 from knowledge.domain.models import TokenRecord
 from knowledge.ports import TokenStore
 
@@ -27,16 +27,25 @@ class TokenService:
     def resolve(self, authorization: str | None) -> TokenRecord | None:
         """The valid record for an ``Authorization`` header value (``Bearer <token>`` or the bare
         token); ``None`` when absent, unknown, expired or revoked."""
-        if not authorization:
-            return None
-        token = authorization.strip()
+        outcome = self.authenticate(authorization)
+        return outcome if isinstance(outcome, TokenRecord) else None
+
+    def authenticate(self, authorization: str | None) -> TokenRecord | TokenRejection:
+        """The valid record for an ``Authorization`` header value, or why there is none:
+        ``missing`` (no header, or no token in it), ``unknown`` (not in the store), ``revoked``,
+        ``expired`` (revocation wins when both hold)."""
+        token = (authorization or "").strip()
         if token.lower().startswith(BEARER_PREFIX):
             token = token[len(BEARER_PREFIX) :].strip()
-        if not token:
-            return None
+        if not token or token.lower() == BEARER_PREFIX.strip():
+            return TokenRejection.MISSING
         record = self._store.get_token(hash_token(token))
-        if record is None or not record.is_valid_at(self._clock()):
-            return None
+        if record is None:
+            return TokenRejection.UNKNOWN
+        if record.revoked:
+            return TokenRejection.REVOKED
+        if not record.is_valid_at(self._clock()):
+            return TokenRejection.EXPIRED
         return record
 
     def issue(
