@@ -1,6 +1,6 @@
 """``knowledge``: the command line of a running knowledge API (``make run`` or a deployed stack).
 
-    knowledge ingest PATH --base BASE [--archive-missing]   files or folders of .md, .txt, .rst
+    knowledge ingest PATH --base BASE [--archive-missing --source-base-url URL]   .md, .txt, .rst
     knowledge search "query" [--mode --alpha --max-results --base]
     knowledge read ITEM [--revision --offset --limit]
     knowledge bases
@@ -13,7 +13,9 @@
 listing their ids, and a name no base has is an error naming the close ones (``ingest`` creates
 it instead, and says so). ``ingest`` skips files it cannot send (not UTF-8, empty, too large, links
 out of the folder) with a warning each and counts them as skipped; it fails only when nothing can
-be ingested. The API URL and token come from ``--api-url`` / ``--token`` (before or after the
+be ingested. Each item's ``source.uri`` is the file's path under the folder (``guides/http2.md``),
+appended to ``--source-base-url`` when given (the docs site or the repository's tree), never the
+local absolute path. The API URL and token come from ``--api-url`` / ``--token`` (before or after the
 command), else ``KNOWLEDGE_API_URL`` / ``KNOWLEDGE_TOKEN``, else the files ``make run`` writes
 (``.knowledge/endpoints.json`` and ``.knowledge/dev-token``, see ``state``). Only HTTP is used.
 Nothing printed shows a token: whatever looks like one (``kn_...``) in an error is masked.
@@ -43,6 +45,7 @@ from typing import Any, NoReturn
 
 from knowledge.domain.ids import ITEM_PREFIX, KB_PREFIX, REVISION_PREFIX, is_well_formed
 from knowledge.domain.models import Permission
+from knowledge.domain.sources import is_safe_uri
 from knowledge_local.client import ApiError, KnowledgeClient
 from knowledge_local.documents import DocumentError, collect_documents
 from knowledge_local.ingestion import (
@@ -135,7 +138,9 @@ def _ingest(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
     base, created = ensure_base(client, arguments.base)
     if created:
         _announce_created(client, base)
-    summary = ingest_into(client, collection.documents, base, created=created)
+    summary = ingest_into(
+        client, collection.documents, base, created=created, source_base_url=arguments.source_base_url
+    )
     summary.skipped = len(collection.skipped)
     if arguments.archive_missing:
         summary.archived = archive_missing(client, summary.knowledge_base_id, collection.external_ids)
@@ -383,6 +388,16 @@ def revision_id(value: str) -> str:
     return _identifier(value, REVISION_PREFIX, "knowledge revision id", "`knowledge search --json`")
 
 
+def source_base_url(value: str) -> str:
+    """``value`` as the base URL of ``ingest``'s source links (argparse ``type``): an http(s) URL
+    with a host, as the write API accepts it (``knowledge.domain.sources``)."""
+    if not (value.lower().startswith(("https://", "http://")) and is_safe_uri(value)):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not an https:// or http:// URL with a host (such as https://docs.example.com/)"
+        )
+    return value
+
+
 def base_reference(value: str) -> str:
     """``value`` as a base id or name (argparse ``type``): anything but empty or a placeholder."""
     if not value.strip():
@@ -454,6 +469,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="archive the base's items whose file (external_id) is no longer in the folder "
         "(default: they stay published)",
+    )
+    ingest_parser.add_argument(
+        "--source-base-url",
+        type=source_base_url,
+        help="https:// or http:// URL each file's path is appended to for its source.uri, such as the "
+        "docs site or the repository's tree (default: the path under the folder, relative)",
     )
     ingest_parser.add_argument(
         "--no-wait", dest="wait", action="store_false", help="do not wait until the index holds the documents"

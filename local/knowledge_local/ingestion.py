@@ -131,9 +131,12 @@ def ingest_into(
     *,
     created: bool = False,
     progress: bool | None = None,
+    source_base_url: str | None = None,
 ) -> IngestSummary:
     """Upsert ``documents`` as published items of ``base`` (as the API answers it; ``created``:
-    it was created just now, so it has no items to compare with).
+    it was created just now, so it has no items to compare with). Each item's ``source.uri`` is
+    ``SourceDocument.uri(source_base_url)``: the file's path under the folder, relative or under
+    ``source_base_url``.
 
     An existing item whose latest revision has the document's content hash, title and source is
     left alone (published if it was not current yet). Raises ``client.ApiError`` on the first
@@ -151,7 +154,11 @@ def ingest_into(
     with tqdm(documents, desc=description, unit="doc", disable=_disabled(progress)) as bar:
         for document in bar:
             item, outcome = _upsert(
-                client, summary.knowledge_base_id, document, existing.get(document.external_id)
+                client,
+                summary.knowledge_base_id,
+                document,
+                existing.get(document.external_id),
+                document.uri(source_base_url),
             )
             setattr(summary, outcome, getattr(summary, outcome) + 1)
             summary.items[document.external_id] = item
@@ -172,10 +179,14 @@ def archive_missing(client: KnowledgeClient, knowledge_base_id: str, present: se
 
 
 def _upsert(
-    client: KnowledgeClient, knowledge_base_id: str, document: SourceDocument, item: dict[str, Any] | None
+    client: KnowledgeClient,
+    knowledge_base_id: str,
+    document: SourceDocument,
+    item: dict[str, Any] | None,
+    uri: str,
 ) -> tuple[dict[str, Any], str]:
-    """Write one document; ``(item, "created" | "updated" | "unchanged")``."""
-    source = {"uri": document.uri, "title": document.title}
+    """Write one document with ``source.uri`` ``uri``; ``(item, "created" | "updated" | "unchanged")``."""
+    source = {"uri": uri, "title": document.title}
     if item is not None:
         latest = client.latest_revision(str(item["knowledge_item_id"]))
         if latest is not None and _same(latest, document, source):
