@@ -25,7 +25,13 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from knowledge_local.config import ConfigurationError, RuntimeSettings, function_environment, load_settings
+from knowledge_local.config import (
+    ConfigurationError,
+    RuntimeSettings,
+    function_environment,
+    load_settings,
+    settings_help,
+)
 from knowledge_local.state import (
     ENDPOINTS_FILE,
     PROJECT_ROOT,
@@ -192,10 +198,8 @@ def _parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m knowledge_local.runtime",
         description="Serve the knowledge API locally on embedded defaults (what `make run` runs).",
-        epilog="Environment: PORT (3000), AWS_PORT (5000), KNOWLEDGE_SEED_DIR (README.md and docs/; "
-        "empty: no seed), KNOWLEDGE_SEED_BASE (project-docs), KNOWLEDGE_STATE_DIR (.knowledge), "
-        "KNOWLEDGE_PERSIST (false: keep the table in the state directory across restarts), "
-        "KNOWLEDGE_MAX_ENVIRONMENTS (4), LOG_LEVEL (WARNING).",
+        epilog=settings_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--template", type=Path, default=TEMPLATE, help="the SAM template to serve (default: the project's)"
