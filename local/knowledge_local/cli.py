@@ -169,8 +169,18 @@ def _search(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
     if not results:
         print("No results.")
         return 0
-    print(_results_table(results, shutil.get_terminal_size((120, 24)).columns))
+    names = _base_names(client)
+    print(_results_table(results, shutil.get_terminal_size((120, 24)).columns, names))
     return 0
+
+
+def _base_names(client: KnowledgeClient) -> dict[str, str]:
+    """Base id → name for the bases the caller can list (empty when it cannot: the table then
+    shows ids)."""
+    try:
+        return {str(base["knowledge_base_id"]): str(base.get("name", "")) for base in client.bases()}
+    except ApiError:
+        return {}
 
 
 def _read(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
@@ -198,12 +208,20 @@ def _read(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
     if answer.get("content_truncated"):
         api_url = getattr(arguments, "api_url", None)
         target = f" --api-url {shlex.quote(api_url)}" if api_url else ""
+        command = f"{state_dir_prefix(state_dir())}{program_name()} read {answer.get('knowledge_item_id')}"
         fields.append(
-            f"next page: {state_dir_prefix(state_dir())}knowledge read {answer.get('knowledge_item_id')} "
-            f"--revision {answer.get('knowledge_revision_id')} --offset {end}{target}"
+            f"next page: {command} --revision {answer.get('knowledge_revision_id')} "
+            f"--offset {end} --limit {arguments.limit}{target}"
         )
     print("\n".join(["---", *fields]), file=sys.stderr)
     return 0
+
+
+def program_name() -> str:
+    """The command as the user ran it (``.venv/bin/knowledge`` when typed so, shell-quoted), for
+    commands printed to copy; ``knowledge`` when it was not run as that script."""
+    typed = sys.argv[0] if sys.argv else ""
+    return shlex.quote(typed) if Path(typed).name == "knowledge" else "knowledge"
 
 
 def _bases(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
@@ -336,16 +354,28 @@ def _bases_table(bases: list[dict[str, Any]]) -> str:
     )
 
 
-def _results_table(results: list[dict[str, Any]], width: int) -> str:
-    """One line per result: rank, final score, title, item id, then the excerpt on one line,
-    shortened to the terminal's width."""
+def _results_table(
+    results: list[dict[str, Any]], width: int, base_names: dict[str, str] | None = None
+) -> str:
+    """One line per result: rank, final score, base (its name from ``base_names``, else its id),
+    title, item id, then the excerpt on one line, shortened to the terminal's width."""
+    names = base_names or {}
+    bases = [
+        names.get(str(result.get("knowledge_base_id", ""))) or str(result.get("knowledge_base_id", ""))
+        for result in results
+    ]
+    base_width = min(29, max(len("base"), *(len(base) for base in bases)))
     title_width = min(40, max(len(str(result.get("title", ""))) for result in results))
-    lines = [f"{'#':>2}  {'score':>6}  {'title':<{title_width}}  {'item':<29}  excerpt"]
-    for rank, result in enumerate(results, start=1):
+    lines = [
+        f"{'#':>2}  {'score':>6}  {'base':<{base_width}}  {'title':<{title_width}}  {'item':<29}  excerpt"
+    ]
+    for rank, (result, base_name) in enumerate(zip(results, bases, strict=True), start=1):
         title = textwrap.shorten(str(result.get("title", "")), width=title_width, placeholder="…")
+        base = textwrap.shorten(base_name, width=base_width, placeholder="…")
         score = float((result.get("scores") or {}).get("final") or 0.0)
         prefix = (
-            f"{rank:>2}  {score:>6.3f}  {title:<{title_width}}  {result.get('knowledge_item_id', ''):<29}  "
+            f"{rank:>2}  {score:>6.3f}  {base:<{base_width}}  {title:<{title_width}}  "
+            f"{result.get('knowledge_item_id', ''):<29}  "
         )
         room = max(20, width - len(prefix))
         excerpt = textwrap.shorten(

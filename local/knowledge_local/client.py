@@ -34,7 +34,7 @@ class ApiError(Exception):
     def detail_lines(self) -> list[str]:
         """The details as lines a person can read: one per field problem of ``details.fields``
         (``max_results: must be between 1 and 50``), then one per other entry (``reason: expired``)."""
-        lines = []
+        lines: list[str] = []
         for name, value in self.details.items():
             if name == "fields" and isinstance(value, list):
                 lines.extend(_field_line(problem) for problem in value)

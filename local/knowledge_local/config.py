@@ -78,6 +78,11 @@ class RuntimeSettings(BaseSettings):
     knowledge_persist: bool = Field(
         default=False, description="keep the table in the state directory across restarts"
     )
+    knowledge_runtime_enabled: bool = Field(
+        default=True,
+        description="false switches the tools off: each answers 503 knowledge_runtime_disabled "
+        "(read by the functions too)",
+    )
 
     @property
     def max_environments(self) -> int:
@@ -91,7 +96,6 @@ class RuntimeSettings(BaseSettings):
 
 
 PASSED_THROUGH: tuple[tuple[str, str, str], ...] = (
-    ("KNOWLEDGE_RUNTIME_ENABLED", "true", "false: every tool answers 503 knowledge_runtime_disabled"),
     ("SEARCH_BACKEND", "embedded", "embedded (tantivy + numpy) or opensearch (with OPENSEARCH_URL)"),
     ("EMBEDDER", "local", "local (all-MiniLM-L6-v2, offline) or bedrock"),
     ("EMBEDDING_CACHE_PATH", "<state dir>/embeddings.sqlite3", "the embedding cache file"),

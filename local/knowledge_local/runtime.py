@@ -106,6 +106,9 @@ def _serve(stack: LocalStack, plan: SeedPlan | None) -> None:
     if stack.restored:
         print(f"  {'restored':<13} {stack.restored} records, all indexed")
     _print_endpoints(endpoints, state_dir)
+    switched_off = switch_notice(stack.settings)
+    if switched_off is not None:
+        print(switched_off)
     token = stack.issue_dev_token()
     print(f"  {'dev token':<13} {token}")
     print(f"  {'':<13} tenant {TENANT_ID}, scopes {', '.join(DEV_SCOPES)}")
@@ -164,6 +167,16 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 def _ignore_signals() -> None:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, signal.SIG_IGN)
+
+
+def switch_notice(settings: RuntimeSettings) -> str | None:
+    """The banner's line saying the tools are off, when ``KNOWLEDGE_RUNTIME_ENABLED`` is false."""
+    if settings.knowledge_runtime_enabled:
+        return None
+    return (
+        f"  {'tools':<13} OFF (KNOWLEDGE_RUNTIME_ENABLED=false): search_knowledge and the memory tools "
+        "answer 503 knowledge_runtime_disabled; the write API still works"
+    )
 
 
 def _print_endpoints(endpoints: Endpoints, state_dir: Path) -> None:

@@ -11,7 +11,7 @@ import pytest
 from knowledge_local.cli import _bases_table, _results_table, main, parse_duration, redact
 from knowledge_local.client import ApiError, KnowledgeClient
 from knowledge_local.config import ConfigurationError, load_settings
-from knowledge_local.ingestion import similar_names
+from knowledge_local.ingestion import similar_names, wait_until_indexed
 
 TOKEN = "kn_9hJN21qwElGcgOEz7bymLWFvhW4DhXqaUjLarof5ePM"
 ITEM = "ki_01M8MSTVN5K0B8VGNB8TZTQEM9"
@@ -93,10 +93,23 @@ def test_results_table_shortens_each_result_to_one_line() -> None:
     lines = _results_table(results, width=100).splitlines()
 
     assert len(lines) == 3
-    assert lines[1].startswith(" 1   0.877  Deployment runbook  ki_1")
+    assert lines[1].startswith(" 1   0.877        Deployment runbook  ki_1")
     assert all(len(line) <= 100 for line in lines[1:])
     assert lines[1].endswith("…")
     assert lines[2].endswith("Page the secondary.")
+
+
+def test_results_table_names_each_result_base_or_shows_its_id() -> None:
+    results = [
+        {"knowledge_base_id": "kb_A", "title": "HTTP/2", "knowledge_item_id": "ki_1", "excerpt": "Frames."},
+        {"knowledge_base_id": "kb_B", "title": "Timeouts", "knowledge_item_id": "ki_2", "excerpt": "Pools."},
+    ]
+
+    header, first, second = _results_table(results, width=120, base_names={"kb_A": "httpx"}).splitlines()
+
+    assert header.split()[:5] == ["#", "score", "base", "title", "item"]
+    assert first.split()[2:4] == ["httpx", "HTTP/2"]
+    assert second.split()[2:4] == ["kb_B", "Timeouts"]
 
 
 def test_load_settings_invalid_port_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -320,3 +333,57 @@ def test_cli_authentication_error_hint_matches_its_reason(
     error = capsys.readouterr().err
     assert f"  reason: {reason}\n{hint}" in error
     assert "earlier `make run`" not in error or reason == "unknown"
+
+
+class _SlowIndex:
+    """A client whose items become indexed one every ``every`` polls."""
+
+    def __init__(self, every: int) -> None:
+        self.polls, self.every = 0, every
+
+    def item(self, knowledge_item_id: str) -> dict[str, Any]:
+        self.polls += 1
+        indexed = self.polls % self.every == 0
+        return {"current_revision_id": "kr_1", "indexed_revision_id": "kr_1" if indexed else None}
+
+
+def test_wait_until_indexed_without_a_terminal_prints_a_heartbeat_every_ten_seconds(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds * 10  # each poll stands for 5 s
+
+    wait_until_indexed(
+        _SlowIndex(every=4),  # type: ignore[arg-type]
+        ["ki_1", "ki_2"],
+        progress=False,
+        clock=lambda: now[0],
+        sleep=sleep,
+    )
+
+    beats = [line for line in capsys.readouterr().err.splitlines() if line.startswith("indexing: ")]
+    assert beats == [
+        "indexing: 0 of 2 documents indexed after 10 s",
+        "indexing: 1 of 2 documents indexed after 20 s",
+    ]
+
+
+def test_wait_until_indexed_with_a_progress_bar_prints_no_heartbeat(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds * 10
+
+    wait_until_indexed(
+        _SlowIndex(every=4),  # type: ignore[arg-type]
+        ["ki_1"],
+        progress=True,
+        clock=lambda: now[0],
+        sleep=sleep,
+    )
+
+    assert "documents indexed after" not in capsys.readouterr().err

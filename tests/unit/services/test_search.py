@@ -302,8 +302,10 @@ def test_switch_off_raises_runtime_disabled(
 ) -> None:
     switched_off = SearchService(store, index, embedder, StaticRuntimeSwitch(False))
 
-    with pytest.raises(RuntimeDisabledError):
+    with pytest.raises(RuntimeDisabledError) as raised:
         _query(switched_off)
+
+    assert "KNOWLEDGE_RUNTIME_ENABLED=false" in raised.value.message
 
 
 def test_caller_without_read_scope_raises_insufficient_scope(search: SearchService) -> None:

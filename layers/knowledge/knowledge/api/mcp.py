@@ -174,9 +174,9 @@ class McpApp:
             )
             await _error_response(too_large, {})(scope, receive, send)
             return
-        refusal = _header_refusal(scope) or _jsonrpc_refusal(body)
-        if refusal is not None:
-            await refusal(scope, receive, send)
+        malformed = _header_refusal(scope) or _jsonrpc_refusal(body)
+        if malformed is not None:
+            await malformed(scope, receive, send)
             return
         scope["headers"] = _as_json_request(scope["headers"])
         scope[PRINCIPAL_SCOPE_KEY] = principal

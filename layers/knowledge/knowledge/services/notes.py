@@ -399,7 +399,7 @@ class NoteService:
         """``RuntimeDisabledError`` when the switch is off, ``InsufficientScopeError`` without
         ``scope``: the read-only check every memory call starts with."""
         if not self._switch.is_enabled():
-            raise RuntimeDisabledError("The knowledge runtime is disabled; try again later.")
+            raise RuntimeDisabledError()
         require_scope(principal, scope)
 
 

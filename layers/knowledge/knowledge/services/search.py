@@ -65,7 +65,7 @@ class SearchService:
     ) -> KnowledgeSearchResponse | KnowledgeReadResponse:
         """Answer one call: query mode when ``query`` is set, addressed read when an item id is."""
         if not self._switch.is_enabled():
-            raise RuntimeDisabledError("The knowledge runtime is disabled; try again later.")
+            raise RuntimeDisabledError()
         if not principal.has_scope(Permission.READ):
             raise InsufficientScopeError(
                 "The token lacks the knowledge:read scope.", {"required_scope": Permission.READ.value}
