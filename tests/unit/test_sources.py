@@ -18,6 +18,7 @@ from knowledge.domain.write_contract import CreateItemRequest
         "/docs/http2",
         "#streams",
         "guides/HTTP%202.md",
+        "s3://docs/kafka/lag.md",
     ],
 )
 def test_source_input_safe_uri_is_kept(uri: str) -> None:
@@ -37,6 +38,7 @@ def test_source_input_safe_uri_is_kept(uri: str) -> None:
         "//evil.example.com/x",
         "https:///no-host",
         "mailto:someone@example.com",
+        "s3:///no-bucket",
         "",
     ],
 )

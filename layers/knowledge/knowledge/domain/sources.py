@@ -4,7 +4,9 @@
 Search results hand ``source.uri`` to agents and user interfaces, which render it as a link, so a
 write accepts only:
 
-- an absolute ``https:`` or ``http:`` URL with a host (``https://docs.example.com/http2``);
+- an absolute ``https:`` or ``http:`` URL with a host (``https://docs.example.com/http2``), or an
+  ``s3:`` URL with a bucket (``s3://docs/kafka/lag.md``: pipelines ingest from buckets; no browser
+  runs anything from it);
 - a relative reference without a scheme (``guides/http2.md``, ``/docs/http2``, ``#streams``),
   which ``knowledge ingest`` writes by default: the file's path under the ingested folder.
 
@@ -24,17 +26,17 @@ from pydantic_core import PydanticCustomError
 
 from knowledge.domain.models import Source
 
-SAFE_SCHEMES = frozenset({"https", "http"})
+SAFE_SCHEMES = frozenset({"https", "http", "s3"})
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 _UNSAFE_CHARACTER = re.compile(r"[\x00-\x20\x7f-\x9f]")
 URI_PROBLEM = (
-    "must be an https:// or http:// URL with a host, or a relative reference without a scheme "
+    "must be an https://, http:// or s3:// URL with a host, or a relative reference without a scheme "
     "(such as guides/http2.md), with no spaces or control characters"
 )
 
 
 def is_safe_uri(uri: str) -> bool:
-    """True when ``uri`` is an http(s) URL with a host or a scheme-less relative reference."""
+    """True when ``uri`` is an http(s) or s3 URL with a host or a scheme-less relative reference."""
     if not uri or _UNSAFE_CHARACTER.search(uri) or uri.startswith(("//", "\\")):
         return False
     scheme = _SCHEME.match(uri)
