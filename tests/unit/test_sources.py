@@ -1,12 +1,15 @@
-"""``SourceInput``: the source a write accepts, with a uri safe to render as a link."""
+"""``SafeSource``: the source a write accepts, with a uri safe to render as a link."""
 
 from __future__ import annotations
 
 import pytest
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
-from knowledge.domain.sources import URI_PROBLEM, SourceInput
+from knowledge.domain.models import Source
+from knowledge.domain.sources import URI_PROBLEM, SafeSource
 from knowledge.domain.write_contract import CreateItemRequest
+
+SOURCES: TypeAdapter[Source] = TypeAdapter(SafeSource)
 
 
 @pytest.mark.parametrize(
@@ -21,8 +24,8 @@ from knowledge.domain.write_contract import CreateItemRequest
         "s3://docs/kafka/lag.md",
     ],
 )
-def test_source_input_safe_uri_is_kept(uri: str) -> None:
-    assert SourceInput(uri=uri, title="t").uri == uri
+def test_safe_source_safe_uri_is_kept_as_a_plain_source(uri: str) -> None:
+    assert SOURCES.validate_python({"uri": uri, "title": "t"}) == Source(uri=uri, title="t")
 
 
 @pytest.mark.parametrize(
@@ -42,12 +45,12 @@ def test_source_input_safe_uri_is_kept(uri: str) -> None:
         "",
     ],
 )
-def test_source_input_unsafe_uri_is_refused_with_a_fixed_problem(uri: str) -> None:
+def test_safe_source_unsafe_uri_is_refused_with_a_fixed_problem(uri: str) -> None:
     with pytest.raises(ValidationError) as raised:
-        SourceInput(uri=uri)
+        SOURCES.validate_python({"uri": uri})
 
     [problem] = raised.value.errors()
-    assert (problem["loc"], problem["msg"]) == (("uri",), URI_PROBLEM)
+    assert problem["msg"] == URI_PROBLEM
 
 
 def test_create_item_request_refuses_a_javascript_source() -> None:
@@ -56,4 +59,4 @@ def test_create_item_request_refuses_a_javascript_source() -> None:
             {"title": "t", "content": "c", "source": {"uri": "javascript:alert(1)", "title": "x"}}
         )
 
-    assert raised.value.errors()[0]["loc"] == ("source", "uri")
+    assert raised.value.errors()[0]["loc"] == ("source",)

@@ -11,8 +11,7 @@ import pytest
 
 from knowledge.adapters.memory_store import InMemoryKnowledgeStore
 from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
-from knowledge.domain.models import BaseStatus, ItemStatus, Permission, Principal, Scope
-from knowledge.domain.sources import SourceInput
+from knowledge.domain.models import BaseStatus, ItemStatus, Permission, Principal, Scope, Source
 from knowledge.domain.write_contract import (
     ArchiveRequest,
     CreatedRevisionResponse,
@@ -70,9 +69,7 @@ def test_create_item_published_has_its_revision_current(
     created, wrote = curation.create_item(
         WRITER,
         base.knowledge_base_id,
-        CreateItemRequest(
-            title="Runbook", content=DOC, source=SourceInput(uri="https://wiki/x"), publish=True
-        ),
+        CreateItemRequest(title="Runbook", content=DOC, source=Source(uri="https://wiki/x"), publish=True),
     )
 
     assert wrote is True

@@ -1,4 +1,4 @@
-"""Where written content came from, as a write accepts it: ``SourceInput``, a ``Source`` whose
+"""Where written content came from, as a write accepts it: ``SafeSource``, a ``Source`` whose
 ``uri`` is safe to turn into a link.
 
 Search results hand ``source.uri`` to agents and user interfaces, which render it as a link, so a
@@ -13,15 +13,17 @@ write accepts only:
 Every other scheme (``javascript:``, ``data:``, ``vbscript:``, ``file:`` — the last would publish a
 curator's local paths), a scheme-relative ``//host`` reference, and control characters or
 whitespace anywhere (browsers drop some of them before reading the scheme, so ``java\\tscript:``
-is ``javascript:``) are ``validation_error``. Stored revisions are read back as plain ``Source``.
+is ``javascript:``) are ``validation_error`` on the ``source`` field. The value stays a plain
+``Source``, so it compares equal to the stored one (an unchanged upsert writes nothing).
 """
 
 from __future__ import annotations
 
 import re
+from typing import Annotated
 from urllib.parse import urlsplit
 
-from pydantic import field_validator
+from pydantic import AfterValidator
 from pydantic_core import PydanticCustomError
 
 from knowledge.domain.models import Source
@@ -30,7 +32,7 @@ SAFE_SCHEMES = frozenset({"https", "http", "s3"})
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 _UNSAFE_CHARACTER = re.compile(r"[\x00-\x20\x7f-\x9f]")
 URI_PROBLEM = (
-    "must be an https://, http:// or s3:// URL with a host, or a relative reference without a scheme "
+    "uri must be an https://, http:// or s3:// URL with a host, or a relative reference without a scheme "
     "(such as guides/http2.md), with no spaces or control characters"
 )
 
@@ -45,12 +47,11 @@ def is_safe_uri(uri: str) -> bool:
     return scheme.group(1).lower() in SAFE_SCHEMES and bool(urlsplit(uri).hostname)
 
 
-class SourceInput(Source):
-    """A write's ``source``: ``uri`` is checked by ``is_safe_uri`` (``validation_error`` otherwise)."""
+def _require_safe_uri(source: Source) -> Source:
+    if source.uri is not None and not is_safe_uri(source.uri):
+        raise PydanticCustomError("unsafe_uri", URI_PROBLEM)
+    return source
 
-    @field_validator("uri")
-    @classmethod
-    def _uri_is_safe(cls, value: str | None) -> str | None:
-        if value is not None and not is_safe_uri(value):
-            raise PydanticCustomError("unsafe_uri", URI_PROBLEM)
-        return value
+
+SafeSource = Annotated[Source, AfterValidator(_require_safe_uri)]
+"""A write's ``source``: ``uri`` is checked by ``is_safe_uri`` (``validation_error`` otherwise)."""
