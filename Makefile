@@ -46,7 +46,7 @@ test: lint typecheck lint-template  ## every gate: ruff, mypy, cfn-lint, sam val
 unit: install  ## unit tests only
 	$(BIN)/pytest tests/unit -q
 
-run: install  ## serve the API on http://127.0.0.1:$${PORT:-3000} on embedded defaults
+run: install  ## serve the API on http://127.0.0.1:3000 on embedded defaults (every setting: .venv/bin/python -m knowledge_local.runtime --help)
 	$(BIN)/python -m knowledge_local.runtime
 
 $(SAM_STAMP): requirements/sam.txt

@@ -1,12 +1,13 @@
 """``AuthorizerFunction``: the HTTP API Lambda authorizer (payload 2.0, simple responses).
 
 It always authorizes and hands the function the resolved token in ``context``
-(``knowledge.api.principal.authorizer_context``): ``authenticated: "false"`` for an absent, unknown,
-expired or revoked token, or one with a revoked or expired ancestor (``TokenService.resolve``: one
+(``knowledge.api.principal.authorizer_context``): ``authenticated: "false"`` with ``reason``
+(``missing``, ``unknown``, ``expired`` or ``revoked``; a token with a revoked, expired or deleted
+ancestor is ``revoked``) for a request without a valid token (``TokenService.authenticate``: one
 ``GetItem``, plus one ``BatchGetItem`` of the ancestors of a minted token), so that the function
-answers 401 ``authentication_required`` in the service's own envelope (an HTTP API cannot customize
-the gateway's 401/403 bodies). A store outage raises, which API Gateway answers with 500 and does
-not cache.
+answers 401 ``authentication_required`` with that ``details.reason`` in the service's own envelope
+(an HTTP API cannot customize the gateway's 401/403 bodies). A store outage raises, which API
+Gateway answers with 500 and does not cache.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from knowledge.api.principal import authorizer_context
 from knowledge.bootstrap import get_token_service
+from knowledge.domain.models import TokenRecord
 from knowledge.observability import logger, metrics, tracer
 
 
@@ -31,7 +33,8 @@ from knowledge.observability import logger, metrics, tracer
 @metrics.log_metrics(capture_cold_start_metric=True)
 @event_source(data_class=APIGatewayAuthorizerEventV2)
 def handler(event: APIGatewayAuthorizerEventV2, context: LambdaContext) -> dict[str, Any]:
-    record = get_token_service().resolve(event.headers.get("authorization"))
+    outcome = get_token_service().authenticate(event.headers.get("authorization"))
+    record = outcome if isinstance(outcome, TokenRecord) else None
     metrics.add_metric(
         name="TokensAccepted" if record is not None else "TokensRejected", unit=MetricUnit.Count, value=1
     )
@@ -40,7 +43,8 @@ def handler(event: APIGatewayAuthorizerEventV2, context: LambdaContext) -> dict[
         extra={
             "authenticated": record is not None,
             "tenant_id": record.tenant_id if record else None,
+            "reason": None if record else str(outcome),
             "route_key": event.route_key,
         },
     )
-    return APIGatewayAuthorizerResponseV2(authorize=True, context=authorizer_context(record)).asdict()
+    return APIGatewayAuthorizerResponseV2(authorize=True, context=authorizer_context(outcome)).asdict()

@@ -1,6 +1,6 @@
 """``knowledge``: the command line of a running knowledge API (``make run`` or a deployed stack).
 
-    knowledge ingest PATH --base BASE [--archive-missing]   files or folders of .md, .txt, .rst
+    knowledge ingest PATH --base BASE [--archive-missing --source-base-url URL]   .md, .txt, .rst
     knowledge search "query" [--mode --alpha --max-results --base]
     knowledge read ITEM [--revision --offset --limit]
     knowledge bases
@@ -17,15 +17,19 @@
 listing their ids, and a name no base has is an error naming the close ones (``ingest`` creates
 it instead, and says so). ``ingest`` skips files it cannot send (not UTF-8, empty, too large, links
 out of the folder) with a warning each and counts them as skipped; it fails only when nothing can
-be ingested. The API URL and token come from ``--api-url`` / ``--token`` (before or after the
+be ingested. Each item's ``source.uri`` is the file's path under the folder (``guides/http2.md``),
+appended to ``--source-base-url`` when given (the docs site or the repository's tree), never the
+local absolute path. The API URL and token come from ``--api-url`` / ``--token`` (before or after the
 command), else ``KNOWLEDGE_API_URL`` / ``KNOWLEDGE_TOKEN``, else the files ``make run`` writes
 (``.knowledge/endpoints.json`` and ``.knowledge/dev-token``, see ``state``). Only HTTP is used.
 Nothing printed shows a token: whatever looks like one (``kn_...``) in an error is masked.
 
-Exit status: 0 on success, 1 when the API refuses (its error code, message and details are
-printed, with a hint for a token or an id from an earlier ``make run``), cannot be reached, or
-there is nothing to ingest, 2 for a usage error (numbers are checked to be finite, item, revision
-and token ids to be well formed and not placeholders such as ``<knowledge_item_id>``).
+Exit status: 0 on success, 1 when the API refuses (its error code and message are printed, then
+one indented line per entry of its ``details``, such as ``max_results: must be between 1 and 50``,
+and a hint for a token that is missing, unknown, expired or revoked, or an id from an earlier
+``make run``), cannot be reached, or there is nothing to ingest, 2 for a usage error (numbers are
+checked to be finite, item, revision and token ids to be well formed and not placeholders such as
+``<knowledge_item_id>``).
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from typing import Any, NoReturn
 from knowledge.domain.bearer_tokens import TOKEN_PREFIX, is_token_id
 from knowledge.domain.ids import ITEM_PREFIX, KB_PREFIX, REVISION_PREFIX, is_well_formed
 from knowledge.domain.models import Permission
+from knowledge.domain.sources import is_safe_uri
 from knowledge_local.client import ApiError, KnowledgeClient
 from knowledge_local.documents import DocumentError, collect_documents
 from knowledge_local.ingestion import (
@@ -94,8 +99,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(error))
     except ApiError as error:
         print(redact(f"error: {error.code}: {error.message}"), file=sys.stderr)
-        if error.details:
-            print(redact(f"details: {json.dumps(error.details, ensure_ascii=False)}"), file=sys.stderr)
+        for line in error.detail_lines():
+            print(redact(f"  {line}"), file=sys.stderr)
         hint = _hint(error, arguments.command)
         if hint is not None:
             print(f"hint: {hint}", file=sys.stderr)
@@ -138,7 +143,9 @@ def _ingest(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
     base, created = ensure_base(client, arguments.base)
     if created:
         _announce_created(client, base)
-    summary = ingest_into(client, collection.documents, base, created=created)
+    summary = ingest_into(
+        client, collection.documents, base, created=created, source_base_url=arguments.source_base_url
+    )
     summary.skipped = len(collection.skipped)
     if arguments.archive_missing:
         summary.archived = archive_missing(client, summary.knowledge_base_id, collection.external_ids)
@@ -167,8 +174,18 @@ def _search(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
     if not results:
         print("No results.")
         return 0
-    print(_results_table(results, shutil.get_terminal_size((120, 24)).columns))
+    names = _base_names(client)
+    print(_results_table(results, shutil.get_terminal_size((120, 24)).columns, names))
     return 0
+
+
+def _base_names(client: KnowledgeClient) -> dict[str, str]:
+    """Base id → name for the bases the caller can list (empty when it cannot: the table then
+    shows ids)."""
+    try:
+        return {str(base["knowledge_base_id"]): str(base.get("name", "")) for base in client.bases()}
+    except ApiError:
+        return {}
 
 
 def _read(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
@@ -196,12 +213,20 @@ def _read(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
     if answer.get("content_truncated"):
         api_url = getattr(arguments, "api_url", None)
         target = f" --api-url {shlex.quote(api_url)}" if api_url else ""
+        command = f"{state_dir_prefix(state_dir())}{program_name()} read {answer.get('knowledge_item_id')}"
         fields.append(
-            f"next page: {state_dir_prefix(state_dir())}knowledge read {answer.get('knowledge_item_id')} "
-            f"--revision {answer.get('knowledge_revision_id')} --offset {end}{target}"
+            f"next page: {command} --revision {answer.get('knowledge_revision_id')} "
+            f"--offset {end} --limit {arguments.limit}{target}"
         )
     print("\n".join(["---", *fields]), file=sys.stderr)
     return 0
+
+
+def program_name() -> str:
+    """The command as the user ran it (``.venv/bin/knowledge`` when typed so, shell-quoted), for
+    commands printed to copy; ``knowledge`` when it was not run as that script."""
+    typed = sys.argv[0] if sys.argv else ""
+    return shlex.quote(typed) if Path(typed).name == "knowledge" else "knowledge"
 
 
 def _bases(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
@@ -315,10 +340,7 @@ def _either(names: Sequence[str]) -> str:
 def _hint(error: ApiError, command: str) -> str | None:
     """One line on what an error most likely means for a user of ``make run``, if there is one."""
     if error.code == "authentication_required":
-        return (
-            "tokens issued by an earlier `make run` are gone: the current dev token is in "
-            f"{display_path(state_dir() / TOKEN_FILE)}"
-        )
+        return _token_hint(str(error.details.get("reason", "")))
     if error.code == "service_unavailable":
         again = "; files already ingested count as unchanged" if command == "ingest" else ""
         return f"the local runtime is stopping: start it again (`make run`) and repeat the command{again}"
@@ -327,6 +349,22 @@ def _hint(error: ApiError, command: str) -> str | None:
     if error.code == "knowledge_resource_unavailable" and command == "token":
         return "`knowledge token list` shows the tokens you may revoke"
     return None
+
+
+def _token_hint(reason: str) -> str:
+    """What to do about a 401, by its ``details.reason`` (``TokenRejection``)."""
+    dev_token = display_path(state_dir() / TOKEN_FILE)
+    renew = f"issue a new one (`knowledge token create`) or use the dev token in {dev_token}"
+    if reason == "expired":
+        return f"the token has expired: {renew}"
+    if reason == "revoked":
+        return f"the token was revoked: {renew}"
+    if reason == "missing":
+        return f"no token was sent: pass --token or set KNOWLEDGE_TOKEN (`make run` writes {dev_token})"
+    return (
+        "this API does not know the token (mistyped, or issued by an earlier `make run`, whose tokens "
+        f"are gone): the current dev token is in {dev_token}"
+    )
 
 
 def _bases_table(bases: list[dict[str, Any]]) -> str:
@@ -380,16 +418,28 @@ def _tokens_table(tokens: list[dict[str, Any]]) -> str:
     )
 
 
-def _results_table(results: list[dict[str, Any]], width: int) -> str:
-    """One line per result: rank, final score, title, item id, then the excerpt on one line,
-    shortened to the terminal's width."""
+def _results_table(
+    results: list[dict[str, Any]], width: int, base_names: dict[str, str] | None = None
+) -> str:
+    """One line per result: rank, final score, base (its name from ``base_names``, else its id),
+    title, item id, then the excerpt on one line, shortened to the terminal's width."""
+    names = base_names or {}
+    bases = [
+        names.get(str(result.get("knowledge_base_id", ""))) or str(result.get("knowledge_base_id", ""))
+        for result in results
+    ]
+    base_width = min(29, max(len("base"), *(len(base) for base in bases)))
     title_width = min(40, max(len(str(result.get("title", ""))) for result in results))
-    lines = [f"{'#':>2}  {'score':>6}  {'title':<{title_width}}  {'item':<29}  excerpt"]
-    for rank, result in enumerate(results, start=1):
+    lines = [
+        f"{'#':>2}  {'score':>6}  {'base':<{base_width}}  {'title':<{title_width}}  {'item':<29}  excerpt"
+    ]
+    for rank, (result, base_name) in enumerate(zip(results, bases, strict=True), start=1):
         title = textwrap.shorten(str(result.get("title", "")), width=title_width, placeholder="…")
+        base = textwrap.shorten(base_name, width=base_width, placeholder="…")
         score = float((result.get("scores") or {}).get("final") or 0.0)
         prefix = (
-            f"{rank:>2}  {score:>6.3f}  {title:<{title_width}}  {result.get('knowledge_item_id', ''):<29}  "
+            f"{rank:>2}  {score:>6.3f}  {base:<{base_width}}  {title:<{title_width}}  "
+            f"{result.get('knowledge_item_id', ''):<29}  "
         )
         room = max(20, width - len(prefix))
         excerpt = textwrap.shorten(
@@ -454,6 +504,16 @@ def _page_size(value: str) -> int:
     if not 1 <= size <= 100:
         raise argparse.ArgumentTypeError(f"must be 1 to 100, not {size}")
     return size
+
+
+def source_base_url(value: str) -> str:
+    """``value`` as the base URL of ``ingest``'s source links (argparse ``type``): an http(s) URL
+    with a host, as the write API accepts it (``knowledge.domain.sources``)."""
+    if not (value.lower().startswith(("https://", "http://")) and is_safe_uri(value)):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not an https:// or http:// URL with a host (such as https://docs.example.com/)"
+        )
+    return value
 
 
 def base_reference(value: str) -> str:
@@ -527,6 +587,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="archive the base's items whose file (external_id) is no longer in the folder "
         "(default: they stay published)",
+    )
+    ingest_parser.add_argument(
+        "--source-base-url",
+        type=source_base_url,
+        help="https:// or http:// URL each file's path is appended to for its source.uri, such as the "
+        "docs site or the repository's tree (default: the path under the folder, relative)",
     )
     ingest_parser.add_argument(
         "--no-wait", dest="wait", action="store_false", help="do not wait until the index holds the documents"

@@ -9,6 +9,7 @@ code ``unreachable``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from types import TracebackType
 from typing import Any
@@ -20,8 +21,8 @@ LIST_PAGE_SIZE = 100
 
 
 class ApiError(Exception):
-    """An error answer of the API, or no answer at all; ``details`` is the envelope's ``details``
-    (``{}`` when it has none)."""
+    """An error answer of the API, or no answer at all; ``details`` is the envelope's
+    ``error.details`` (``{}`` when it has none)."""
 
     def __init__(
         self, status: int | None, code: str, message: str, details: Mapping[str, Any] | None = None
@@ -29,6 +30,24 @@ class ApiError(Exception):
         super().__init__(f"{code}: {message}")
         self.status, self.code, self.message = status, code, message
         self.details: dict[str, Any] = dict(details or {})
+
+    def detail_lines(self) -> list[str]:
+        """The details as lines a person can read: one per field problem of ``details.fields``
+        (``max_results: must be between 1 and 50``), then one per other entry (``reason: expired``)."""
+        lines: list[str] = []
+        for name, value in self.details.items():
+            if name == "fields" and isinstance(value, list):
+                lines.extend(_field_line(problem) for problem in value)
+            else:
+                rendered = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+                lines.append(f"{name}: {rendered}")
+        return lines
+
+
+def _field_line(problem: Any) -> str:
+    if isinstance(problem, Mapping):
+        return f"{problem.get('field', 'body')}: {problem.get('problem', 'invalid')}"
+    return str(problem)
 
 
 class KnowledgeClient:
@@ -210,7 +229,7 @@ def _api_error(status: int, body: Any, text: str) -> ApiError:
             status,
             str(error.get("code", "error")),
             str(error.get("message", "")),
-            details if isinstance(details, dict) else None,
+            details if isinstance(details, Mapping) else None,
         )
     if isinstance(body, dict) and "message" in body:
         return ApiError(status, "gateway_error", str(body["message"]))

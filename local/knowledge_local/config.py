@@ -1,19 +1,10 @@
 """The local runtime's own settings, read from the environment before anything starts.
 
-| variable | default | meaning |
-|---|---|---|
-| ``PORT`` | 3000 | port of the API (0: any free port) |
-| ``AWS_PORT`` | 5000 | port of the local AWS endpoint (moto: DynamoDB, Streams, SQS) |
-| ``KNOWLEDGE_SEED_DIR`` | ``README.md`` and ``docs/`` | folder ingested on start; empty: none |
-| ``KNOWLEDGE_SEED_BASE`` | ``project-docs`` | name of the seeded knowledge base |
-| ``KNOWLEDGE_STATE_DIR`` | ``.knowledge`` at the project root | endpoints, token, cache; one runtime each |
-| ``LOG_LEVEL`` | ``WARNING`` | Python and Powertools log level (``INFO`` shows every request) |
-| ``KNOWLEDGE_MAX_ENVIRONMENTS`` | 4 | execution environments (processes) per function at most |
-| ``KNOWLEDGE_PERSIST`` | ``false`` | keep the table in the state folder across restarts (``snapshot``) |
-
-The service's settings (``knowledge.settings``: ``SEARCH_BACKEND``, ``EMBEDDER``,
-``EMBEDDING_CACHE_PATH``, ``KNOWLEDGE_RUNTIME_ENABLED``...) are passed through; the runtime sets
-the table, queue and endpoint variables itself.
+``RuntimeSettings`` is the one list: each field is an environment variable (its name in upper
+case) with its default and meaning, and ``settings_help()`` renders it for
+``python -m knowledge_local.runtime --help``, together with ``PASSED_THROUGH``, the service's
+settings (``knowledge.settings``) that matter locally. The runtime sets the table, queue and
+endpoint variables itself.
 """
 
 from __future__ import annotations
@@ -41,18 +32,57 @@ class ConfigurationError(ValueError):
 
 
 class RuntimeSettings(BaseSettings):
+    """Every setting of the local runtime; ``description`` is what ``--help`` prints, and
+    ``json_schema_extra["shown_default"]`` the default as a person reads it, when it is not the
+    value itself."""
+
     model_config = SettingsConfigDict(extra="ignore", frozen=True)
 
-    port: int = Field(default=DEFAULT_PORT, ge=0, le=65535, validation_alias="PORT")
-    aws_port: int = Field(default=DEFAULT_AWS_PORT, ge=0, le=65535, validation_alias="AWS_PORT")
-    host: str = "127.0.0.1"
-    knowledge_seed_dir: str | None = None
-    """``None``: the project's docs; ``""``: no seeding."""
-    knowledge_seed_base: str = Field(default="project-docs", min_length=1)
-    knowledge_state_dir: Path = DEFAULT_STATE_DIR
-    log_level: LogLevel = "WARNING"
-    knowledge_max_environments: int = Field(default=DEFAULT_MAX_ENVIRONMENTS, ge=1, le=64)
-    knowledge_persist: bool = False
+    port: int = Field(
+        default=DEFAULT_PORT,
+        ge=0,
+        le=65535,
+        validation_alias="PORT",
+        description="port of the API (0: any free port)",
+    )
+    aws_port: int = Field(
+        default=DEFAULT_AWS_PORT,
+        ge=0,
+        le=65535,
+        validation_alias="AWS_PORT",
+        description="port of the local AWS endpoint (moto: DynamoDB, Streams, SQS)",
+    )
+    host: str = Field(default="127.0.0.1", description="address the API and the AWS endpoint listen on")
+    knowledge_seed_dir: str | None = Field(
+        default=None,
+        description="folder ingested into the seeded base on start; empty: no seed",
+        json_schema_extra={"shown_default": "README.md and docs/"},
+    )
+    knowledge_seed_base: str = Field(
+        default="project-docs", min_length=1, description="name of the seeded knowledge base"
+    )
+    knowledge_state_dir: Path = Field(
+        default=DEFAULT_STATE_DIR,
+        description="endpoints, dev token and embedding cache; one runtime each",
+        json_schema_extra={"shown_default": ".knowledge"},
+    )
+    log_level: LogLevel = Field(
+        default="WARNING", description="Python and Powertools log level (INFO shows every request)"
+    )
+    knowledge_max_environments: int = Field(
+        default=DEFAULT_MAX_ENVIRONMENTS,
+        ge=1,
+        le=64,
+        description="execution environments (processes) per function at most",
+    )
+    knowledge_persist: bool = Field(
+        default=False, description="keep the table in the state directory across restarts"
+    )
+    knowledge_runtime_enabled: bool = Field(
+        default=True,
+        description="false switches the tools off: each answers 503 knowledge_runtime_disabled "
+        "(read by the functions too)",
+    )
 
     @property
     def max_environments(self) -> int:
@@ -63,6 +93,30 @@ class RuntimeSettings(BaseSettings):
     @classmethod
     def _upper(cls, value: object) -> object:
         return value.upper() if isinstance(value, str) else value
+
+
+PASSED_THROUGH: tuple[tuple[str, str, str], ...] = (
+    ("SEARCH_BACKEND", "embedded", "embedded (tantivy + numpy) or opensearch (with OPENSEARCH_URL)"),
+    ("EMBEDDER", "local", "local (all-MiniLM-L6-v2, offline) or bedrock"),
+    ("EMBEDDING_CACHE_PATH", "<state dir>/embeddings.sqlite3", "the embedding cache file"),
+)
+"""``(variable, default, meaning)`` of the service's settings (``knowledge.settings``) that the
+runtime hands to its functions unchanged."""
+
+
+def settings_help() -> str:
+    """Every setting, one line each (``NAME (default): meaning``): ``RuntimeSettings``'s fields,
+    then ``PASSED_THROUGH``; the text of ``--help``'s epilog."""
+    lines = ["Environment (runtime):"]
+    for name, field in RuntimeSettings.model_fields.items():
+        variable = str(field.validation_alias or name).upper()
+        extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+        default = extra.get("shown_default", field.default)
+        shown = str(default).lower() if isinstance(default, bool) else default
+        lines.append(f"  {variable} ({shown}): {field.description}")
+    lines.append("Environment (passed to the functions):")
+    lines.extend(f"  {variable} ({default}): {meaning}" for variable, default, meaning in PASSED_THROUGH)
+    return "\n".join(lines)
 
 
 def function_environment(settings: RuntimeSettings) -> tuple[dict[str, str], dict[str, str]]:

@@ -11,6 +11,11 @@ symbolic links to folders are not followed. A file that cannot become an item is
 reason (``SkippedFile``) instead of failing the whole folder: not UTF-8, unreadable, empty or blank,
 over the write API's limits (``MAX_CONTENT_CHARS`` characters, ``MAX_CONTENT_BYTES`` of JSON), or,
 in a folder, a symbolic link that resolves outside it (never followed).
+
+Content is the file's text as Python reads it: UTF-8 with a leading byte order mark dropped and
+line endings turned into ``\n`` (``\r\n`` and a lone ``\r`` alike), so a document's character
+offsets (search locators, addressed reads) count that text, not the bytes on disk; a file saved with
+Windows line endings has one character fewer per line break than its size suggests.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 SUFFIXES = frozenset({".md", ".markdown", ".txt", ".rst"})
 MAX_TITLE_CHARS = 200
@@ -44,10 +50,13 @@ class SourceDocument:
     title: str
     content: str
 
-    @property
-    def uri(self) -> str:
-        """``file://`` URI of the document."""
-        return self.path.resolve().as_uri()
+    def uri(self, base_url: str | None = None) -> str:
+        """The document's ``source.uri``: its ``external_id`` percent-encoded as a relative
+        reference (``guides/http2.md``), under ``base_url`` when one is given
+        (``https://docs.example.com/guides/http2.md``). Never the local path: that would publish
+        the curator's folders."""
+        relative = quote(self.external_id)
+        return f"{base_url.rstrip('/')}/{relative}" if base_url else relative
 
 
 @dataclass(frozen=True)

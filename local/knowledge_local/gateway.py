@@ -12,7 +12,9 @@ Answers the gateway gives itself, all in the service's error envelope
 these with its own ``{"message": ...}`` bodies):
 
 - no route: 404 ``not_found``;
-- identity source missing (e.g. no ``Authorization`` header): 401 ``authentication_required``;
+- identity source missing (e.g. no ``Authorization`` header): 401 ``authentication_required`` with
+  ``details.reason`` ``missing``, as the functions answer a request without a token (on AWS, API
+  Gateway answers this one itself: 401 ``{"message": "Unauthorized"}``);
 - authorizer denies: 403 ``forbidden``; authorizer fails or answers an invalid response: 500
   ``internal_error`` (retryable);
 - function raises, dies or answers an invalid response: 502 ``function_error``; runs past its
@@ -35,6 +37,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from knowledge.domain.bearer_tokens import TokenRejection
 from knowledge_local.gateway_server import GatewayServer
 from knowledge_local.http_api import (
     HttpRequest,
@@ -229,7 +232,10 @@ class Gateway:
         identity = [headers.get(name) for name in authorizer.identity_headers]
         identity += [query.get(name) for name in authorizer.identity_query_strings]
         if any(not value for value in identity):
-            return gateway_error(401, "authentication_required", "A valid bearer token is required.")
+            missing = TokenRejection.MISSING
+            return gateway_error(
+                401, "authentication_required", missing.message, details={"reason": missing.value}
+            )
         event = authorizer_event(
             request,
             route_key=match.route.route_key,

@@ -192,10 +192,19 @@ def function_response(answer: Any) -> HttpResponse:
     return HttpResponse(status, headers, body)
 
 
-def gateway_error(status: int, code: str, message: str, *, retryable: bool = False) -> HttpResponse:
+def gateway_error(
+    status: int,
+    code: str,
+    message: str,
+    *,
+    retryable: bool = False,
+    details: Mapping[str, Any] | None = None,
+) -> HttpResponse:
     """An answer of the gateway itself, in the service's error envelope
     (``{"type": "error", "error": {"code", "message", "retryable", "details"}}``)."""
-    envelope = ErrorResponse(error=ErrorDetail(code=code, message=message, retryable=retryable))
+    envelope = ErrorResponse(
+        error=ErrorDetail(code=code, message=message, retryable=retryable, details=dict(details or {}))
+    )
     return HttpResponse(status, [("content-type", "application/json")], envelope.model_dump_json().encode())
 
 

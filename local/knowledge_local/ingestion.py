@@ -5,7 +5,9 @@ Each document is one published item of the base, addressed by its ``external_id`
 ingestion creates it, a later one with changed content or title adds and publishes a revision, and
 unchanged content creates nothing (DESIGN §6). ``archive_missing`` archives the items whose files
 are gone. Progress bars (tqdm, on stderr) show only on a terminal unless ``progress`` says
-otherwise.
+otherwise; without a terminal (a pipe, a CI log) waiting for the index prints a heartbeat line on
+stderr every ``HEARTBEAT_SECONDS`` instead (``indexing: 3 of 12 documents indexed after 20 s``), so a
+wait of a minute or two never looks like a hang.
 
 A base is named by its id (``kb_...``) or its name (``find_base``); the API allows several active
 bases with one name, and such a name is refused (``AmbiguousBaseError``) rather than guessed.
@@ -16,8 +18,9 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +31,7 @@ from knowledge_local.client import ApiError, KnowledgeClient
 from knowledge_local.documents import SourceDocument
 
 WAIT_POLL_SECONDS = 0.5
+HEARTBEAT_SECONDS = 10.0
 SIMILAR_NAME_CUTOFF = 0.6
 DEFAULT_INDEX_TIMEOUT_SECONDS = 600.0
 
@@ -131,9 +135,12 @@ def ingest_into(
     *,
     created: bool = False,
     progress: bool | None = None,
+    source_base_url: str | None = None,
 ) -> IngestSummary:
     """Upsert ``documents`` as published items of ``base`` (as the API answers it; ``created``:
-    it was created just now, so it has no items to compare with).
+    it was created just now, so it has no items to compare with). Each item's ``source.uri`` is
+    ``SourceDocument.uri(source_base_url)``: the file's path under the folder, relative or under
+    ``source_base_url``.
 
     An existing item whose latest revision has the document's content hash, title and source is
     left alone (published if it was not current yet). Raises ``client.ApiError`` on the first
@@ -151,7 +158,11 @@ def ingest_into(
     with tqdm(documents, desc=description, unit="doc", disable=_disabled(progress)) as bar:
         for document in bar:
             item, outcome = _upsert(
-                client, summary.knowledge_base_id, document, existing.get(document.external_id)
+                client,
+                summary.knowledge_base_id,
+                document,
+                existing.get(document.external_id),
+                document.uri(source_base_url),
             )
             setattr(summary, outcome, getattr(summary, outcome) + 1)
             summary.items[document.external_id] = item
@@ -172,10 +183,14 @@ def archive_missing(client: KnowledgeClient, knowledge_base_id: str, present: se
 
 
 def _upsert(
-    client: KnowledgeClient, knowledge_base_id: str, document: SourceDocument, item: dict[str, Any] | None
+    client: KnowledgeClient,
+    knowledge_base_id: str,
+    document: SourceDocument,
+    item: dict[str, Any] | None,
+    uri: str,
 ) -> tuple[dict[str, Any], str]:
-    """Write one document; ``(item, "created" | "updated" | "unchanged")``."""
-    source = {"uri": document.uri, "title": document.title}
+    """Write one document with ``source.uri`` ``uri``; ``(item, "created" | "updated" | "unchanged")``."""
+    source = {"uri": uri, "title": document.title}
     if item is not None:
         latest = client.latest_revision(str(item["knowledge_item_id"]))
         if latest is not None and _same(latest, document, source):
@@ -213,21 +228,39 @@ def wait_until_indexed(
     *,
     timeout: float = DEFAULT_INDEX_TIMEOUT_SECONDS,
     progress: bool | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> None:
     """Wait until every item's ``indexed_revision_id`` is its ``current_revision_id``; raises
-    ``IndexWaitTimeoutError`` after ``timeout`` seconds."""
+    ``IndexWaitTimeoutError`` after ``timeout`` seconds. Without a progress bar (``progress`` false,
+    or ``None`` and stderr not a terminal), prints a heartbeat line on stderr every
+    ``HEARTBEAT_SECONDS`` of ``clock`` while items are pending."""
     pending = list(dict.fromkeys(knowledge_item_ids))
-    deadline = time.monotonic() + timeout
-    with tqdm(total=len(pending), desc="indexing", unit="doc", disable=_disabled(progress)) as bar:
+    total = len(pending)
+    started = clock()
+    deadline = started + timeout
+    disable = _disabled(progress)
+    beating = disable is True or (disable is None and not sys.stderr.isatty())
+    next_beat = started + HEARTBEAT_SECONDS
+    with tqdm(total=total, desc="indexing", unit="doc", disable=disable) as bar:
         while pending:
             # The stream is indexed in write order: the first item not indexed yet ends the round.
             while pending and _is_indexed(client.item(pending[0])):
                 pending.pop(0)
                 bar.update(1)
             if pending:
-                if time.monotonic() >= deadline:
+                now = clock()
+                if now >= deadline:
                     raise IndexWaitTimeoutError(pending, timeout)
-                time.sleep(WAIT_POLL_SECONDS)
+                if beating and now >= next_beat:
+                    done = total - len(pending)
+                    print(
+                        f"indexing: {done} of {total} documents indexed after {now - started:.0f} s",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    next_beat = now + HEARTBEAT_SECONDS
+                sleep(WAIT_POLL_SECONDS)
 
 
 def _is_indexed(item: dict[str, Any]) -> bool:

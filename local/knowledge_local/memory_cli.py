@@ -15,8 +15,8 @@
 stderr (notes, tokens used of the budget, what was dropped and why); ``pin`` the pin (``pinned`` or
 ``already pinned``), ``unpin`` whether a pin was removed, ``pins`` one line per pin, every page of
 them. ``--json`` prints the API's answer instead (``pins --json``: ``{"pins": [...]}``, all pages).
-Errors and exit statuses are those of ``knowledge_local.cli``; an error answer's ``details`` (the
-fields out of bounds, the current version...) follow its message.
+Errors and exit statuses are those of ``knowledge_local.cli``: an error answer's ``details`` (the
+fields out of bounds, the current version...) follow its message, one indented line each.
 """
 
 from __future__ import annotations
@@ -28,11 +28,10 @@ import sys
 import textwrap
 from collections import Counter
 from collections.abc import Callable, Sequence
-from functools import wraps
 from typing import Any
 
 from knowledge.domain.ids import NOTE_PREFIX, is_well_formed
-from knowledge_local.client import ApiError, KnowledgeClient
+from knowledge_local.client import KnowledgeClient
 
 Command = Callable[[KnowledgeClient, argparse.Namespace], int]
 
@@ -223,40 +222,6 @@ def _print_json(answer: Any) -> None:
     print(json.dumps(answer, indent=2, ensure_ascii=False))
 
 
-def describe_details(details: dict[str, Any]) -> str:
-    """An error answer's ``details`` on one line: ``max_tokens: must be between 64 and 8000``
-    for each field of ``fields``, ``key: value`` for anything else."""
-    parts: list[str] = []
-    for key, value in details.items():
-        if key == "fields" and isinstance(value, list):
-            parts.extend(
-                f"{problem.get('field')}: {problem.get('problem')}"
-                if isinstance(problem, dict)
-                else str(problem)
-                for problem in value
-            )
-        else:
-            shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-            parts.append(f"{key}: {shown}")
-    return "; ".join(parts)
-
-
-def _with_details(command: Command) -> Command:
-    """``command``, its API errors carrying their ``details`` in the message ``cli.main`` prints."""
-
-    @wraps(command)
-    def run(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
-        try:
-            return command(client, arguments)
-        except ApiError as error:
-            if not error.details:
-                raise
-            message = f"{error.message} (details: {describe_details(error.details)})"
-            raise ApiError(error.status, error.code, message, error.details) from None
-
-    return run
-
-
 def add_memory_commands(commands: Any, shared: Sequence[argparse.ArgumentParser]) -> None:
     """Register ``remember``, ``memories``, ``recall``, ``forget``, ``pin``, ``unpin`` and ``pins`` on
     the ``knowledge`` parser's commands."""
@@ -273,7 +238,7 @@ def add_memory_commands(commands: Any, shared: Sequence[argparse.ArgumentParser]
     remember.add_argument("--supersedes", type=note_id, action="append", help="a note this one replaces")
     remember.add_argument("--pin", action="store_true", help="also pin the note (order 0)")
     remember.add_argument("--json", action="store_true", help="print the API's JSON answer")
-    remember.set_defaults(run=_with_details(_remember))
+    remember.set_defaults(run=_remember)
 
     memories = commands.add_parser("memories", help="search your notes", parents=shared)
     memories.add_argument("query")
@@ -284,7 +249,7 @@ def add_memory_commands(commands: Any, shared: Sequence[argparse.ArgumentParser]
     memories.add_argument("--scope", choices=NOTE_SCOPES, help="only notes of this scope")
     memories.add_argument("--include-superseded", action="store_true", help="also superseded notes")
     memories.add_argument("--json", action="store_true", help="print the API's JSON answer")
-    memories.set_defaults(run=_with_details(_memories))
+    memories.set_defaults(run=_memories)
 
     recall = commands.add_parser(
         "recall", help="a context pack of your notes within a token budget, pins first", parents=shared
@@ -302,14 +267,14 @@ def add_memory_commands(commands: Any, shared: Sequence[argparse.ArgumentParser]
     recall.add_argument("--team", help="only notes of this team")
     recall.add_argument("--agent", help="only notes about this agent")
     recall.add_argument("--json", action="store_true", help="print the API's JSON answer")
-    recall.set_defaults(run=_with_details(_recall))
+    recall.set_defaults(run=_recall)
 
     forget = commands.add_parser("forget", help="forget one note", parents=shared)
     forget.add_argument("note", type=note_id, help="note id (nt_...)")
     forget.add_argument(
         "--mode", choices=FORGET_MODES, default="soft", help="soft (restorable), redact or hard"
     )
-    forget.set_defaults(run=_with_details(_forget))
+    forget.set_defaults(run=_forget)
 
     pin = commands.add_parser("pin", help="pin a note: recall always brings it first", parents=shared)
     pin.add_argument("note", type=note_id, help="note id (nt_...)")
@@ -317,13 +282,13 @@ def add_memory_commands(commands: Any, shared: Sequence[argparse.ArgumentParser]
     pin.add_argument("--reason", help="why it must always be there")
     pin.add_argument("--expires-at", help="when the pin stops applying (ISO-8601 with a zone)")
     pin.add_argument("--json", action="store_true", help="print the API's JSON answer")
-    pin.set_defaults(run=_with_details(_pin))
+    pin.set_defaults(run=_pin)
 
     unpin = commands.add_parser("unpin", help="remove a note's pin", parents=shared)
     unpin.add_argument("note", type=note_id, help="note id (nt_...)")
     unpin.add_argument("--json", action="store_true", help="print the API's JSON answer")
-    unpin.set_defaults(run=_with_details(_unpin))
+    unpin.set_defaults(run=_unpin)
 
     pins = commands.add_parser("pins", help="list the pins: order, note, pin, reason", parents=shared)
     pins.add_argument("--json", action="store_true", help="print every pin as the API answers it")
-    pins.set_defaults(run=_with_details(_pins))
+    pins.set_defaults(run=_pins)

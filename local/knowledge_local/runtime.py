@@ -25,7 +25,13 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from knowledge_local.config import ConfigurationError, RuntimeSettings, function_environment, load_settings
+from knowledge_local.config import (
+    ConfigurationError,
+    RuntimeSettings,
+    function_environment,
+    load_settings,
+    settings_help,
+)
 from knowledge_local.state import (
     ENDPOINTS_FILE,
     PROJECT_ROOT,
@@ -100,6 +106,9 @@ def _serve(stack: LocalStack, plan: SeedPlan | None) -> None:
     if stack.restored:
         print(f"  {'restored':<13} {stack.restored} records, all indexed")
     _print_endpoints(endpoints, state_dir)
+    switched_off = switch_notice(stack.settings)
+    if switched_off is not None:
+        print(switched_off)
     token = stack.issue_dev_token()
     print(f"  {'dev token':<13} {token}")
     print(f"  {'':<13} tenant {TENANT_ID}, scopes {', '.join(DEV_SCOPES)}")
@@ -160,6 +169,16 @@ def _ignore_signals() -> None:
         signal.signal(signum, signal.SIG_IGN)
 
 
+def switch_notice(settings: RuntimeSettings) -> str | None:
+    """The banner's line saying the tools are off, when ``KNOWLEDGE_RUNTIME_ENABLED`` is false."""
+    if settings.knowledge_runtime_enabled:
+        return None
+    return (
+        f"  {'tools':<13} OFF (KNOWLEDGE_RUNTIME_ENABLED=false): search_knowledge and the memory tools "
+        "answer 503 knowledge_runtime_disabled; the write API still works"
+    )
+
+
 def _print_endpoints(endpoints: Endpoints, state_dir: Path) -> None:
     rows = [
         ("API", f"{endpoints.api_url}  (REST /v1/..., MCP /mcp)"),
@@ -192,10 +211,8 @@ def _parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m knowledge_local.runtime",
         description="Serve the knowledge API locally on embedded defaults (what `make run` runs).",
-        epilog="Environment: PORT (3000), AWS_PORT (5000), KNOWLEDGE_SEED_DIR (README.md and docs/; "
-        "empty: no seed), KNOWLEDGE_SEED_BASE (project-docs), KNOWLEDGE_STATE_DIR (.knowledge), "
-        "KNOWLEDGE_PERSIST (false: keep the table in the state directory across restarts), "
-        "KNOWLEDGE_MAX_ENVIRONMENTS (4), LOG_LEVEL (WARNING).",
+        epilog=settings_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--template", type=Path, default=TEMPLATE, help="the SAM template to serve (default: the project's)"

@@ -73,8 +73,9 @@ def test_cli_search_prints_a_ranked_table(runtime: RuntimeProcess, notes: Path) 
 
     assert result.returncode == 0, result.stderr
     header, first, *_ = result.stdout.splitlines()
-    assert header.split()[:4] == ["#", "score", "title", "item"]
-    assert first.split()[0] == "1"
+    assert header.split()[:5] == ["#", "score", "base", "title", "item"]
+    assert first.split()[:3][0] == "1"
+    assert first.split()[2] == "cli-search"
     assert "Daily standup" in first
     assert "ki_" in first
 
@@ -90,9 +91,11 @@ def test_cli_read_prints_content_and_paging_fields(runtime: RuntimeProcess, note
     assert result.stdout == "=============\n"
     assert "characters 14-27 of 99" in result.stderr
     assert "content_truncated=true" in result.stderr
-    assert f"next page: KNOWLEDGE_STATE_DIR={runtime.state_dir} knowledge read {item_id} --revision kr_" in (
-        result.stderr
+    assert (
+        f"next page: KNOWLEDGE_STATE_DIR={runtime.state_dir} {KNOWLEDGE} read {item_id} --revision kr_"
+        in (result.stderr)
     )
+    assert " --offset 27 --limit 13" in result.stderr
 
 
 def test_cli_read_of_an_unknown_item_prints_the_error_code(runtime: RuntimeProcess) -> None:

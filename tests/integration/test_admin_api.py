@@ -20,6 +20,7 @@ from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
 from knowledge.api.routes import knowledge_admin
 from knowledge.bootstrap import use_container
 from knowledge.domain.bearer_tokens import hash_token
+from knowledge.domain.ids import ITEM_PREFIX, KB_PREFIX, shape_of
 from knowledge.settings import Settings
 from knowledge_local.routes import load_routes
 from tests.conftest import TABLE_NAME
@@ -221,13 +222,40 @@ def test_update_base_stale_expected_version_answers_conflict_with_current_versio
     assert error_body(409, "knowledge_conflict", reply)["details"] == {"current_version": 2}
 
 
-@pytest.mark.parametrize("base_id", ["kb_01M8MSRAQ70QQ1SJHWP0AMCDPZ", "kb_%23EXT", "not-an-id"])
-def test_update_absent_or_malformed_base_answers_resource_unavailable(
+def test_update_absent_base_answers_resource_unavailable(admin: AdminClient) -> None:
+    path = "/v1/knowledge-bases/kb_01M8MSRAQ70QQ1SJHWP0AMCDPZ"
+
+    reply = admin.call("PATCH", path, {"name": "x", "expected_version": 1})
+
+    error_body(404, "knowledge_resource_unavailable", reply)
+
+
+@pytest.mark.parametrize("base_id", ["kb_%23EXT", "not-an-id", "httpx", "ki_01M8MSRAQ70QQ1SJHWP0AMCDPZ"])
+def test_update_malformed_base_id_answers_validation_error_naming_the_shape(
     admin: AdminClient, base_id: str
 ) -> None:
     reply = admin.call("PATCH", f"/v1/knowledge-bases/{base_id}", {"name": "x", "expected_version": 1})
 
-    error_body(404, "knowledge_resource_unavailable", reply)
+    error = error_body(400, "validation_error", reply)
+    assert error["details"] == {"fields": [{"field": "knowledge_base_id", "problem": shape_of(KB_PREFIX)}]}
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("POST", "/v1/knowledge-bases/httpx/items", {"title": "t", "content": "c"}),
+        ("GET", "/v1/knowledge-bases/httpx/items", None),
+        ("GET", "/v1/knowledge-items/http2.md", None),
+        ("GET", "/v1/knowledge-items/http2.md/revisions", None),
+        ("POST", "/v1/knowledge-items/http2.md/archive", {"expected_version": 1}),
+    ],
+)
+def test_malformed_id_in_any_admin_path_answers_validation_error(
+    writer: AdminClient, method: str, path: str, body: dict[str, Any] | None
+) -> None:
+    error = error_body(400, "validation_error", writer.call(method, path, body))
+
+    assert error["details"]["fields"][0]["problem"].startswith("must be a knowledge ")
 
 
 def test_update_base_of_another_tenant_answers_resource_unavailable(
@@ -469,10 +497,15 @@ def test_publish_older_revision_rolls_back(writer: AdminClient, base: dict[str, 
 
 
 @pytest.mark.parametrize(
-    "revision_id", ["kr_01M8MSRAQ70QQ1SJHWP0AMCDPZ", "kr_#1", "ki_01M8MSRAQ70QQ1SJHWP0AMCDPZ"]
+    ("revision_id", "status", "code"),
+    [
+        ("kr_01M8MSRAQ70QQ1SJHWP0AMCDPZ", 404, "knowledge_resource_unavailable"),
+        ("kr_#1", 400, "validation_error"),
+        ("ki_01M8MSRAQ70QQ1SJHWP0AMCDPZ", 400, "validation_error"),
+    ],
 )
-def test_publish_unknown_revision_answers_resource_unavailable(
-    writer: AdminClient, base: dict[str, Any], revision_id: str
+def test_publish_unknown_revision_answers_unavailable_and_a_malformed_one_validation_error(
+    writer: AdminClient, base: dict[str, Any], revision_id: str, status: int, code: str
 ) -> None:
     item = _new_item(writer, base)
 
@@ -480,7 +513,7 @@ def test_publish_unknown_revision_answers_resource_unavailable(
         "POST", _item_path(item, "/publish"), {"revision_id": revision_id, "expected_version": 1}
     )
 
-    error_body(404, "knowledge_resource_unavailable", reply)
+    error_body(status, code, reply)
 
 
 def test_publish_revision_of_another_item_answers_resource_unavailable(
@@ -557,11 +590,17 @@ def test_get_draft_item_is_unavailable_to_readers_and_visible_to_writers(
     error_body(404, "knowledge_resource_unavailable", reader.call("GET", _item_path(item, "/revisions")))
 
 
-@pytest.mark.parametrize(
-    "item_id", ["ki_01M8MSRAQ70QQ1SJHWP0AMCDPZ", "ki_%23META", "kb_01M8MSRAQ70QQ1SJHWP0AMCDPZ"]
-)
-def test_get_absent_or_malformed_item_answers_resource_unavailable(reader: AdminClient, item_id: str) -> None:
-    error_body(404, "knowledge_resource_unavailable", reader.call("GET", f"/v1/knowledge-items/{item_id}"))
+def test_get_absent_item_answers_resource_unavailable(reader: AdminClient) -> None:
+    path = "/v1/knowledge-items/ki_01M8MSRAQ70QQ1SJHWP0AMCDPZ"
+
+    error_body(404, "knowledge_resource_unavailable", reader.call("GET", path))
+
+
+@pytest.mark.parametrize("item_id", ["ki_%23META", "kb_01M8MSRAQ70QQ1SJHWP0AMCDPZ"])
+def test_get_malformed_item_id_answers_validation_error(reader: AdminClient, item_id: str) -> None:
+    error = error_body(400, "validation_error", reader.call("GET", f"/v1/knowledge-items/{item_id}"))
+
+    assert error["details"] == {"fields": [{"field": "knowledge_item_id", "problem": shape_of(ITEM_PREFIX)}]}
 
 
 def test_list_revisions_newest_first_with_pagination(writer: AdminClient, base: dict[str, Any]) -> None:

@@ -56,24 +56,30 @@ def test_authorizer_expiring_token_passes_its_expiry(world: SearchWorld) -> None
     assert datetime.fromisoformat(context["expires_at"]) == record.expires_at
 
 
-@pytest.mark.parametrize("header", [None, "", "Bearer unknown-token", "Token abc"])
-def test_authorizer_unknown_token_authorizes_as_unauthenticated(
-    world: SearchWorld, header: str | None
+@pytest.mark.parametrize(
+    ("header", "reason"),
+    [(None, "missing"), ("", "missing"), ("Bearer unknown-token", "unknown"), ("Token abc", "unknown")],
+)
+def test_authorizer_missing_or_unknown_token_authorizes_as_unauthenticated_with_the_reason(
+    world: SearchWorld, header: str | None, reason: str
 ) -> None:
-    assert authorize(header) == {"isAuthorized": True, "context": {"authenticated": "false"}}
+    assert authorize(header) == {
+        "isAuthorized": True,
+        "context": {"authenticated": "false", "reason": reason},
+    }
 
 
 def test_authorizer_expired_token_authorizes_as_unauthenticated(world: SearchWorld) -> None:
     bearer = world.token(expires_in=timedelta(seconds=-5))
 
-    assert authorize(bearer)["context"] == {"authenticated": "false"}
+    assert authorize(bearer)["context"] == {"authenticated": "false", "reason": "expired"}
 
 
 def test_authorizer_revoked_token_authorizes_as_unauthenticated(world: SearchWorld) -> None:
     bearer = world.token()
     world.store.revoke_token(hash_token(bearer.removeprefix("Bearer ")))
 
-    assert authorize(bearer)["context"] == {"authenticated": "false"}
+    assert authorize(bearer)["context"] == {"authenticated": "false", "reason": "revoked"}
 
 
 def test_authorizer_bare_token_without_scheme_is_accepted(world: SearchWorld) -> None:

@@ -5,6 +5,7 @@ the commands run with ``--no-wait``)."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -194,14 +195,30 @@ def test_cli_unknown_token_prints_a_hint_naming_the_current_dev_token_file(
 
     status = main(["search", "anything", "--api-url", api[0], "--token", stale])
 
-    error_line, hint = capsys.readouterr().err.splitlines()
+    error_line, reason, hint = capsys.readouterr().err.splitlines()
     assert status == 1
-    assert error_line.startswith("error: authentication_required: ")
+    assert error_line == "error: authentication_required: The bearer token is not known to this service."
+    assert reason == "  reason: unknown"
     assert hint == (
-        "hint: tokens issued by an earlier `make run` are gone: "
-        f"the current dev token is in {tmp_path / 'dev-token'}"
+        "hint: this API does not know the token (mistyped, or issued by an earlier `make run`, whose "
+        f"tokens are gone): the current dev token is in {tmp_path / 'dev-token'}"
     )
     assert stale not in error_line + hint
+
+
+def test_cli_expired_token_hint_says_it_expired(
+    api: tuple[str, str], client: KnowledgeClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    issued = client.create_token(subject_id="short-lived", scopes=["knowledge:read"], expires_in=1)
+    time.sleep(1.1)
+
+    status = main(["search", "anything", "--api-url", api[0], "--token", issued["token"]])
+
+    error = capsys.readouterr().err
+    assert status == 1
+    assert "error: authentication_required: The bearer token has expired.\n  reason: expired\n" in error
+    assert "hint: the token has expired: issue a new one" in error
+    assert "earlier `make run`" not in error
 
 
 def test_cli_read_of_an_unknown_item_hints_that_ids_do_not_survive_a_restart(
@@ -292,3 +309,56 @@ def test_cli_ingest_while_the_runtime_stops_says_so_not_that_a_function_failed(
         "hint: the local runtime is stopping: start it again (`make run`) and repeat the command; "
         "files already ingested count as unchanged",
     ]
+
+
+def _sources(client: KnowledgeClient, base_name: str) -> dict[str, Any]:
+    [base] = client.bases_named(base_name)
+    items = client.items(str(base["knowledge_base_id"]))
+    return {
+        str(item["external_id"]): (client.latest_revision(str(item["knowledge_item_id"])) or {})["source"]
+        for item in items
+    }
+
+
+def test_cli_ingest_source_uri_is_the_path_under_the_folder_not_the_local_path(
+    api: tuple[str, str], client: KnowledgeClient, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "guides").mkdir()
+    (tmp_path / "guides" / "http2.md").write_text("# HTTP/2\n\nStreams and frames.\n")
+
+    status = knowledge(api, "ingest", str(tmp_path), "--base", "relative-links", "--no-wait")
+
+    assert status == 0, capsys.readouterr().err
+    assert _sources(client, "relative-links") == {
+        "guides/http2.md": {"uri": "guides/http2.md", "title": "HTTP/2"}
+    }
+
+
+def test_cli_ingest_source_base_url_makes_links(
+    api: tuple[str, str], client: KnowledgeClient, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "http2.md").write_text("# HTTP/2\n\nStreams and frames.\n")
+
+    status = knowledge(
+        api,
+        "ingest",
+        str(tmp_path),
+        "--base",
+        "site-links",
+        "--no-wait",
+        "--source-base-url",
+        "https://www.python-httpx.org/docs/",
+    )
+
+    assert status == 0, capsys.readouterr().err
+    assert _sources(client, "site-links")["http2.md"]["uri"] == "https://www.python-httpx.org/docs/http2.md"
+
+
+@pytest.mark.parametrize("url", ["javascript:alert(1)", "file:///home/me/docs", "docs.example.com"])
+def test_cli_ingest_unsafe_source_base_url_is_a_usage_error(
+    api: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str], url: str
+) -> None:
+    status = knowledge(api, "ingest", str(tmp_path), "--base", "b", "--source-base-url", url)
+
+    assert status == 2
+    assert "argument --source-base-url: " in capsys.readouterr().err

@@ -300,15 +300,29 @@ ERROR_ROWS = [
     pytest.param({"query": 5}, "validation_error", id="wrong-type"),
     pytest.param({"query": "deploy", "alpha": "high"}, "validation_error", id="alpha-not-a-number"),
     pytest.param({"query": "q" * 2_001}, "validation_error", id="query-too-long"),
-    pytest.param({"query": "deploy", "knowledge_item_id": "ki_x"}, "knowledge_invalid_request", id="mixed"),
     pytest.param(
-        {"knowledge_item_id": "ki_x", "limit_chars": 10_001}, "knowledge_invalid_request", id="limit"
+        {"query": "deploy", "knowledge_item_id": "ki_01JDQ8ZC7N3V5W9X2Y4Z6A8B0C"},
+        "knowledge_invalid_request",
+        id="mixed",
+    ),
+    pytest.param(
+        {"knowledge_item_id": "ki_01JDQ8ZC7N3V5W9X2Y4Z6A8B0C", "limit_chars": 10_001},
+        "knowledge_invalid_request",
+        id="limit",
     ),
     pytest.param({"query": "deploy", "max_results": 51}, "knowledge_invalid_request", id="max-results"),
-    pytest.param({"knowledge_item_id": "ki_x", "offset": -1}, "knowledge_invalid_request", id="offset"),
+    pytest.param(
+        {"knowledge_item_id": "ki_01JDQ8ZC7N3V5W9X2Y4Z6A8B0C", "offset": -1},
+        "knowledge_invalid_request",
+        id="offset",
+    ),
     pytest.param({"query": "deploy", "colour": "blue"}, "knowledge_invalid_request", id="unknown-field"),
     pytest.param({}, "knowledge_query_required", id="nothing-to-do"),
-    pytest.param({"knowledge_revision_id": "kr_x"}, "knowledge_item_required", id="revision-alone"),
+    pytest.param(
+        {"knowledge_revision_id": "kr_01JDQ8ZC7N3V5W9X2Y4Z6A8B0C"},
+        "knowledge_item_required",
+        id="revision-alone",
+    ),
     pytest.param(
         {"knowledge_item_id": "ki_01JDQ8ZC7N3V5W9X2Y4Z6A8B0C"}, "knowledge_resource_unavailable", id="absent"
     ),
@@ -398,7 +412,6 @@ def test_mcp_unknown_tool_returns_not_found_error(gateway: Gateway, reader: str)
     body = error_payload(call_tool(gateway, reader, {"query": "deploy"}, name="read_minds"), "not_found")
 
     assert body["error"]["details"] == {
-        "tool": "read_minds",
         "available_tools": [
             "search_knowledge",
             "remember",
@@ -409,6 +422,7 @@ def test_mcp_unknown_tool_returns_not_found_error(gateway: Gateway, reader: str)
             "forget_memory",
         ],
     }
+    assert "read_minds" not in json.dumps(body)
 
 
 def test_mcp_server_without_principal_refuses_tool_call() -> None:
@@ -561,3 +575,69 @@ def test_mcp_body_at_1_mib_reaches_the_server(gateway: Gateway, reader: str) -> 
 
     assert response.status_code == 200
     assert response.json() == {"jsonrpc": "2.0", "id": 7, "result": {}}
+
+
+def _post_with_headers(gateway: Gateway, authorization: str, headers: dict[str, str]) -> httpx2.Response:
+    return httpx2.post(
+        _mcp_url(gateway),
+        content=b'{"jsonrpc": "2.0", "id": 3, "method": "ping"}',
+        headers={"Authorization": authorization, **headers},
+        timeout=30,
+    )
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Content-Type": "application/x-www-form-urlencoded", "Accept": "*/*"},
+        {"Content-Type": "text/plain"},
+        {},
+    ],
+    ids=["curl-default", "text-plain", "no-content-type-or-accept"],
+)
+def test_mcp_body_is_read_as_json_whatever_its_content_type(
+    gateway: Gateway, reader: str, headers: dict[str, str]
+) -> None:
+    response = _post_with_headers(gateway, reader, headers)
+
+    assert response.status_code == 200
+    assert response.json() == {"jsonrpc": "2.0", "id": 3, "result": {}}
+
+
+def test_mcp_form_body_answers_parse_error(gateway: Gateway, reader: str) -> None:
+    response = httpx2.post(
+        _mcp_url(gateway), content=b"query=deploy", headers={"Authorization": reader}, timeout=30
+    )
+
+    assert (response.status_code, response.json()) == (400, PARSE_ERROR)
+
+
+@pytest.mark.parametrize("version", ["1999-01-01", "latest", ""])
+def test_mcp_unknown_protocol_version_answers_fixed_jsonrpc_error(
+    gateway: Gateway, reader: str, version: str
+) -> None:
+    response = _post_with_headers(gateway, reader, {"MCP-Protocol-Version": version})
+
+    assert response.status_code == 400
+    body = response.json()
+    assert body["error"]["message"] == "Unsupported protocol version"
+    assert (body["id"], body["error"]["code"]) == (None, -32600)
+    assert "2025-06-18" in body["error"]["data"]["supported_versions"]
+    assert not version or version not in response.text
+
+
+def test_mcp_known_protocol_version_is_served(gateway: Gateway, reader: str) -> None:
+    response = _post_with_headers(gateway, reader, {"MCP-Protocol-Version": "2025-06-18"})
+
+    assert response.json() == {"jsonrpc": "2.0", "id": 3, "result": {}}
+
+
+def test_mcp_accept_without_json_answers_fixed_jsonrpc_error(gateway: Gateway, reader: str) -> None:
+    response = _post_with_headers(gateway, reader, {"Accept": "text/html"})
+
+    assert response.status_code == 406
+    assert response.json() == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32600, "message": "Not Acceptable"},
+    }

@@ -133,11 +133,12 @@ def test_absent_and_unauthorized_notes_answer_the_same_bytes(
         call("GET", f"/v1/notes/{private['note_id']}", None, mallory),
         call("GET", f"/v1/notes/{private['note_id']}", None, outsider),
         call("GET", f"/v1/notes/{absent}", None, alice),
-        call("GET", "/v1/notes/not-an-id", None, alice),
     ]
+    malformed = call("GET", "/v1/notes/not-an-id", None, alice)
 
     assert {reply.status for reply in replies} == {404}
     assert len({reply.text for reply in replies}) == 1
+    assert (malformed.status, malformed.code) == (400, "validation_error")
     assert replies[0].code == "memory_unavailable"
     assert forget(mallory, private["note_id"], "hard").text == replies[0].text
 

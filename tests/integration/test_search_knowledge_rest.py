@@ -203,11 +203,17 @@ def test_search_knowledge_out_of_bounds_returns_invalid_request(
     assert [problem["field"] for problem in error["details"]["fields"]] == [field]
 
 
-@pytest.mark.parametrize("addressed", ["knowledge_item_id", "knowledge_revision_id"])
+@pytest.mark.parametrize(
+    ("addressed", "identifier"),
+    [
+        ("knowledge_item_id", "ki_01JDQ8ZC7N3V5W9X2Y4Z6A8B0C"),
+        ("knowledge_revision_id", "kr_01JDQ8ZC7N3V5W9X2Y4Z6A8B0C"),
+    ],
+)
 def test_search_knowledge_query_mixed_with_ids_returns_invalid_request(
-    world: SearchWorld, reader: str, addressed: str
+    world: SearchWorld, reader: str, addressed: str, identifier: str
 ) -> None:
-    reply = world.call({"query": "deployment", addressed: "ki_01JDQ8ZC7N3V5W9X2Y4Z6A8B0C"}, reader)
+    reply = world.call({"query": "deployment", addressed: identifier}, reader)
 
     error_body(400, "knowledge_invalid_request", reply)
 
@@ -247,19 +253,32 @@ def test_search_knowledge_without_authorizer_context_returns_authentication_requ
     error = error_body(401, "authentication_required", invoke(event))
 
     assert error["retryable"] is False
+    assert error["details"] == {"reason": "missing"}
 
 
-@pytest.mark.parametrize("authorization", ["Bearer kn_not-a-token", "Basic dXNlcjpwYXNz", "Bearer ", "kn_"])
-def test_search_knowledge_bad_token_returns_authentication_required(
-    world: SearchWorld, authorization: str
+@pytest.mark.parametrize(
+    ("authorization", "reason"),
+    [
+        ("Bearer kn_not-a-token", "unknown"),
+        ("Basic dXNlcjpwYXNz", "unknown"),
+        ("Bearer ", "missing"),
+        ("kn_", "unknown"),
+    ],
+)
+def test_search_knowledge_bad_token_returns_authentication_required_with_its_reason(
+    world: SearchWorld, authorization: str, reason: str
 ) -> None:
-    error_body(401, "authentication_required", world.call({"query": "deployment"}, authorization))
+    error = error_body(401, "authentication_required", world.call({"query": "deployment"}, authorization))
+
+    assert error["details"] == {"reason": reason}
 
 
 def test_search_knowledge_expired_token_returns_authentication_required(world: SearchWorld) -> None:
     expired = world.token(expires_in=timedelta(seconds=-1))
 
-    error_body(401, "authentication_required", world.call({"query": "deployment"}, expired))
+    error = error_body(401, "authentication_required", world.call({"query": "deployment"}, expired))
+
+    assert (error["message"], error["details"]) == ("The bearer token has expired.", {"reason": "expired"})
 
 
 def test_search_knowledge_revoked_token_returns_authentication_required(
@@ -267,7 +286,12 @@ def test_search_knowledge_revoked_token_returns_authentication_required(
 ) -> None:
     world.store.revoke_token(hash_token(reader.removeprefix("Bearer ")))
 
-    error_body(401, "authentication_required", world.call({"query": "deployment"}, reader))
+    error = error_body(401, "authentication_required", world.call({"query": "deployment"}, reader))
+
+    assert (error["message"], error["details"]) == (
+        "The bearer token has been revoked.",
+        {"reason": "revoked"},
+    )
 
 
 def test_search_knowledge_unauthenticated_malformed_body_returns_authentication_required(

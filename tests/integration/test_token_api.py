@@ -54,7 +54,7 @@ def test_revoking_a_token_refuses_its_grandchild_at_the_authorizer_and_spares_si
     revoked = admin.call("DELETE", f"/v1/tokens/{child_id}")
 
     assert revoked.status == 204
-    assert authorize(grandchild.authorization)["context"] == {"authenticated": "false"}
+    assert authorize(grandchild.authorization)["context"] == {"authenticated": "false", "reason": "revoked"}
     error_body(401, "authentication_required", grandchild.call("GET", "/v1/knowledge-bases"))
     error_body(
         401,

@@ -197,6 +197,17 @@ def test_citation_with_every_part_is_one_line() -> None:
     assert line == '"Search guide" — Team wiki, revision kr_9, published 2026-03-05'
 
 
+@pytest.mark.parametrize("source_title", ["HTTP/2", "http/2", "  HTTP/2 "])
+def test_citation_source_title_repeating_the_title_gives_way_to_the_uri(source_title: str) -> None:
+    line = citation("HTTP/2", source_title, "guides/http2.md", "kr_1", None)
+
+    assert line == '"HTTP/2" — guides/http2.md, revision kr_1'
+
+
+def test_citation_source_title_repeating_the_title_without_uri_is_left_out() -> None:
+    assert citation("HTTP/2", "HTTP/2", None, "kr_1", None) == '"HTTP/2", revision kr_1'
+
+
 @pytest.mark.parametrize(
     ("source_title", "source_uri", "published", "expected"),
     [

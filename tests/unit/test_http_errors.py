@@ -7,9 +7,11 @@ from typing import Any
 
 import pytest
 from aws_lambda_powertools.event_handler.api_gateway import Router
+from pydantic import ValidationError
 
-from knowledge.api.error_envelopes import error_envelope
+from knowledge.api.error_envelopes import error_envelope, from_validation_errors
 from knowledge.api.http import build_resolver, parse_json_body
+from knowledge.domain.write_contract import CreateItemRequest, CreateTokenRequest
 from knowledge.errors import ConflictError, DependencyUnavailableError, RequestValidationError
 from tests.support.events import lambda_context, load_event, with_body
 
@@ -158,3 +160,30 @@ def test_parse_json_body_not_an_object_raises_validation_error(text: str) -> Non
 
 def test_parse_json_body_at_limit_parses() -> None:
     assert parse_json_body('{"a": 1}', max_body_bytes=8) == {"a": 1}
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        ({"title": "x" * 1_001, "content": "c"}, "String should have at most 1000 characters"),
+        ({"title": "", "content": "c"}, "String should have at least 1 character"),
+    ],
+)
+def test_from_validation_errors_string_length_is_told_in_characters(
+    body: dict[str, str], problem: str
+) -> None:
+    with pytest.raises(ValidationError) as raised:
+        CreateItemRequest.model_validate(body)
+
+    error = from_validation_errors(raised.value.errors())
+
+    assert error.details["fields"] == [{"field": "title", "problem": problem}]
+
+
+def test_from_validation_errors_list_length_is_still_told_in_items() -> None:
+    with pytest.raises(ValidationError) as raised:
+        CreateTokenRequest.model_validate({"subject_id": "a", "scopes": []})
+
+    [problem] = from_validation_errors(raised.value.errors()).details["fields"]
+
+    assert "item" in problem["problem"]

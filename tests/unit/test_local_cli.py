@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 
 from knowledge_local.cli import _bases_table, _results_table, main, parse_duration, redact
 from knowledge_local.client import ApiError, KnowledgeClient
 from knowledge_local.config import ConfigurationError, load_settings
-from knowledge_local.ingestion import similar_names
+from knowledge_local.ingestion import similar_names, wait_until_indexed
 
 TOKEN = "kn_9hJN21qwElGcgOEz7bymLWFvhW4DhXqaUjLarof5ePM"
 ITEM = "ki_01M8MSTVN5K0B8VGNB8TZTQEM9"
@@ -92,10 +93,23 @@ def test_results_table_shortens_each_result_to_one_line() -> None:
     lines = _results_table(results, width=100).splitlines()
 
     assert len(lines) == 3
-    assert lines[1].startswith(" 1   0.877  Deployment runbook  ki_1")
+    assert lines[1].startswith(" 1   0.877        Deployment runbook  ki_1")
     assert all(len(line) <= 100 for line in lines[1:])
     assert lines[1].endswith("…")
     assert lines[2].endswith("Page the secondary.")
+
+
+def test_results_table_names_each_result_base_or_shows_its_id() -> None:
+    results = [
+        {"knowledge_base_id": "kb_A", "title": "HTTP/2", "knowledge_item_id": "ki_1", "excerpt": "Frames."},
+        {"knowledge_base_id": "kb_B", "title": "Timeouts", "knowledge_item_id": "ki_2", "excerpt": "Pools."},
+    ]
+
+    header, first, second = _results_table(results, width=120, base_names={"kb_A": "httpx"}).splitlines()
+
+    assert header.split()[:5] == ["#", "score", "base", "title", "item"]
+    assert first.split()[2:4] == ["httpx", "HTTP/2"]
+    assert second.split()[2:4] == ["kb_B", "Timeouts"]
 
 
 def test_load_settings_invalid_port_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -249,3 +263,127 @@ def test_bases_table_aligns_id_name_scope_and_status() -> None:
         "kb_01M8MV2A1210QGTNJ28EFMF0Z9  fastapi     tenant    active",
         "kb_01M8MVNYZFC4AD5BG1N31RTX5K  team notes  team eng  inactive",
     ]
+
+
+def _answer_every_request_with(monkeypatch: pytest.MonkeyPatch, status: int, body: dict[str, Any]) -> None:
+    def answer(self: httpx2.Client, method: str, url: str, **_: Any) -> httpx2.Response:
+        return httpx2.Response(status, json=body, request=httpx2.Request(method, f"{CLOSED_API}{url}"))
+
+    monkeypatch.setattr(httpx2.Client, "request", answer)
+
+
+def _envelope(code: str, message: str, details: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "error",
+        "error": {"code": code, "message": message, "retryable": False, "details": details},
+    }
+
+
+def test_cli_api_error_prints_each_field_problem_of_its_details(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    problem = {"field": "max_results", "problem": "must be between 1 and 50"}
+    _answer_every_request_with(
+        monkeypatch,
+        400,
+        _envelope("knowledge_invalid_request", "A parameter is out of bounds.", {"fields": [problem]}),
+    )
+
+    status = _exit_status(["search", "x", "--max-results", "100", "--api-url", CLOSED_API, "--token", TOKEN])
+
+    assert status == 1
+    assert capsys.readouterr().err == (
+        "error: knowledge_invalid_request: A parameter is out of bounds.\n"
+        "  max_results: must be between 1 and 50\n"
+    )
+
+
+def test_cli_api_error_prints_other_details_as_name_and_value(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _answer_every_request_with(
+        monkeypatch, 409, _envelope("knowledge_conflict", "The item changed.", {"current_version": 3})
+    )
+
+    _exit_status(["read", ITEM, "--api-url", CLOSED_API, "--token", TOKEN])
+
+    assert "\n  current_version: 3\n" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("reason", "hint"),
+    [
+        ("expired", "hint: the token has expired: issue a new one"),
+        ("revoked", "hint: the token was revoked: issue a new one"),
+        ("unknown", "hint: this API does not know the token (mistyped, or issued by an earlier `make run`"),
+        ("missing", "hint: no token was sent"),
+    ],
+)
+def test_cli_authentication_error_hint_matches_its_reason(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, reason: str, hint: str
+) -> None:
+    _answer_every_request_with(
+        monkeypatch,
+        401,
+        _envelope("authentication_required", "The bearer token is refused.", {"reason": reason}),
+    )
+
+    _exit_status(["search", "x", "--api-url", CLOSED_API, "--token", TOKEN])
+
+    error = capsys.readouterr().err
+    assert f"  reason: {reason}\n{hint}" in error
+    assert "earlier `make run`" not in error or reason == "unknown"
+
+
+class _SlowIndex:
+    """A client whose items become indexed one every ``every`` polls."""
+
+    def __init__(self, every: int) -> None:
+        self.polls, self.every = 0, every
+
+    def item(self, knowledge_item_id: str) -> dict[str, Any]:
+        self.polls += 1
+        indexed = self.polls % self.every == 0
+        return {"current_revision_id": "kr_1", "indexed_revision_id": "kr_1" if indexed else None}
+
+
+def test_wait_until_indexed_without_a_terminal_prints_a_heartbeat_every_ten_seconds(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds * 10  # each poll stands for 5 s
+
+    wait_until_indexed(
+        _SlowIndex(every=4),  # type: ignore[arg-type]
+        ["ki_1", "ki_2"],
+        progress=False,
+        clock=lambda: now[0],
+        sleep=sleep,
+    )
+
+    beats = [line for line in capsys.readouterr().err.splitlines() if line.startswith("indexing: ")]
+    assert beats == [
+        "indexing: 0 of 2 documents indexed after 10 s",
+        "indexing: 1 of 2 documents indexed after 20 s",
+    ]
+
+
+def test_wait_until_indexed_with_a_progress_bar_prints_no_heartbeat(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds * 10
+
+    wait_until_indexed(
+        _SlowIndex(every=4),  # type: ignore[arg-type]
+        ["ki_1"],
+        progress=True,
+        clock=lambda: now[0],
+        sleep=sleep,
+    )
+
+    assert "documents indexed after" not in capsys.readouterr().err

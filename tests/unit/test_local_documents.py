@@ -33,7 +33,27 @@ def test_collect_documents_folder_yields_text_files_by_relative_path(tree: Path)
         "index.md",
     ]
     assert [document.title for document in documents] == ["Setup", "Short notes", "Welcome"]
-    assert documents[2].uri == (tree / "index.md").resolve().as_uri()
+    assert documents[2].uri() == "index.md"
+
+
+def test_document_uri_is_its_relative_path_percent_encoded_under_an_optional_base_url(tmp_path: Path) -> None:
+    (tmp_path / "guides").mkdir()
+    (tmp_path / "guides" / "HTTP 2.md").write_text("# HTTP/2\n")
+    [document] = collect_documents(tmp_path).documents
+
+    assert document.uri() == "guides/HTTP%202.md"
+    assert (
+        document.uri("https://docs.example.com/site/") == "https://docs.example.com/site/guides/HTTP%202.md"
+    )
+    assert str(tmp_path) not in document.uri()
+
+
+def test_document_content_has_lf_line_endings_and_no_byte_order_mark(tmp_path: Path) -> None:
+    (tmp_path / "windows.md").write_bytes(b"\xef\xbb\xbf# Title\r\nline one\r\nline two\r\n")
+
+    [document] = collect_documents(tmp_path).documents
+
+    assert document.content == "# Title\nline one\nline two\n"
 
 
 def test_collect_documents_file_is_relative_to_its_folder_or_the_given_root(tree: Path) -> None:

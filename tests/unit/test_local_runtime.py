@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from knowledge_local import stack
-from knowledge_local.runtime import _ready_message
+from knowledge_local.config import RuntimeSettings
+from knowledge_local.runtime import _ready_message, main, switch_notice
 from knowledge_local.state import DEFAULT_STATE_DIR, display_path, state_dir_prefix
 
 API_URL = "http://127.0.0.1:3301"
@@ -68,3 +69,29 @@ def test_another_runtime_skips_the_refused_state_dir_and_ones_in_use(
 
     assert from_default == f"KNOWLEDGE_STATE_DIR={tmp_path / 'second'} PORT=3001 AWS_PORT=5001"
     assert from_second == f"KNOWLEDGE_STATE_DIR={tmp_path / 'fourth'} PORT=3003 AWS_PORT=5003"
+
+
+def test_runtime_help_lists_every_setting_with_its_default(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+
+    shown = capsys.readouterr().out
+    variables = [
+        str(field.validation_alias or name).upper() for name, field in RuntimeSettings.model_fields.items()
+    ]
+    assert len(variables) == 10
+    for variable in [*variables, "SEARCH_BACKEND", "EMBEDDER", "EMBEDDING_CACHE_PATH"]:
+        assert f"  {variable} (" in shown
+    assert "  PORT (3000): " in shown
+    assert "  KNOWLEDGE_PERSIST (false): " in shown
+
+
+def test_switch_notice_names_the_switch_only_when_the_tools_are_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KNOWLEDGE_RUNTIME_ENABLED", "false")
+    off = switch_notice(RuntimeSettings())
+    monkeypatch.setenv("KNOWLEDGE_RUNTIME_ENABLED", "true")
+
+    assert off is not None
+    assert "OFF (KNOWLEDGE_RUNTIME_ENABLED=false)" in off
+    assert "503 knowledge_runtime_disabled" in off
+    assert switch_notice(RuntimeSettings()) is None

@@ -13,7 +13,8 @@ import pytest
 
 from knowledge_local import client as client_module
 from knowledge_local.cli import main
-from knowledge_local.memory_cli import describe_details, recall_summary
+from knowledge_local.client import ApiError
+from knowledge_local.memory_cli import recall_summary
 
 TOKEN = "kn_9hJN21qwElGcgOEz7bymLWFvhW4DhXqaUjLarof5ePM"
 API = "http://api.test"
@@ -179,8 +180,8 @@ def test_recall_error_prints_code_message_and_details(
 
     assert status == 1
     assert capsys.readouterr().err == (
-        "error: memory_invalid_request: A recall_context argument is out of bounds. "
-        "(details: max_tokens: must be between 64 and 8000)\n"
+        "error: memory_invalid_request: A recall_context argument is out of bounds.\n"
+        "  max_tokens: must be between 64 and 8000\n"
     )
 
 
@@ -270,13 +271,14 @@ def test_pin_or_unpin_of_a_malformed_note_id_is_a_usage_error_before_any_request
     assert api.requests == []
 
 
-def test_recall_summary_of_one_note_and_describe_details_of_other_keys() -> None:
+def test_recall_summary_of_one_note_and_detail_lines_of_other_keys() -> None:
     answer = _context("x", [_item(NOTE, pinned=False, tokens=1)], [{"note_id": OTHER, "reason": "max_items"}])
 
     assert (
         recall_summary(answer)
         == "1 note of 2 candidates, 0 of 1,200 tokens (cl100k_base); dropped: 1 max_items"
     )
-    assert describe_details({"current_version": 2, "required_scope": "memory:write"}) == (
-        "current_version: 2; required_scope: memory:write"
+    error = ApiError(
+        409, "memory_conflict", "Changed.", {"current_version": 2, "required_scope": "memory:write"}
     )
+    assert error.detail_lines() == ["current_version: 2", "required_scope: memory:write"]

@@ -76,11 +76,21 @@ class ConflictError(KnowledgeError):
         self.current_version = current_version
 
 
+RUNTIME_DISABLED_MESSAGE = (
+    "The knowledge runtime is switched off by its runtime switch (KNOWLEDGE_RUNTIME_ENABLED=false, "
+    "or the SSM parameter the deployment names); try again later."
+)
+
+
 class RuntimeDisabledError(KnowledgeError):
-    """The runtime switch is off; answered in a ``knowledge_unavailable`` envelope."""
+    """The runtime switch is off; answered in a ``knowledge_unavailable`` envelope with a message
+    that names the switch."""
 
     code = "knowledge_runtime_disabled"
     retryable = True
+
+    def __init__(self, message: str = RUNTIME_DISABLED_MESSAGE) -> None:
+        super().__init__(message)
 
 
 class DependencyUnavailableError(KnowledgeError):

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from knowledge.adapters.memory_store import InMemoryKnowledgeStore
+from knowledge.domain.ids import KB_PREFIX, shape_of
 from knowledge.domain.models import BaseStatus, KnowledgeBase, Permission, Scope
-from knowledge.errors import InsufficientScopeError, ResourceUnavailableError
+from knowledge.errors import InsufficientScopeError, RequestValidationError, ResourceUnavailableError
 from knowledge.services.access import find_base, require_scope
 from tests.unit.services.conftest import ADMIN, PLATFORM, READ, TENANT, caller
 
@@ -23,14 +24,21 @@ def test_find_base_visible_base_is_returned(store: InMemoryKnowledgeStore, base:
     assert find_base(store, READER, base.knowledge_base_id) == base
 
 
-@pytest.mark.parametrize(
-    "base_id", ["kb_01M8MSRAQ70QQ1SJHWP0AMCDPZ", "kb_#EXT#x", "ki_01M8MSRAQ70QQ1SJHWP0AMCDPZ", ""]
-)
-def test_find_base_absent_or_malformed_id_raises_resource_unavailable(
+def test_find_base_absent_id_raises_resource_unavailable(store: InMemoryKnowledgeStore) -> None:
+    with pytest.raises(ResourceUnavailableError):
+        find_base(store, READER, "kb_01M8MSRAQ70QQ1SJHWP0AMCDPZ")
+
+
+@pytest.mark.parametrize("base_id", ["kb_#EXT#x", "ki_01M8MSRAQ70QQ1SJHWP0AMCDPZ", "", "project-docs"])
+def test_find_base_malformed_id_raises_validation_error_naming_the_field(
     store: InMemoryKnowledgeStore, base_id: str
 ) -> None:
-    with pytest.raises(ResourceUnavailableError):
+    with pytest.raises(RequestValidationError) as raised:
         find_base(store, READER, base_id)
+
+    assert raised.value.details == {
+        "fields": [{"field": "knowledge_base_id", "problem": shape_of(KB_PREFIX)}]
+    }
 
 
 def test_find_base_inactive_or_foreign_base_raises_resource_unavailable(

@@ -12,7 +12,12 @@ from knowledge.domain.write_contract import (
     KnowledgeBaseResponse,
     UpdateKnowledgeBaseRequest,
 )
-from knowledge.errors import ConflictError, InsufficientScopeError, ResourceUnavailableError
+from knowledge.errors import (
+    ConflictError,
+    InsufficientScopeError,
+    RequestValidationError,
+    ResourceUnavailableError,
+)
 from knowledge.services.curation import CurationService
 from tests.unit.services.conftest import ADMIN, PLATFORM, READ, WRITE, caller
 
@@ -98,11 +103,16 @@ def test_update_base_stale_version_raises_conflict_with_current_version(curation
     assert raised.value.details == {"current_version": 2}
 
 
-@pytest.mark.parametrize("base_id", [ABSENT_BASE, "kb_#EXT", "not-an-id"])
-def test_update_absent_or_malformed_base_raises_resource_unavailable(
-    curation: CurationService, base_id: str
-) -> None:
+def test_update_absent_base_raises_resource_unavailable(curation: CurationService) -> None:
     with pytest.raises(ResourceUnavailableError):
+        curation.update_base(
+            ADMIN_CALLER, ABSENT_BASE, UpdateKnowledgeBaseRequest(name="x", expected_version=1)
+        )
+
+
+@pytest.mark.parametrize("base_id", ["kb_#EXT", "not-an-id"])
+def test_update_malformed_base_id_raises_validation_error(curation: CurationService, base_id: str) -> None:
+    with pytest.raises(RequestValidationError):
         curation.update_base(ADMIN_CALLER, base_id, UpdateKnowledgeBaseRequest(name="x", expected_version=1))
 
 

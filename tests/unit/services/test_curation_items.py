@@ -330,14 +330,19 @@ def test_publish_renames_item_to_the_revision_title_and_rollback_restores_it(
 
 
 @pytest.mark.parametrize(
-    "revision_id", ["kr_01M8MSRAQ70QQ1SJHWP0AMCDPZ", "kr_#1", "ki_01M8MSRAQ70QQ1SJHWP0AMCDPZ"]
+    ("revision_id", "error"),
+    [
+        ("kr_01M8MSRAQ70QQ1SJHWP0AMCDPZ", ResourceUnavailableError),
+        ("kr_#1", RequestValidationError),
+        ("ki_01M8MSRAQ70QQ1SJHWP0AMCDPZ", RequestValidationError),
+    ],
 )
-def test_publish_unknown_or_malformed_revision_raises_resource_unavailable(
-    curation: CurationService, base: KnowledgeBaseResponse, revision_id: str
+def test_publish_unknown_revision_raises_unavailable_and_a_malformed_one_validation_error(
+    curation: CurationService, base: KnowledgeBaseResponse, revision_id: str, error: type[Exception]
 ) -> None:
     item = _new_item(curation, base)
 
-    with pytest.raises(ResourceUnavailableError):
+    with pytest.raises(error):
         curation.publish(
             WRITER, item.knowledge_item_id, PublishRequest(revision_id=revision_id, expected_version=1)
         )
@@ -431,11 +436,14 @@ def test_get_draft_item_is_unavailable_to_readers_and_visible_to_writers(
         curation.list_revisions(READER, item.knowledge_item_id, limit=10, next_token=None)
 
 
-@pytest.mark.parametrize("item_id", [ABSENT_ITEM, "ki_#META", "kb_01M8MSRAQ70QQ1SJHWP0AMCDPZ"])
-def test_get_absent_or_malformed_item_raises_resource_unavailable(
-    curation: CurationService, item_id: str
-) -> None:
+def test_get_absent_item_raises_resource_unavailable(curation: CurationService) -> None:
     with pytest.raises(ResourceUnavailableError):
+        curation.get_item(READER, ABSENT_ITEM)
+
+
+@pytest.mark.parametrize("item_id", ["ki_#META", "kb_01M8MSRAQ70QQ1SJHWP0AMCDPZ"])
+def test_get_malformed_item_id_raises_validation_error(curation: CurationService, item_id: str) -> None:
+    with pytest.raises(RequestValidationError):
         curation.get_item(READER, item_id)
 
 

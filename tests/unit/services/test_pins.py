@@ -86,10 +86,18 @@ def test_pin_and_unpin_of_a_note_the_caller_cannot_see_is_memory_unavailable(
     assert world.notes.get_note(ALICE, note.note_id).pinned is False
 
 
-@pytest.mark.parametrize("note_id", ["nt_01J0000000000000000000000Z", "not-an-id", ""])
-def test_pin_of_an_absent_or_malformed_note_is_memory_unavailable(world: MemoryWorld, note_id: str) -> None:
+def test_pin_of_an_absent_note_is_memory_unavailable(world: MemoryWorld) -> None:
     with pytest.raises(MemoryUnavailableError):
-        world.pin(ALICE, note_id)
+        world.pin(ALICE, "nt_01J0000000000000000000000Z")
+
+
+@pytest.mark.parametrize("note_id", ["not-an-id", "", "kb_01J0000000000000000000000Z"])
+def test_pin_and_unpin_of_a_malformed_note_id_name_the_expected_shape(
+    world: MemoryWorld, note_id: str
+) -> None:
+    for call in (world.pin, world.unpin):
+        with pytest.raises(RequestValidationError, match="note_id"):
+            call(ALICE, note_id)
 
 
 def test_unpin_of_a_note_without_a_pin_changes_nothing(world: MemoryWorld) -> None:

@@ -6,11 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from knowledge.adapters.embedded_index import EmbeddedIndex
 from knowledge.adapters.memory_store import InMemoryKnowledgeStore
 from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
 from knowledge.domain.contract import KnowledgeReadResponse, KnowledgeSearchResponse, SearchKnowledgeArguments
+from knowledge.domain.ids import ITEM_PREFIX, KB_PREFIX, REVISION_PREFIX, shape_of
 from knowledge.domain.models import BaseStatus, KnowledgeBase, KnowledgeItem, Revision, Scope, Source
 from knowledge.errors import (
     InsufficientScopeError,
@@ -267,12 +269,32 @@ def test_read_offset_past_the_end_raises_invalid_request(
     assert raised.value.details == {"offset": len(SECRET) + 1, "content_total_chars": len(SECRET)}
 
 
-@pytest.mark.parametrize("item_id", ["ki_01M8MSRAQ70QQ1SJHWP0AMCDPZ", "ki_#META", "not-an-id"])
-def test_read_absent_or_malformed_item_raises_resource_unavailable(
-    search: SearchService, item_id: str
-) -> None:
+def test_read_absent_item_raises_resource_unavailable(search: SearchService) -> None:
     with pytest.raises(ResourceUnavailableError):
-        _read(search, item_id)
+        _read(search, "ki_01M8MSRAQ70QQ1SJHWP0AMCDPZ")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field", "prefix"),
+    [
+        ({"knowledge_item_id": "ki_#META"}, "knowledge_item_id", ITEM_PREFIX),
+        ({"knowledge_item_id": "not-an-id"}, "knowledge_item_id", ITEM_PREFIX),
+        ({"query": "timeout", "knowledge_base_id": "httpx"}, "knowledge_base_id", KB_PREFIX),
+        (
+            {"knowledge_item_id": "ki_01M8MSRAQ70QQ1SJHWP0AMCDPZ", "knowledge_revision_id": "rev-1"},
+            "knowledge_revision_id",
+            REVISION_PREFIX,
+        ),
+    ],
+)
+def test_malformed_id_argument_is_refused_naming_the_field_and_its_shape(
+    arguments: dict[str, str], field: str, prefix: str
+) -> None:
+    with pytest.raises(ValidationError) as raised:
+        SearchKnowledgeArguments.model_validate(arguments)
+
+    [problem] = raised.value.errors()
+    assert (problem["loc"], problem["msg"]) == ((field,), shape_of(prefix))
 
 
 def test_switch_off_raises_runtime_disabled(
@@ -280,8 +302,10 @@ def test_switch_off_raises_runtime_disabled(
 ) -> None:
     switched_off = SearchService(store, index, embedder, StaticRuntimeSwitch(False))
 
-    with pytest.raises(RuntimeDisabledError):
+    with pytest.raises(RuntimeDisabledError) as raised:
         _query(switched_off)
+
+    assert "KNOWLEDGE_RUNTIME_ENABLED=false" in raised.value.message
 
 
 def test_caller_without_read_scope_raises_insufficient_scope(search: SearchService) -> None:

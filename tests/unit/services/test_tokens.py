@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from knowledge.adapters.memory_store import InMemoryKnowledgeStore
-from knowledge.domain.bearer_tokens import hash_token
+from knowledge.domain.bearer_tokens import TokenRejection, hash_token
 from knowledge.services.tokens import TokenService
 from tests.support.store import TickingClock
 from tests.unit.services.conftest import TENANT
@@ -85,3 +85,31 @@ def test_issue_expires_at_the_earlier_of_expires_in_and_not_after(
     assert shorter.expires_at is not None
     assert shorter.expires_at == shorter.created_at + timedelta(seconds=30)
     assert forever.expires_at is None
+
+
+@pytest.mark.parametrize("authorization", [None, "", "  ", "Bearer", "Bearer   "])
+def test_authenticate_without_a_token_is_missing(tokens: TokenService, authorization: str | None) -> None:
+    assert tokens.authenticate(authorization) is TokenRejection.MISSING
+
+
+def test_authenticate_token_not_in_the_store_is_unknown(tokens: TokenService) -> None:
+    assert tokens.authenticate("Bearer kn_made-up") is TokenRejection.UNKNOWN
+
+
+def test_authenticate_expired_token_is_expired(tokens: TokenService, clock: TickingClock) -> None:
+    token = _issue(tokens, expires_in=timedelta(seconds=2))
+    for _ in range(3):
+        clock()
+
+    assert tokens.authenticate(f"Bearer {token}") is TokenRejection.EXPIRED
+
+
+def test_authenticate_revoked_token_is_revoked_even_when_also_expired(
+    tokens: TokenService, store: InMemoryKnowledgeStore, clock: TickingClock
+) -> None:
+    token = _issue(tokens, expires_in=timedelta(seconds=2))
+    store.revoke_token(hash_token(token))
+    for _ in range(3):
+        clock()
+
+    assert tokens.authenticate(token) is TokenRejection.REVOKED

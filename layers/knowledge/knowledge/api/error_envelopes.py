@@ -84,11 +84,12 @@ def from_validation_errors(
 ) -> KnowledgeError:
     """Translate pydantic errors: unknown fields are a request-shape problem (``invalid_request``:
     ``knowledge_invalid_request``, or ``memory_invalid_request`` for the memory tools); anything
-    else is a malformed value (``validation_error``)."""
+    else is a malformed value (``validation_error``). A length bound on a string is told in
+    characters (pydantic says "items" when the bound applies after a validator)."""
     problems = [
         {
             "field": ".".join(str(part) for part in error.get("loc", ()) if part != "body") or "body",
-            "problem": str(error.get("msg", "invalid")),
+            "problem": _problem(error),
         }
         for error in errors
     ]
@@ -96,3 +97,19 @@ def from_validation_errors(
     if types and types <= {"extra_forbidden"}:
         return invalid_request("The request has fields the tool does not accept.", {"fields": problems})
     return RequestValidationError("The request has a malformed value.", {"fields": problems})
+
+
+def _problem(error: Mapping[str, Any]) -> str:
+    """The error's message; for a length bound on a string, in characters, as pydantic words its
+    own string bounds (``String should have at most 200 characters``)."""
+    context = error.get("ctx") or {}
+    if isinstance(error.get("input"), str):
+        if error.get("type") == "too_long" and "max_length" in context:
+            return f"String should have at most {_characters(context['max_length'])}"
+        if error.get("type") == "too_short" and "min_length" in context:
+            return f"String should have at least {_characters(context['min_length'])}"
+    return str(error.get("msg", "invalid"))
+
+
+def _characters(count: int) -> str:
+    return f"{count} character" if count == 1 else f"{count} characters"

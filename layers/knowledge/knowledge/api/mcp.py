@@ -30,7 +30,19 @@ parser's or pydantic's text, input echo and documentation links included):
   HTTP 400, JSON-RPC ``{"code": -32600, "message": "Invalid Request"}``. A notification has no
   ``id`` at all (and gets the transport's 202).
 
-Both JSON-RPC errors have ``"id": null`` and no ``data``. The body is then handed on unchanged.
+Headers, before the SDK sees them (it would answer in its own words, some of it plain text):
+
+- an ``MCP-Protocol-Version`` header naming a version the SDK does not know: HTTP 400, JSON-RPC
+  ``{"code": -32600, "message": "Unsupported protocol version", "data": {"supported_versions":
+  [...]}}`` (the value sent is not echoed);
+- an ``Accept`` header that admits no JSON (``text/html``): HTTP 406, JSON-RPC
+  ``{"code": -32600, "message": "Not Acceptable"}``; no ``Accept`` header means any type;
+- ``Content-Type`` is not checked: like the REST routes, every body is read as JSON, so
+  ``curl -d`` (``application/x-www-form-urlencoded``) works; the SDK is handed
+  ``application/json``.
+
+These JSON-RPC errors have ``"id": null`` and no ``data`` unless said. The body is then handed
+on unchanged.
 
 Tool calls: arguments are validated by the tool's arguments model (the SDK does not validate
 them), so malformed input carries the project's codes (``validation_error``,
@@ -38,7 +50,8 @@ them), so malformed input carries the project's codes (``validation_error``,
 holding the response model's JSON (contract field names, the same JSON as REST). Every error is
 the error envelope's JSON as text with
 ``isError: true`` (``{"type":"knowledge_unavailable"}`` when the runtime switch is off); an unknown
-tool name is a ``not_found`` envelope. The service is synchronous (boto3), so it runs in a worker
+tool name is a ``not_found`` envelope with a fixed message (the name is not echoed) and
+``details.available_tools``. The service is synchronous (boto3), so it runs in a worker
 thread (``anyio.to_thread``) and never blocks the event loop.
 
 DNS-rebinding protection is off: it guards servers on localhost or private networks that a browser
@@ -59,6 +72,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from mcp.server import Server, ServerRequestContext
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import INVALID_REQUEST, PARSE_ERROR, jsonrpc_message_adapter
+from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -74,7 +88,8 @@ from knowledge.api.error_envelopes import (
 )
 from knowledge.api.http import MAX_BODY_BYTES
 from knowledge.api.mcp_tools import TOOLS
-from knowledge.api.principal import principal_from_event
+from knowledge.api.principal import principal_from_event, unauthenticated
+from knowledge.domain.bearer_tokens import TokenRejection
 from knowledge.domain.contract import ErrorResponse
 from knowledge.domain.models import Principal
 from knowledge.errors import AuthenticationRequiredError, KnowledgeError
@@ -84,6 +99,7 @@ SERVER_NAME = "knowledge"
 MCP_PATH = "/mcp"
 EVENT_SCOPE_KEY = "aws.event"
 """Where Mangum puts the Lambda event in the ASGI scope."""
+PROTOCOL_VERSION_HEADER = b"mcp-protocol-version"
 PRINCIPAL_SCOPE_KEY = "knowledge.principal"
 """Where the authenticated ``Principal`` travels from the HTTP layer to the tool handler."""
 
@@ -158,10 +174,11 @@ class McpApp:
             )
             await _error_response(too_large, {})(scope, receive, send)
             return
-        malformed = _jsonrpc_refusal(body)
+        malformed = _header_refusal(scope) or _jsonrpc_refusal(body)
         if malformed is not None:
             await malformed(scope, receive, send)
             return
+        scope["headers"] = _as_json_request(scope["headers"])
         scope[PRINCIPAL_SCOPE_KEY] = principal
         await self._app(scope, _replay(body, receive), send)
 
@@ -192,6 +209,45 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replayed
 
 
+def _header(scope: Scope, name: bytes) -> str | None:
+    return next((value.decode("latin-1") for key, value in scope["headers"] if key.lower() == name), None)
+
+
+def _header_refusal(scope: Scope) -> JSONResponse | None:
+    """A fixed JSON-RPC error for headers the SDK would answer in its own words: an
+    ``MCP-Protocol-Version`` it does not know (400, ``Unsupported protocol version``, with the
+    versions it knows in ``data``), or an ``Accept`` header that admits no JSON (406,
+    ``Not Acceptable``); ``None`` otherwise."""
+    version = _header(scope, PROTOCOL_VERSION_HEADER)
+    if version is not None and version not in KNOWN_PROTOCOL_VERSIONS:
+        return _jsonrpc_error(
+            INVALID_REQUEST,
+            "Unsupported protocol version",
+            data={"supported_versions": list(KNOWN_PROTOCOL_VERSIONS)},
+        )
+    accept = _header(scope, b"accept")
+    if accept and not _accepts_json(accept):
+        return _jsonrpc_error(INVALID_REQUEST, "Not Acceptable", status=406)
+    return None
+
+
+def _accepts_json(accept: str) -> bool:
+    types_ = {part.split(";")[0].strip().lower() for part in accept.split(",")}
+    return bool(types_ & {"*/*", "application/*", "application/json"})
+
+
+def _as_json_request(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """``headers`` with ``Content-Type: application/json`` and, when there was none,
+    ``Accept: application/json``: the body was already checked to be one JSON-RPC message,
+    whatever type it was sent as (``curl -d`` says ``application/x-www-form-urlencoded``), as the
+    REST routes read every body as JSON."""
+    kept = [(key, value) for key, value in headers if key.lower() != b"content-type"]
+    if not any(key.lower() == b"accept" and value.strip() for key, value in kept):
+        kept = [(key, value) for key, value in kept if key.lower() != b"accept"]
+        kept.append((b"accept", b"application/json"))
+    return [*kept, (b"content-type", b"application/json")]
+
+
 def _jsonrpc_refusal(body: bytes) -> JSONResponse | None:
     """A fixed JSON-RPC error for a body the SDK's transport would refuse, parsed and validated as
     the SDK does (``pydantic_core.from_json``, ``jsonrpc_message_adapter``); ``None`` when it is
@@ -216,9 +272,13 @@ def _is_request_id(value: object) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
-def _jsonrpc_error(code: int, message: str) -> JSONResponse:
-    body = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
-    return JSONResponse(body, status_code=400)
+def _jsonrpc_error(
+    code: int, message: str, *, data: dict[str, Any] | None = None, status: int = 400
+) -> JSONResponse:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return JSONResponse({"jsonrpc": "2.0", "id": None, "error": error}, status_code=status)
 
 
 def _error_response(error: KnowledgeError, headers: dict[str, str]) -> JSONResponse:
@@ -242,9 +302,9 @@ async def _call_tool(
 ) -> types.CallToolResult:
     tool = TOOLS.get(params.name)
     if tool is None:
+        # A fixed text: the name the caller sent is never echoed back.
         unknown = RouteNotFoundError(
-            f"Unknown tool {params.name!r}; this server offers {', '.join(TOOLS)}.",
-            {"tool": params.name, "available_tools": list(TOOLS)},
+            f"Unknown tool; this server offers {', '.join(TOOLS)}.", {"available_tools": list(TOOLS)}
         )
         return _error_result(error_envelope(unknown)[1])
     try:
@@ -265,7 +325,7 @@ def _principal(ctx: ServerRequestContext[Any, Any]) -> Principal:
     request = ctx.request
     principal = request.scope.get(PRINCIPAL_SCOPE_KEY) if request is not None else None
     if not isinstance(principal, Principal):
-        raise AuthenticationRequiredError("A valid bearer token is required.")
+        raise unauthenticated(TokenRejection.MISSING)
     return principal
 
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
+from knowledge.domain import ids
 from knowledge.domain.text import Text
 
 QUERY_MAX_CHARS = 2_000
@@ -19,14 +21,21 @@ ID_MAX_CHARS = 128
 LIMIT_CHARS_MIN, LIMIT_CHARS_MAX = 1, 10_000
 MAX_RESULTS_MIN, MAX_RESULTS_MAX = 1, 50
 MODES = ("hybrid", "lexical", "semantic", "rrf")
+_ID_PREFIXES = {
+    "knowledge_base_id": ids.KB_PREFIX,
+    "knowledge_item_id": ids.ITEM_PREFIX,
+    "knowledge_revision_id": ids.REVISION_PREFIX,
+}
 
 
 class SearchKnowledgeArguments(BaseModel):
     """The tool's arguments. Types are checked strictly and strings must be valid Unicode
     (``knowledge.domain.text``), both ``validation_error``; bounds on ``offset``, ``limit_chars``
     and ``max_results`` are published in the schema but enforced by the service so that they answer
-    ``knowledge_invalid_request``; ``alpha`` is clamped, ``mode`` normalized. ``null`` for any
-    argument means "use the default"."""
+    ``knowledge_invalid_request``; ``alpha`` is clamped, ``mode`` normalized. An id that is given
+    must have its kind's shape (``kb_``, ``ki_`` or ``kr_`` and a ULID, ``ids.shape_of``), else
+    ``validation_error`` naming the field: a base *name* is not an id. ``null`` for any argument
+    means "use the default"."""
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
@@ -82,6 +91,14 @@ class SearchKnowledgeArguments(BaseModel):
         description=("Hybrid lexical weight, clamped to 0.0 through 1.0; the semantic weight is 1-alpha."),
         json_schema_extra={"minimum": 0.0, "maximum": 1.0},
     )
+
+    @field_validator("knowledge_base_id", "knowledge_item_id", "knowledge_revision_id")
+    @classmethod
+    def _id_is_well_formed(cls, value: str, info: ValidationInfo) -> str:
+        prefix = _ID_PREFIXES[str(info.field_name)]
+        if value and not ids.is_well_formed(value, prefix):
+            raise PydanticCustomError("id_shape", ids.shape_of(prefix))
+        return value
 
     @model_validator(mode="before")
     @classmethod

@@ -104,12 +104,17 @@ def citation(
     revision_id: str,
     published_at: datetime | None,
 ) -> str:
-    """One readable line: ``"{title}" — {source title or URI}, revision {id}, published {YYYY-MM-DD}``.
+    """One readable line: ``"{title}" — {source}, revision {id}, published {YYYY-MM-DD}``.
 
-    Missing parts are left out; the publication date is taken in UTC.
+    ``source`` is the source's title, unless it only repeats ``title`` (ignoring case and spacing,
+    as when a document's title is also its source's): then the source's URI. Missing parts are
+    left out; the publication date is taken in UTC.
     """
     head = f'"{title.strip()}"' if title.strip() else ""
-    source = (source_title or "").strip() or (source_uri or "").strip()
+    source_name = (source_title or "").strip()
+    if _same_words(source_name, title):
+        source_name = ""
+    source = source_name or (source_uri or "").strip()
     if source:
         head = f"{head} — {source}" if head else source
     parts = [head] if head else []
@@ -118,6 +123,10 @@ def citation(
         moment = published_at.astimezone(UTC) if published_at.tzinfo else published_at
         parts.append(f"published {moment.date().isoformat()}")
     return ", ".join(parts)
+
+
+def _same_words(first: str, second: str) -> bool:
+    return " ".join(first.casefold().split()) == " ".join(second.casefold().split())
 
 
 def _terms(query: str) -> tuple[list[str], list[str]]:

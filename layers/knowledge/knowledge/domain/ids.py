@@ -12,6 +12,8 @@ import re
 import threading
 import time
 
+from knowledge.errors import RequestValidationError
+
 _ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _lock = threading.Lock()
 _last = (0, 0)
@@ -21,6 +23,16 @@ ITEM_PREFIX = "ki_"
 REVISION_PREFIX = "kr_"
 NOTE_PREFIX = "nt_"
 PIN_PREFIX = "pn_"
+
+KINDS = {
+    KB_PREFIX: "knowledge base id",
+    ITEM_PREFIX: "knowledge item id",
+    REVISION_PREFIX: "knowledge revision id",
+    NOTE_PREFIX: "note id",
+    PIN_PREFIX: "pin id",
+}
+"""What each prefix names, for error messages."""
+_EXAMPLE_ULID = "01J9Z3K4QW5E6R7T8Y9V0A1B2C"
 
 _ID_RE = re.compile(r"^(kb|ki|kr|nt|pn)_[0-9A-HJKMNP-TV-Z]{26}$")
 
@@ -70,3 +82,27 @@ def new_pin_id() -> str:
 def is_well_formed(identifier: str, prefix: str) -> bool:
     """True when ``identifier`` is ``prefix`` followed by a ULID; guessed junk is rejected cheaply."""
     return identifier.startswith(prefix) and _ID_RE.match(identifier) is not None
+
+
+def shape_of(prefix: str) -> str:
+    """The expected shape of an id with ``prefix``, in words (the ``problem`` of a malformed one)."""
+    return (
+        f"must be a {KINDS[prefix]}: {prefix} followed by 26 Crockford base32 characters "
+        "(digits and capital letters but I, L, O and U), such as "
+        f"{prefix}{_EXAMPLE_ULID}"
+    )
+
+
+def require_well_formed(identifier: str, prefix: str, field: str) -> str:
+    """``identifier`` when it is well formed for ``prefix``.
+
+    Raises ``RequestValidationError`` (400 ``validation_error``) otherwise, with
+    ``details.fields == [{"field": field, "problem": shape_of(prefix)}]``. The check is on the
+    shape alone, before any lookup, so it says nothing about what exists; the value is not echoed.
+    """
+    if not is_well_formed(identifier, prefix):
+        raise RequestValidationError(
+            f"{field} is not a well-formed {KINDS[prefix]}.",
+            {"fields": [{"field": field, "problem": shape_of(prefix)}]},
+        )
+    return identifier

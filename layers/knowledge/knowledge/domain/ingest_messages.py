@@ -24,6 +24,7 @@ from knowledge.domain import ids
 from knowledge.domain.memory_contract import ForgetMemoryArguments, RememberArguments
 from knowledge.domain.models import Source
 from knowledge.domain.notes import LABEL_MAX_CHARS
+from knowledge.domain.sources import SafeSource
 from knowledge.domain.text import Text
 
 TENANT_ID_PATTERN = r"^[^#\s]{1,128}$"
@@ -54,7 +55,7 @@ class UpsertMessage(_Message):
     op: Literal["upsert"]
     title: Text = Field(min_length=1, max_length=TITLE_MAX_CHARS)
     content: Text
-    source: Source = Source()
+    source: SafeSource = Source()
     publish: bool = True
 
 

@@ -36,6 +36,7 @@ from knowledge.domain.models import (
     Source,
     TokenRecord,
 )
+from knowledge.domain.sources import SafeSource
 from knowledge.domain.text import StrictText, require_unicode
 
 MAX_CONTENT_CHARS = 4_000_000
@@ -106,7 +107,7 @@ class CreateItemRequest(_Request):
 
     title: Title
     content: Content
-    source: Source | None = None
+    source: SafeSource | None = None
     external_id: Annotated[StrictText, Field(min_length=1, max_length=EXTERNAL_ID_MAX_CHARS)] | None = None
     publish: StrictBool = False
 
@@ -122,7 +123,7 @@ class CreateRevisionRequest(_Request):
 
     content: Content
     title: Title | None = None
-    source: Source | None = None
+    source: SafeSource | None = None
     publish: StrictBool = False
     expected_version: Version | None = None
 

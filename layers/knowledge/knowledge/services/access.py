@@ -1,6 +1,7 @@
 """Access checks shared by the services: scopes (``require_scope``), and looking a base up for a
-principal (``find_base``) with one answer, ``ResourceUnavailableError``, for a malformed id, an
-absent base and a base the principal may not use, so existence never leaks (DESIGN §5)."""
+principal (``find_base``): a malformed id is a ``validation_error`` (its shape alone is checked,
+before any lookup), and an absent base and a base the principal may not use get one answer,
+``ResourceUnavailableError``, so existence never leaks (DESIGN §5)."""
 
 from __future__ import annotations
 
@@ -20,9 +21,9 @@ def find_base(
     allowed: Callable[[Principal, KnowledgeBase], bool] = can_see,
 ) -> KnowledgeBase:
     """The base of the principal's tenant named ``knowledge_base_id`` when ``allowed`` (by default
-    the visibility rule); ``ResourceUnavailableError`` otherwise."""
-    if not ids.is_well_formed(knowledge_base_id, ids.KB_PREFIX):
-        raise ResourceUnavailableError()
+    the visibility rule); ``ResourceUnavailableError`` otherwise, and ``RequestValidationError``
+    (field ``knowledge_base_id``) when the id is not ``kb_`` and a ULID."""
+    ids.require_well_formed(knowledge_base_id, ids.KB_PREFIX, "knowledge_base_id")
     base = store.get_base(principal.tenant_id, knowledge_base_id)
     if base is None or not allowed(principal, base):
         raise ResourceUnavailableError()

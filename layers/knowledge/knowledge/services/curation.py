@@ -203,8 +203,7 @@ class CurationService:
         """Make one of the item's revisions current (an older one rolls back); the item takes its
         title."""
         item = self._writable_item(principal, knowledge_item_id)
-        if not ids.is_well_formed(request.revision_id, ids.REVISION_PREFIX):
-            raise ResourceUnavailableError()
+        ids.require_well_formed(request.revision_id, ids.REVISION_PREFIX, "revision_id")
         updated = self._store.publish_revision(
             principal.tenant_id,
             item.knowledge_item_id,
@@ -298,8 +297,7 @@ class CurationService:
         return self._visible_base(principal, knowledge_base_id)
 
     def _item_and_base(self, principal: Principal, knowledge_item_id: str) -> KnowledgeItem:
-        if not ids.is_well_formed(knowledge_item_id, ids.ITEM_PREFIX):
-            raise ResourceUnavailableError()
+        ids.require_well_formed(knowledge_item_id, ids.ITEM_PREFIX, "knowledge_item_id")
         item = self._store.get_item(principal.tenant_id, knowledge_item_id)
         if item is None:
             raise ResourceUnavailableError()

@@ -52,7 +52,7 @@ class MemorySearchService:
 
     def search_memory(self, principal: Principal, arguments: SearchMemoryArguments) -> MemorySearchResponse:
         if not self._switch.is_enabled():
-            raise RuntimeDisabledError("The knowledge runtime is disabled; try again later.")
+            raise RuntimeDisabledError()
         require_scope(principal, Permission.MEMORY_READ)
         query = arguments.query.strip()
         problems = []

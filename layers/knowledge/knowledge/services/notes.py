@@ -399,8 +399,7 @@ class NoteService:
         return note
 
     def _visible(self, principal: Principal, note_id: str) -> Note:
-        if not ids.is_well_formed(note_id, ids.NOTE_PREFIX):
-            raise MemoryUnavailableError()
+        ids.require_well_formed(note_id, ids.NOTE_PREFIX, "note_id")
         note = self._store.get_note(principal.tenant_id, note_id)
         if note is None or not can_see_note(principal, note):
             raise MemoryUnavailableError()
@@ -410,7 +409,7 @@ class NoteService:
         """``RuntimeDisabledError`` when the switch is off, ``InsufficientScopeError`` without
         ``scope``: the read-only check every memory call starts with."""
         if not self._switch.is_enabled():
-            raise RuntimeDisabledError("The knowledge runtime is disabled; try again later.")
+            raise RuntimeDisabledError()
         require_scope(principal, scope)
 
 

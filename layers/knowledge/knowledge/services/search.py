@@ -65,7 +65,7 @@ class SearchService:
     ) -> KnowledgeSearchResponse | KnowledgeReadResponse:
         """Answer one call: query mode when ``query`` is set, addressed read when an item id is."""
         if not self._switch.is_enabled():
-            raise RuntimeDisabledError("The knowledge runtime is disabled; try again later.")
+            raise RuntimeDisabledError()
         if not principal.has_scope(Permission.READ):
             raise InsufficientScopeError(
                 "The token lacks the knowledge:read scope.", {"required_scope": Permission.READ.value}
@@ -133,10 +133,9 @@ class SearchService:
     def _read(self, principal: Principal, arguments: SearchKnowledgeArguments) -> KnowledgeReadResponse:
         item_id = arguments.knowledge_item_id
         revision_id = arguments.knowledge_revision_id or None
-        if not ids.is_well_formed(item_id, ids.ITEM_PREFIX) or (
-            revision_id is not None and not ids.is_well_formed(revision_id, ids.REVISION_PREFIX)
-        ):
-            raise ResourceUnavailableError()
+        ids.require_well_formed(item_id, ids.ITEM_PREFIX, "knowledge_item_id")
+        if revision_id is not None:
+            ids.require_well_formed(revision_id, ids.REVISION_PREFIX, "knowledge_revision_id")
         item = self._store.get_item(principal.tenant_id, item_id)
         if item is None or item.status is not ItemStatus.PUBLISHED or item.current_revision_id is None:
             raise ResourceUnavailableError()

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 
-from knowledge.domain.bearer_tokens import hash_token, new_token
+from knowledge.domain.bearer_tokens import TokenRejection, hash_token, new_token
 from knowledge.domain.models import TokenRecord
 from knowledge.ports import TokenStore
 
@@ -36,24 +36,39 @@ class TokenService:
         """The valid record for an ``Authorization`` header value (``Bearer <token>`` or the bare
         token); ``None`` when absent, unknown, expired or revoked, or when one of its ancestors is
         revoked, expired or gone."""
-        if not authorization:
-            return None
-        token = authorization.strip()
+        outcome = self.authenticate(authorization)
+        return outcome if isinstance(outcome, TokenRecord) else None
+
+    def authenticate(self, authorization: str | None) -> TokenRecord | TokenRejection:
+        """The valid record for an ``Authorization`` header value, or why there is none:
+        ``missing`` (no header, or no token in it), ``unknown`` (not in the store), ``revoked``
+        (the token, or one of its ancestors: a revoked, expired or deleted issuer invalidates what
+        it minted), ``expired`` (revocation wins when both hold)."""
+        token = (authorization or "").strip()
         if token.lower().startswith(BEARER_PREFIX):
             token = token[len(BEARER_PREFIX) :].strip()
-        if not token:
-            return None
+        if not token or token.lower() == BEARER_PREFIX.strip():
+            return TokenRejection.MISSING
         record = self._store.get_token(hash_token(token))
-        if record is None or not self.is_valid(record):
-            return None
+        if record is None:
+            return TokenRejection.UNKNOWN
+        if record.revoked:
+            return TokenRejection.REVOKED
+        now = self._clock()
+        if not record.is_valid_at(now):
+            return TokenRejection.EXPIRED
+        if not self._lineage_is_valid(record, now):
+            return TokenRejection.REVOKED
         return record
 
     def is_valid(self, record: TokenRecord) -> bool:
         """True when ``record`` and every one of its ancestors are valid now (one batched read)."""
-        if not record.is_valid_at(self._clock()):
-            return False
+        now = self._clock()
+        return record.is_valid_at(now) and self._lineage_is_valid(record, now)
+
+    def _lineage_is_valid(self, record: TokenRecord, now: datetime) -> bool:
         ancestors = self._store.get_tokens(record.ancestor_token_ids) if record.ancestor_token_ids else {}
-        return invalid_ancestor(record, ancestors, self._clock()) is None
+        return invalid_ancestor(record, ancestors, now) is None
 
     def issue(
         self,
