@@ -45,7 +45,7 @@ from knowledge.errors import (
 )
 from knowledge.observability import logger
 from knowledge.ports import CorpusStore, Embedder, RuntimeSwitch, SearchIndex
-from knowledge.services.access import find_base
+from knowledge.services.access import find_base, find_item
 from knowledge.services.ranking import Accepted, rank
 
 
@@ -137,12 +137,13 @@ class SearchService:
             revision_id is not None and not ids.is_well_formed(revision_id, ids.REVISION_PREFIX)
         ):
             raise ResourceUnavailableError()
-        item = self._store.get_item(principal.tenant_id, item_id)
-        if item is None or item.status is not ItemStatus.PUBLISHED or item.current_revision_id is None:
+        # One get_item and one get_base whatever the answer (``find_item``): an absent item and
+        # one the caller may not see take the same work before their identical 404.
+        item, base = find_item(self._store, principal, item_id)
+        if item.status is not ItemStatus.PUBLISHED or item.current_revision_id is None:
             raise ResourceUnavailableError()
         if arguments.knowledge_base_id and arguments.knowledge_base_id != item.knowledge_base_id:
             raise ResourceUnavailableError()
-        base = self._visible_base(principal, item.knowledge_base_id)
         revision = self._store.get_revision(
             principal.tenant_id, item_id, revision_id or item.current_revision_id
         )
