@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from knowledge.domain import ids
 from knowledge.domain.analysis import query_terms
+from knowledge.domain.bounds import OFFSET_MAX
 from knowledge.domain.contract import (
     LIMIT_CHARS_MAX,
     LIMIT_CHARS_MIN,
@@ -195,8 +196,8 @@ def normalize_mode(mode: str) -> SearchMode:
 def _check_bounds(arguments: SearchKnowledgeArguments) -> None:
     """Bounds apply whatever the mode (DESIGN §5: out-of-mode parameters are still checked)."""
     problems = []
-    if arguments.offset < 0:
-        problems.append({"field": "offset", "problem": "must be 0 or more"})
+    if not 0 <= arguments.offset <= OFFSET_MAX:
+        problems.append({"field": "offset", "problem": f"must be between 0 and {OFFSET_MAX}"})
     if not LIMIT_CHARS_MIN <= arguments.limit_chars <= LIMIT_CHARS_MAX:
         problems.append(
             {"field": "limit_chars", "problem": f"must be between {LIMIT_CHARS_MIN} and {LIMIT_CHARS_MAX}"}
