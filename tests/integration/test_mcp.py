@@ -316,6 +316,22 @@ ERROR_ROWS = [
         "knowledge_invalid_request",
         id="offset",
     ),
+    pytest.param(
+        {"knowledge_item_id": "ki_01JDQ8ZC7N3V5W9X2Y4Z6A8B0C", "offset": 10**38},
+        "knowledge_invalid_request",
+        id="offset-huge",
+    ),
+    pytest.param({"query": "deploy", "max_results": 10**38}, "knowledge_invalid_request", id="results-huge"),
+    pytest.param(
+        {"knowledge_item_id": "ki_01JDQ8ZC7N3V5W9X2Y4Z6A8B0C", "offset": True},
+        "validation_error",
+        id="offset-bool",
+    ),
+    pytest.param(
+        {"knowledge_item_id": "ki_01JDQ8ZC7N3V5W9X2Y4Z6A8B0C", "limit_chars": 1.5},
+        "validation_error",
+        id="limit-float",
+    ),
     pytest.param({"query": "deploy", "colour": "blue"}, "knowledge_invalid_request", id="unknown-field"),
     pytest.param({}, "knowledge_query_required", id="nothing-to-do"),
     pytest.param(
@@ -348,6 +364,26 @@ def test_mcp_remember_huge_ttl_seconds_is_memory_invalid_request(
     body = error_payload(call_tool(gateway, writer, arguments, name="remember"), "memory_invalid_request")
 
     assert [problem["field"] for problem in body["error"]["details"]["fields"]] == ["ttl_seconds"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "code"),
+    [
+        ({"expected_version": 10**38}, "memory_invalid_request"),
+        ({"expected_version": -1}, "memory_invalid_request"),
+        ({"expected_version": True}, "validation_error"),
+        ({"expected_version": 1.5}, "validation_error"),
+    ],
+)
+def test_mcp_remember_expected_version_bounds_and_types_name_the_field(
+    gateway: Gateway, world: SearchWorld, arguments: dict[str, Any], code: str
+) -> None:
+    writer = memory_token(world, "alice")
+    call = {"content": "A fact.", "semantic_key": "fact", **arguments}
+
+    body = error_payload(call_tool(gateway, writer, call, name="remember"), code)
+
+    assert [problem["field"] for problem in body["error"]["details"]["fields"]] == ["expected_version"]
 
 
 def test_mcp_token_without_read_scope_returns_insufficient_scope(

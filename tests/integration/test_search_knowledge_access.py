@@ -201,3 +201,27 @@ def test_search_knowledge_absent_and_unauthorized_ids_answer_identical_bytes(wor
 
     assert {reply.status for reply in replies} == {404}
     assert len({reply.text for reply in replies}) == 1
+
+
+def test_search_knowledge_absent_and_invisible_items_cost_the_same_dynamodb_calls(world: SearchWorld) -> None:
+    hidden, _ = world.publish(world.base(scope=Scope.PRIVATE, owner_id="owner-1"), "Zephyr", SECRET)
+    reader = world.token(subject_id="agent-7")
+    world.read(reader, hidden.knowledge_item_id)  # warm: the first call builds clients
+    operations: list[str] = []
+
+    def record(event_name: str, **_: Any) -> None:
+        operations.append(event_name.rsplit(".", 1)[-1])
+
+    world.dynamodb.meta.events.register("before-call.dynamodb", record)
+    try:
+        absent = world.read(reader, "ki_01M8MSRAQ70QQ1SJHWP0AMCDPZ")
+        absent_calls, operations[:] = list(operations), []
+        invisible = world.read(reader, hidden.knowledge_item_id)
+        invisible_calls = list(operations)
+    finally:
+        world.dynamodb.meta.events.unregister("before-call.dynamodb", record)
+
+    error_body(404, "knowledge_resource_unavailable", absent)
+    assert absent.text == invisible.text
+    # The authorizer's token, then the item, then its base (a base no one has for the absent item).
+    assert absent_calls == invisible_calls == ["GetItem", "GetItem", "GetItem"]

@@ -12,7 +12,12 @@ from pydantic import ValidationError
 from knowledge.api.error_envelopes import error_envelope, from_validation_errors
 from knowledge.api.http import build_resolver, parse_json_body
 from knowledge.domain.write_contract import CreateItemRequest, CreateTokenRequest
-from knowledge.errors import ConflictError, DependencyUnavailableError, RequestValidationError
+from knowledge.errors import (
+    ConflictError,
+    DependencyUnavailableError,
+    MemoryInvalidRequestError,
+    RequestValidationError,
+)
 from tests.support.events import lambda_context, load_event, with_body
 
 router = Router()
@@ -187,3 +192,27 @@ def test_from_validation_errors_list_length_is_still_told_in_items() -> None:
     [problem] = from_validation_errors(raised.value.errors()).details["fields"]
 
     assert "item" in problem["problem"]
+
+
+BOUND = {
+    "type": "less_than_equal",
+    "loc": ("body", "expected_version"),
+    "msg": "Input should be less than or equal to 9",
+}
+NOT_AN_INTEGER = {"type": "int_type", "loc": ("body", "limit"), "msg": "Input should be a valid integer"}
+
+
+def test_from_validation_errors_bound_alone_is_the_surfaces_invalid_request_naming_the_bound() -> None:
+    error = from_validation_errors([BOUND], MemoryInvalidRequestError)
+
+    assert error.code == "memory_invalid_request"
+    assert error.details == {
+        "fields": [{"field": "expected_version", "problem": "Input should be less than or equal to 9"}]
+    }
+
+
+def test_from_validation_errors_bound_beside_a_wrong_type_is_validation_error() -> None:
+    error = from_validation_errors([BOUND, NOT_AN_INTEGER])
+
+    assert error.code == "validation_error"
+    assert [problem["field"] for problem in error.details["fields"]] == ["expected_version", "limit"]

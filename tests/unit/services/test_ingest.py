@@ -202,6 +202,40 @@ def test_ingest_remember_message_out_of_bounds_raises_so_it_reaches_the_dead_let
         ingest.ingest(_memory("remember", content="x", importance=2.0), message_id="m-1")
 
 
+@pytest.mark.parametrize(
+    ("fields", "error"),
+    [
+        ({"expected_version": 10**38}, MemoryInvalidRequestError),
+        ({"expected_version": -1}, MemoryInvalidRequestError),
+        ({"ttl_seconds": 10**38}, MemoryInvalidRequestError),
+        ({"expected_version": True}, MessageRejectedError),
+        ({"ttl_seconds": 1.5}, MessageRejectedError),
+    ],
+)
+def test_ingest_remember_message_integer_out_of_bounds_or_no_integer_is_rejected_naming_the_field(
+    ingest: IngestService, fields: dict[str, Any], error: type[Exception]
+) -> None:
+    body = _memory("remember", content="A fact.", semantic_key="fact", **fields)
+
+    with pytest.raises(error) as raised:
+        ingest.ingest(body, message_id="m-1")
+
+    [field] = fields
+    problems = raised.value.details["fields"]  # type: ignore[attr-defined]
+    # A malformed message names the field under its op ("remember.ttl_seconds").
+    assert [problem["field"].removeprefix("remember.") for problem in problems] == [field]
+
+
+def test_ingest_remember_message_with_1e400_is_rejected_naming_the_field(ingest: IngestService) -> None:
+    body = _memory("remember", content="A fact.", semantic_key="fact", ttl_seconds=1)
+    body = body.replace('"ttl_seconds": 1', '"ttl_seconds": 1e400')
+
+    with pytest.raises(MessageRejectedError) as raised:
+        ingest.ingest(body, message_id="m-1")
+
+    assert [problem["field"] for problem in raised.value.details["fields"]] == ["remember.ttl_seconds"]
+
+
 def test_ingest_remember_message_with_a_huge_ttl_is_rejected_and_logged_without_values(
     ingest: IngestService, caplog: pytest.LogCaptureFixture
 ) -> None:

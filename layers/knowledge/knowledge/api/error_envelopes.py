@@ -79,13 +79,23 @@ def unexpected_error_envelope(error: BaseException) -> tuple[int, ErrorResponse]
     return 500, body
 
 
+_SHAPE_ERRORS = frozenset({"extra_forbidden"})
+"""pydantic error types of a request-shape problem: a field the model does not accept."""
+_BOUND_ERRORS = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal"})
+"""pydantic error types of a number out of its bound (the message names the bound)."""
+
+
 def from_validation_errors(
     errors: Iterable[Mapping[str, Any]], invalid_request: type[KnowledgeError] = InvalidRequestError
 ) -> KnowledgeError:
-    """Translate pydantic errors: unknown fields are a request-shape problem (``invalid_request``:
-    ``knowledge_invalid_request``, or ``memory_invalid_request`` for the memory tools); anything
-    else is a malformed value (``validation_error``). A length bound on a string is told in
-    characters (pydantic says "items" when the bound applies after a validator)."""
+    """Translate pydantic errors. Unknown fields and numbers out of their bounds are request-shape
+    problems (``invalid_request``: ``knowledge_invalid_request``, or ``memory_invalid_request`` for
+    the memory tools), with ``details.fields`` naming each field and, for a bound, the bound
+    ("Input should be less than or equal to 100"); anything else, alone or beside those, is a
+    malformed value (``validation_error``: a wrong type such as ``true`` or ``1.5`` for an integer).
+    A length bound on a string is told in characters (pydantic says "items" when the bound applies
+    after a validator)."""
+    errors = list(errors)
     problems = [
         {
             "field": ".".join(str(part) for part in error.get("loc", ()) if part != "body") or "body",
@@ -94,8 +104,10 @@ def from_validation_errors(
         for error in errors
     ]
     types = {str(error.get("type", "")) for error in errors}
-    if types and types <= {"extra_forbidden"}:
+    if types and types <= _SHAPE_ERRORS:
         return invalid_request("The request has fields the tool does not accept.", {"fields": problems})
+    if types and types <= _SHAPE_ERRORS | _BOUND_ERRORS:
+        return invalid_request("A parameter is out of bounds.", {"fields": problems})
     return RequestValidationError("The request has a malformed value.", {"fields": problems})
 
 

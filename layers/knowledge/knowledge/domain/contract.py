@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from pydantic_core import PydanticCustomError
 
 from knowledge.domain import ids
+from knowledge.domain.bounds import OFFSET_MAX
 from knowledge.domain.text import Text
 
 QUERY_MAX_CHARS = 2_000
@@ -29,13 +30,13 @@ _ID_PREFIXES = {
 
 
 class SearchKnowledgeArguments(BaseModel):
-    """The tool's arguments. Types are checked strictly and strings must be valid Unicode
-    (``knowledge.domain.text``), both ``validation_error``; bounds on ``offset``, ``limit_chars``
-    and ``max_results`` are published in the schema but enforced by the service so that they answer
-    ``knowledge_invalid_request``; ``alpha`` is clamped, ``mode`` normalized. An id that is given
-    must have its kind's shape (``kb_``, ``ki_`` or ``kr_`` and a ULID, ``ids.shape_of``), else
-    ``validation_error`` naming the field: a base *name* is not an id. ``null`` for any argument
-    means "use the default"."""
+    """The tool's arguments. Types are checked strictly (``true``, ``1.5`` or ``1e400`` is not an
+    integer) and strings must be valid Unicode (``knowledge.domain.text``), both ``validation_error``;
+    bounds on ``offset`` (0 to ``OFFSET_MAX``), ``limit_chars`` and ``max_results`` are published in
+    the schema but enforced by the service so that they answer ``knowledge_invalid_request``;
+    ``alpha`` is clamped, ``mode`` normalized. An id that is given must have its kind's shape
+    (``kb_``, ``ki_`` or ``kr_`` and a ULID, ``ids.shape_of``), else ``validation_error`` naming the
+    field: a base *name* is not an id. ``null`` for any argument means "use the default"."""
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
@@ -65,7 +66,7 @@ class SearchKnowledgeArguments(BaseModel):
     offset: int = Field(
         default=0,
         description="Zero-based character offset for addressed content.",
-        json_schema_extra={"minimum": 0},
+        json_schema_extra={"minimum": 0, "maximum": OFFSET_MAX},
     )
     limit_chars: int = Field(
         default=4_000,

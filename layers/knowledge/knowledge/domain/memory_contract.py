@@ -6,7 +6,8 @@ Types are strict and unknown fields refused (``validation_error``), as is a ``se
 ``query`` over 2,000 characters (the bound of ``search_knowledge``, with the same error); bounds
 (content 1–8,000 characters, ``content`` and ``semantic_key`` not blank, ``importance`` 0–1,
 ``limit`` 1–50, ``ttl_seconds`` 1–316,224,000, ``max_tokens`` 64–8,000, ``max_items`` 1–50, pin
-``order`` 0–999,999, ``reason`` up to 500 characters) and fields that need another (``team_id`` without
+``order`` 0–999,999, ``reason`` up to 500 characters, ``expected_version`` 1–2^53−1: every integer
+is bounded, ``knowledge.domain.bounds``) and fields that need another (``team_id`` without
 ``scope: "team"``, ``expected_version`` without ``memory_id`` or ``semantic_key``, ``expires_at``
 with ``ttl_seconds``) are published in the schema and enforced by the service, which answers
 ``memory_invalid_request``. ``null`` means "use the default". Timestamps are ISO-8601 UTC; lengths
@@ -20,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
+from knowledge.domain.bounds import VERSION_MAX, VERSION_MIN
 from knowledge.domain.contract import MAX_RESULTS_MAX, MAX_RESULTS_MIN, MODES, QUERY_MAX_CHARS, Scores
 from knowledge.domain.notes import CONTENT_MAX_CHARS, DEFAULT_IMPORTANCE, LABEL_MAX_CHARS, PATH_MAX_CHARS
 from knowledge.domain.notes import SEMANTIC_KEY_MAX_CHARS as KEY_MAX_CHARS
@@ -84,7 +86,7 @@ class RememberArguments(_Arguments):
     expected_version: int | None = Field(
         default=None,
         description="With memory_id or semantic_key: the version last read (optimistic lock).",
-        json_schema_extra={"minimum": 1},
+        json_schema_extra={"minimum": VERSION_MIN, "maximum": VERSION_MAX},
     )
     supersedes: list[Text] = Field(
         default_factory=list,
@@ -430,9 +432,10 @@ def remember_problems(arguments: RememberArguments, team_ids: frozenset[str]) ->
             "needs memory_id or semantic_key",
         ),
         (
-            arguments.expected_version is not None and arguments.expected_version < 1,
+            arguments.expected_version is not None
+            and not VERSION_MIN <= arguments.expected_version <= VERSION_MAX,
             "expected_version",
-            "must be 1 or more",
+            f"must be between {VERSION_MIN} and {VERSION_MAX}",
         ),
         (len(arguments.supersedes) > MAX_SUPERSEDES, "supersedes", f"names at most {MAX_SUPERSEDES} notes"),
     ]

@@ -1,8 +1,10 @@
 """The write API's bodies and answers (DESIGN §6), named as the tool names things.
 
 Request bodies refuse unknown fields (``knowledge_invalid_request``, as the tool does), take JSON
-types strictly (``"3"`` is not a version: ``validation_error``) and refuse strings that are not valid
-Unicode (``knowledge.domain.text``: ``validation_error``). Answers are exactly the shapes of
+types strictly (``"3"``, ``true`` or ``1.5`` is not a version: ``validation_error``) and refuse strings
+that are not valid Unicode (``knowledge.domain.text``: ``validation_error``). Every integer is
+bounded (``knowledge.domain.bounds``); a value out of its bound is ``knowledge_invalid_request``
+naming the field and the bound. Answers are exactly the shapes of
 DESIGN §6; timestamps are ISO-8601 UTC, character counts Unicode code points.
 """
 
@@ -24,6 +26,7 @@ from pydantic import (
 )
 
 from knowledge.domain import ids
+from knowledge.domain.bounds import VERSION_MAX, VERSION_MIN
 from knowledge.domain.ingest_messages import EXTERNAL_ID_MAX_CHARS, TENANT_ID_PATTERN, TITLE_MAX_CHARS
 from knowledge.domain.models import (
     BaseStatus,
@@ -48,7 +51,14 @@ LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX = 50, 100
 TOKEN_TTL_MAX_SECONDS = 10 * 366 * 86_400
 """``expires_in`` is at most ten years; omit it for a token that never expires."""
 
-Version = Annotated[StrictInt, Field(ge=1, description="The version the caller last read (optimistic lock).")]
+Version = Annotated[
+    StrictInt,
+    Field(
+        ge=VERSION_MIN,
+        le=VERSION_MAX,
+        description=f"The version the caller last read (optimistic lock), {VERSION_MIN} to {VERSION_MAX}.",
+    ),
+]
 Label = Annotated[StrictText, Field(min_length=1, max_length=LABEL_MAX_CHARS)]
 Title = Annotated[StrictText, Field(min_length=1, max_length=TITLE_MAX_CHARS)]
 # The pattern comes before the Unicode check, so that it stays in the published JSON schema.

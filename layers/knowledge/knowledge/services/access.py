@@ -1,17 +1,23 @@
-"""Access checks shared by the services: scopes (``require_scope``), and looking a base up for a
-principal (``find_base``): a malformed id is a ``validation_error`` (its shape alone is checked,
-before any lookup), and an absent base and a base the principal may not use get one answer,
-``ResourceUnavailableError``, so existence never leaks (DESIGN §5)."""
+"""Access checks shared by the services: scopes (``require_scope``), and looking a base
+(``find_base``) or an item and its base (``find_item``) up for a principal: a malformed id is a
+``validation_error`` (its shape alone is checked, before any lookup), and an absent resource and one
+the principal may not use get one answer, ``ResourceUnavailableError``, so existence never leaks
+(DESIGN §5): neither by the answer nor by the work done for it."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from knowledge.domain import ids
-from knowledge.domain.models import KnowledgeBase, Permission, Principal
+from knowledge.domain.models import KnowledgeBase, KnowledgeItem, Permission, Principal
 from knowledge.domain.visibility import can_see
 from knowledge.errors import InsufficientScopeError, ResourceUnavailableError
-from knowledge.ports import BaseStore
+from knowledge.ports import BaseStore, CatalogStore
+
+ABSENT_BASE_ID = ids.KB_PREFIX + "0" * 26
+"""A well-formed base id no base has (ids are ULIDs of their creation time, never the epoch): what
+``find_item`` looks up when the item is absent, so that an absent item costs the store call an
+existing one does."""
 
 
 def find_base(
@@ -28,6 +34,28 @@ def find_base(
     if base is None or not allowed(principal, base):
         raise ResourceUnavailableError()
     return base
+
+
+def find_item(
+    store: CatalogStore,
+    principal: Principal,
+    knowledge_item_id: str,
+    allowed: Callable[[Principal, KnowledgeBase], bool] = can_see,
+) -> tuple[KnowledgeItem, KnowledgeBase]:
+    """The item of the principal's tenant named ``knowledge_item_id`` and its base, when ``allowed``
+    (by default the visibility rule) admits the base; ``ResourceUnavailableError`` otherwise.
+
+    A well-formed id always costs exactly two store calls, ``get_item`` then ``get_base``, whether
+    the item is absent (the base looked up is ``ABSENT_BASE_ID``), in a base the principal may not
+    use, or visible, so the time to answer does not tell an absent item from an invisible one.
+    Checks of the item itself (its status) are the caller's and cost no store call. A malformed id
+    is ``RequestValidationError`` (field ``knowledge_item_id``), before any lookup."""
+    ids.require_well_formed(knowledge_item_id, ids.ITEM_PREFIX, "knowledge_item_id")
+    item = store.get_item(principal.tenant_id, knowledge_item_id)
+    base = store.get_base(principal.tenant_id, ABSENT_BASE_ID if item is None else item.knowledge_base_id)
+    if item is None or base is None or not allowed(principal, base):
+        raise ResourceUnavailableError()
+    return item, base
 
 
 def require_scope(principal: Principal, scope: Permission) -> None:

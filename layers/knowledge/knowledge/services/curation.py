@@ -59,7 +59,7 @@ from knowledge.domain.write_contract import (
 )
 from knowledge.errors import RequestValidationError, ResourceUnavailableError
 from knowledge.ports import CatalogStore, RuntimeSwitch
-from knowledge.services.access import find_base, require_scope
+from knowledge.services.access import find_base, find_item, require_scope
 from knowledge.services.indexing import IndexingService
 from knowledge.services.upsert import Document, UpsertOutcome, upsert_by_external_id
 
@@ -297,11 +297,8 @@ class CurationService:
         return self._visible_base(principal, knowledge_base_id)
 
     def _item_and_base(self, principal: Principal, knowledge_item_id: str) -> KnowledgeItem:
-        ids.require_well_formed(knowledge_item_id, ids.ITEM_PREFIX, "knowledge_item_id")
-        item = self._store.get_item(principal.tenant_id, knowledge_item_id)
-        if item is None:
-            raise ResourceUnavailableError()
-        self._visible_base(principal, item.knowledge_base_id)
+        # ``find_item``: the same store calls for an absent item as for one the caller cannot see.
+        item, _ = find_item(self._store, principal, knowledge_item_id)
         return item
 
     def _writable_item(self, principal: Principal, knowledge_item_id: str) -> KnowledgeItem:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from knowledge.domain import ids
 from knowledge.domain.analysis import query_terms
+from knowledge.domain.bounds import OFFSET_MAX
 from knowledge.domain.contract import (
     LIMIT_CHARS_MAX,
     LIMIT_CHARS_MIN,
@@ -45,7 +46,7 @@ from knowledge.errors import (
 )
 from knowledge.observability import logger
 from knowledge.ports import CorpusStore, Embedder, RuntimeSwitch, SearchIndex
-from knowledge.services.access import find_base
+from knowledge.services.access import find_base, find_item
 from knowledge.services.ranking import Accepted, rank
 
 
@@ -136,12 +137,13 @@ class SearchService:
         ids.require_well_formed(item_id, ids.ITEM_PREFIX, "knowledge_item_id")
         if revision_id is not None:
             ids.require_well_formed(revision_id, ids.REVISION_PREFIX, "knowledge_revision_id")
-        item = self._store.get_item(principal.tenant_id, item_id)
-        if item is None or item.status is not ItemStatus.PUBLISHED or item.current_revision_id is None:
+        # One get_item and one get_base whatever the answer (``find_item``): an absent item and
+        # one the caller may not see take the same work before their identical 404.
+        item, base = find_item(self._store, principal, item_id)
+        if item.status is not ItemStatus.PUBLISHED or item.current_revision_id is None:
             raise ResourceUnavailableError()
         if arguments.knowledge_base_id and arguments.knowledge_base_id != item.knowledge_base_id:
             raise ResourceUnavailableError()
-        base = self._visible_base(principal, item.knowledge_base_id)
         revision = self._store.get_revision(
             principal.tenant_id, item_id, revision_id or item.current_revision_id
         )
@@ -193,8 +195,8 @@ def normalize_mode(mode: str) -> SearchMode:
 def _check_bounds(arguments: SearchKnowledgeArguments) -> None:
     """Bounds apply whatever the mode (DESIGN §5: out-of-mode parameters are still checked)."""
     problems = []
-    if arguments.offset < 0:
-        problems.append({"field": "offset", "problem": "must be 0 or more"})
+    if not 0 <= arguments.offset <= OFFSET_MAX:
+        problems.append({"field": "offset", "problem": f"must be between 0 and {OFFSET_MAX}"})
     if not LIMIT_CHARS_MIN <= arguments.limit_chars <= LIMIT_CHARS_MAX:
         problems.append(
             {"field": "limit_chars", "problem": f"must be between {LIMIT_CHARS_MIN} and {LIMIT_CHARS_MAX}"}
