@@ -7,13 +7,14 @@ python -m bench.semantic_leg --chunks 50000 --queries 10
 
 It fills an ``EmbeddedIndex`` through ``upsert_many`` with random unit vectors (10 chunks per item,
 items spread over ten bases of one tenant), then times, query by query and alternating, the leg as
-it is (``EmbeddedIndex.search`` on the semantic leg alone: a view of each admitted visibility
-group's own matrix multiplied) and the leg as it was (``CopyingLeg``: one matrix of every chunk,
-whose admitted rows were gathered into a new matrix, a copy, and multiplied). Both run on the same
-vectors, for a caller who sees every base and for one narrowed to one base (a tenth of the
-rows). It prints the median and p95 of each in milliseconds, the speed-up, and in how many queries both return
-the same hits in the same order (with the largest score difference: float32 rounding, since a dot
-product's last bit depends on the shape of the matrix it is computed in).
+it is (``EmbeddedIndex.search`` on the semantic leg alone: a view of the whole matrix multiplied
+when the caller sees at least ``VIEW_SHARE`` of the rows, else a gathered copy of the admitted
+rows) and the leg as it was (``CopyingLeg``: the admitted rows always gathered into a new matrix, a
+copy, and multiplied). Both run on the same vectors, for a caller who sees every base and for one
+narrowed to one base (a tenth of the rows). It prints the median and p95 of each in milliseconds,
+the speed-up, and in how many queries both return the same hits in the same order (with the
+largest score difference: float32 rounding, since a dot product's last bit depends on the shape of
+the matrix it is computed in).
 Progress goes to stderr.
 """
 

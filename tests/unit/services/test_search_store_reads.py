@@ -14,7 +14,7 @@ from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
 from knowledge.domain.contract import KnowledgeSearchResponse, SearchKnowledgeArguments
 from knowledge.domain.models import Scope, Source
 from knowledge.services.indexing import IndexingService
-from knowledge.services.ranking import WINDOW
+from knowledge.services.ranking import window
 from knowledge.services.search import SearchService
 from tests.support.embedding import HashingEmbedder
 from tests.unit.services.conftest import READ, TENANT, caller
@@ -95,7 +95,7 @@ def test_search_stale_first_window_reads_once_more_per_window_and_skips_stale_hi
 ) -> None:
     _published_items(store, indexing, 40)
     ranked = _ids(_query(search, max_results=40))
-    stale = ranked[: WINDOW + 5]  # the whole first window and more: newer revisions the index lacks
+    stale = ranked[: window(10) + 5]  # the whole first window and more: newer revisions the index lacks
     for item_id in stale:
         store.add_revision(
             TENANT,
@@ -110,5 +110,5 @@ def test_search_stale_first_window_reads_once_more_per_window_and_skips_stale_hi
 
     answer = _query(search)
 
-    assert _ids(answer) == ranked[WINDOW + 5 :][:10]
+    assert _ids(answer) == ranked[window(10) + 5 :][:10]
     assert counting.calls == Counter({"read_candidates": 2})

@@ -8,14 +8,15 @@
   stop words) and then stemmed by tantivy's Snowball English stemmer, as the OpenSearch mapping does.
   The query goes through the same analysis and becomes term queries, so query syntax in user input is
   never parsed and a query of stop words only matches nothing.
-- Semantic leg: exact cosine similarity over the chunks' unit vectors, top k by ``np.argpartition``.
-  Each visibility group keeps its vectors in a contiguous float32 matrix of its own, and a query
-  multiplies a view of each admitted group's matrix (a matrix-vector product, never a copy), so it
-  costs what the caller may see, and a chunk's score never depends on who asks.
+- Semantic leg: exact cosine similarity over a contiguous float32 matrix of the chunks' unit vectors
+  (a matrix-vector product), top k by ``np.argpartition``. When the caller may see at least
+  ``VIEW_SHARE`` of the rows, the product runs over a view of the whole matrix (no copy) and the
+  hidden rows' scores are dropped; otherwise the admitted rows are gathered first, a copy of that
+  small share only.
 - Visibility: chunks are grouped by ``(tenant, base, scope, team, owner)``; a query evaluates
   ``VisibilityFilter.admits`` once per group of its tenant and both legs keep only admitted groups
-  *before* ranking (a term-set filter in tantivy, the admitted groups' matrices in numpy), so hidden
-  chunks never take a top-k slot.
+  *before* ranking (a term-set filter in tantivy, a row mask in numpy), so hidden chunks never take
+  a top-k slot.
 - Versions: the item version (or tombstone version) of every item ever written is kept in memory.
 
 Equal scores are ordered by item id, then ordinal. All methods hold one lock; writes are visible to
@@ -55,6 +56,10 @@ from knowledge.observability import logger
 
 MAX_UNCOMMITTED_CHUNKS = 2000
 """Chunk writes (additions and deletions) that may wait for a commit."""
+VIEW_SHARE = 0.25
+"""Share of the rows a caller must be admitted to for the semantic leg to multiply the whole matrix
+(a view) rather than a gathered copy of the admitted rows: copying a row costs a few times more
+than multiplying it, so below this share the copy is cheaper."""
 _ANALYZER = "analyzed_english_stem"
 _FREQ = "freq"  # BM25 needs term frequencies, not positions
 
@@ -129,58 +134,6 @@ class _Version:
         return self.version > version or (self.removed and self.version == version)
 
 
-class _GroupVectors:
-    """The chunks of one visibility group and their unit vectors: row ``r`` of ``matrix`` is the
-    vector of ``chunks[r]``; released rows are ``None`` there, masked out and reused."""
-
-    __slots__ = ("alive", "chunks", "free", "matrix")
-
-    def __init__(self, dimension: int) -> None:
-        self.chunks: list[_Chunk | None] = []
-        self.free: list[int] = []
-        self.matrix: npt.NDArray[np.float32] = np.zeros((0, dimension), dtype=np.float32)
-        self.alive: npt.NDArray[np.bool_] = np.zeros(0, dtype=np.bool_)
-
-    def add(self, chunks: Sequence[_Chunk], vectors: npt.NDArray[np.float32]) -> list[int]:
-        """Store ``chunks`` with their ``vectors`` (one row each); the rows they take."""
-        reused = [self.free.pop() for _ in range(min(len(chunks), len(self.free)))]
-        start = len(self.chunks)
-        rows = reused + list(range(start, start + len(chunks) - len(reused)))
-        self.chunks.extend([None] * (len(rows) - len(reused)))
-        self._grow(len(self.chunks))
-        for row, chunk, vector in zip(rows, chunks, vectors, strict=True):
-            self.chunks[row] = chunk
-            self.matrix[row] = vector
-            self.alive[row] = True
-        return rows
-
-    def release(self, rows: Iterable[int]) -> None:
-        for row in rows:
-            self.chunks[row] = None
-            self.alive[row] = False
-            self.free.append(row)
-
-    def scores(self, query: npt.NDArray[np.float32]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-        """The live rows and their cosine similarity to the unit vector ``query``."""
-        size = len(self.chunks)
-        rows = np.flatnonzero(self.alive[:size])
-        return rows, (self.matrix[:size] @ query)[rows]
-
-    def __len__(self) -> int:
-        return len(self.chunks) - len(self.free)
-
-    def _grow(self, size: int) -> None:
-        capacity = self.alive.shape[0]
-        if size <= capacity:
-            return
-        capacity = max(size, 2 * capacity, 64)
-        matrix = np.zeros((capacity, self.matrix.shape[1]), dtype=np.float32)
-        matrix[: self.matrix.shape[0]] = self.matrix
-        alive = np.zeros(capacity, dtype=np.bool_)
-        alive[: self.alive.shape[0]] = self.alive
-        self.matrix, self.alive = matrix, alive
-
-
 _Group = tuple[str, str, str, str | None, str]  # tenant, base, scope, team, owner
 _Key = tuple[str, str]  # tenant, item or base
 
@@ -227,16 +180,20 @@ class EmbeddedIndex:
         self._uncommitted = 0
 
         self._versions: dict[_Key, _Version] = {}
-        self._item_rows: dict[_Key, tuple[int, list[int]]] = {}  # group, rows in its vectors
+        self._item_rows: dict[_Key, list[int]] = {}
         self._item_base: dict[_Key, str] = {}
         self._base_items: dict[_Key, set[str]] = {}
         self._groups: dict[_Group, int] = {}
         self._tenant_groups: dict[str, list[tuple[_Group, int]]] = {}
 
-        self._group_vectors: dict[int, _GroupVectors] = {}
+        self._chunks: list[_Chunk | None] = []
+        self._free_rows: list[int] = []
         self._passages: dict[int, _Chunk] = {}
         self._item_passages: dict[_Key, list[int]] = {}
         self._next_passage = 0
+        self._vectors: npt.NDArray[np.float32] = np.zeros((0, 0), dtype=np.float32)
+        self._row_group: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        self._alive: npt.NDArray[np.bool_] = np.zeros(0, dtype=np.bool_)
 
     # Configuration
 
@@ -246,6 +203,7 @@ class EmbeddedIndex:
         with self._lock:
             if self._model_id is None:
                 self._model_id, self._dimension = model_id, dimension
+                self._vectors = np.zeros((0, dimension), dtype=np.float32)
                 return
             if (self._model_id, self._dimension) != (model_id, dimension):
                 raise IndexConfigurationError(
@@ -395,24 +353,28 @@ class EmbeddedIndex:
         if self._dimension is None:
             return []
         query = self._unit(vector)
-        found = [
-            (self._group_vectors[group], *self._group_vectors[group].scores(query))
-            for group in groups
-            if group in self._group_vectors
-        ]
-        found = [(vectors, rows, scores) for vectors, rows, scores in found if rows.size]
-        if not found:
+        size = len(self._chunks)
+        if not groups or size == 0:
             return []
-        every = np.concatenate([scores for _, _, scores in found])
-        # Keep every row tied with the k-th best so the id tie-break below decides among them.
-        kth = every[np.argpartition(-every, k - 1)[:k]].min() if every.size > k else -np.inf
-        hits = []
-        for vectors, rows, scores in found:
+        admitted = np.zeros(len(self._groups), dtype=np.bool_)
+        admitted[groups] = True
+        rows = np.flatnonzero(self._alive[:size] & admitted[self._row_group[:size]])
+        if rows.size == 0:
+            return []
+        if rows.size >= VIEW_SHARE * size:
+            scores = (self._vectors[:size] @ query)[rows]
+        else:
+            scores = self._vectors[rows] @ query
+        if rows.size > k:
+            # Keep every row tied with the k-th best so the id tie-break below decides among them.
+            kth = scores[np.argpartition(-scores, k - 1)[:k]].min()
             keep = np.flatnonzero(scores >= kth)
-            for row, score in zip(rows[keep].tolist(), scores[keep].tolist(), strict=True):
-                chunk = vectors.chunks[row]
-                if chunk is not None:
-                    hits.append(chunk.hit(max(-1.0, min(1.0, score))))
+            rows, scores = rows[keep], scores[keep]
+        hits = []
+        for row, score in zip(rows.tolist(), scores.tolist(), strict=True):
+            chunk = self._chunks[row]
+            if chunk is not None:
+                hits.append(chunk.hit(max(-1.0, min(1.0, score))))
         hits.sort(key=_sort_key)
         return hits[:k]
 
@@ -442,15 +404,40 @@ class EmbeddedIndex:
             self._tenant_groups.setdefault(item.tenant_id, []).append((group, group_id))
         return group_id
 
+    def _claim_rows(self, count: int) -> list[int]:
+        reused = [self._free_rows.pop() for _ in range(min(count, len(self._free_rows)))]
+        start = len(self._chunks)
+        fresh = list(range(start, start + count - len(reused)))
+        if fresh:
+            self._chunks.extend([None] * len(fresh))
+            self._grow(len(self._chunks))
+        return reused + fresh
+
+    def _grow(self, size: int) -> None:
+        capacity = self._alive.shape[0]
+        if size <= capacity:
+            return
+        capacity = max(size, 2 * capacity, 1024)
+        vectors = np.zeros((capacity, self._vectors.shape[1]), dtype=np.float32)
+        vectors[: self._vectors.shape[0]] = self._vectors
+        row_group = np.zeros(capacity, dtype=np.int64)
+        row_group[: self._row_group.shape[0]] = self._row_group
+        alive = np.zeros(capacity, dtype=np.bool_)
+        alive[: self._alive.shape[0]] = self._alive
+        self._vectors, self._row_group, self._alive = vectors, row_group, alive
+
     def _add(self, item: IndexedItem, matrix: npt.NDArray[np.float32]) -> None:
         key = (item.tenant_id, item.knowledge_item_id)
         group = self._group(item)
-        assert self._dimension is not None  # checked by _unit_rows
-        vectors = self._group_vectors.setdefault(group, _GroupVectors(self._dimension))
-        rows = vectors.add([_Chunk.of(item, chunk) for chunk in item.chunks], matrix)
+        rows = self._claim_rows(len(item.chunks))
         item_key = _joined(*key)
         base_key = _joined(item.tenant_id, item.knowledge_base_id)
         title = _analyzed(item.title)
+        for row, chunk, vector in zip(rows, item.chunks, matrix, strict=True):
+            self._chunks[row] = _Chunk.of(item, chunk)
+            self._vectors[row] = vector
+            self._row_group[row] = group
+            self._alive[row] = True
         passage_ids = []
         for passage in item.passages:
             passage_id = self._next_passage
@@ -465,7 +452,7 @@ class EmbeddedIndex:
             document.add_unsigned("group", group)
             document.add_unsigned("row", passage_id)
             self._writer.add_document(document)
-        self._item_rows[key] = (group, rows)
+        self._item_rows[key] = rows
         self._item_passages[key] = passage_ids
         self._item_base[key] = item.knowledge_base_id
         self._base_items.setdefault((item.tenant_id, item.knowledge_base_id), set()).add(
@@ -477,15 +464,20 @@ class EmbeddedIndex:
         base_id = self._item_base.pop(key, None)
         if base_id is not None:
             self._base_items.get((key[0], base_id), set()).discard(key[1])
-        held = self._item_rows.pop(key, None)
-        if held is None:
+        rows = self._item_rows.pop(key, None)
+        if rows is None:
             return False
-        group, rows = held
-        self._group_vectors[group].release(rows)
+        self._release(rows)
         for passage_id in self._item_passages.pop(key, []):
             del self._passages[passage_id]
         self._writer.delete_documents_by_term("item_key", _joined(*key))
         return True
+
+    def _release(self, rows: Iterable[int]) -> None:
+        for row in rows:
+            self._chunks[row] = None
+            self._alive[row] = False
+            self._free_rows.append(row)
 
     def _commit(self, chunks: int = 1) -> None:
         """Count ``chunks`` written for the next commit; commit now once too many wait."""
@@ -504,4 +496,4 @@ class EmbeddedIndex:
     def __len__(self) -> int:
         """Number of indexed chunks."""
         with self._lock:
-            return sum(len(vectors) for vectors in self._group_vectors.values())
+            return len(self._chunks) - len(self._free_rows)

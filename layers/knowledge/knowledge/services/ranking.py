@@ -7,9 +7,10 @@ of 5 is the first 5 of a page of 50 for the same index state:
    (its normalization sees the same candidates every time).
 2. The read-time truth check walks the fused items in order and keeps the current, visible ones. It
    reads their truth (item, base and revision) a window at a time, one batched store read
-   (``CatalogStore.read_candidates``) per window: the first window holds twice the missing results
-   (at least ``WINDOW``) and every later candidate sharing a passage with one of them, so a page
-   whose candidates are fresh costs one read; stale candidates cost one more read per window.
+   (``CatalogStore.read_candidates``) per window: a window holds half as many candidates again as
+   results are missing (``window``) and every later candidate sharing a passage with one of them,
+   so a page whose candidates are fresh costs one read; stale candidates cost one more read per
+   window.
 3. An item whose passage (the chunk its excerpt comes from) equals the passage of a result above it
    takes no slot of its own: the result above lists it in ``duplicates``. Every visible copy among
    the candidates is listed, also when it ranks below the page's last result.
@@ -33,8 +34,14 @@ from knowledge.ports import CatalogStore, SearchIndex
 
 REFILL_DEPTH = 1_000
 """Chunk candidates per leg of the one deeper round that refills a page the first round left short."""
-WINDOW = 25
-"""Fused candidates whose truth one store read covers at least (with twice the missing results)."""
+WINDOW_MIN = 5
+"""Fused candidates whose truth one store read covers at least."""
+
+
+def window(missing: int) -> int:
+    """How many fused candidates one round reads to fill ``missing`` results: half as many again,
+    for stale or duplicate hits, and at least ``WINDOW_MIN`` (15 for a page of 10)."""
+    return max(WINDOW_MIN, missing + (missing + 1) // 2)
 
 
 @dataclass
@@ -113,16 +120,18 @@ def _page(
     verdicts: dict[str, Accepted | None] = {}
     position = 0
     while position < len(fused) and len(kept) < wanted:
-        window = fused[position : position + max(WINDOW, 2 * (wanted - len(kept)))]
-        position += len(window)
-        passages = {passage_key(hit) for hit in window} - {""}
+        candidates = fused[position : position + window(wanted - len(kept))]
+        position += len(candidates)
+        passages = {passage_key(hit) for hit in candidates} - {""}
         copies = [hit for hit in fused[position:] if passage_key(hit) in passages]
         verdicts.update(
             _verified(
-                store, principal, [hit for hit in (*window, *copies) if hit.knowledge_item_id not in verdicts]
+                store,
+                principal,
+                [hit for hit in (*candidates, *copies) if hit.knowledge_item_id not in verdicts],
             )
         )
-        for hit in window:
+        for hit in candidates:
             entry = verdicts[hit.knowledge_item_id]
             if entry is None:
                 continue
