@@ -299,6 +299,10 @@ class PinStore(Protocol):
         their notes' state (the services filter)."""
         ...
 
+    def resume_pins_after(self, pin: Pin) -> str:
+        """A ``next_token`` of ``list_pins`` that resumes right after ``pin``."""
+        ...
+
 
 class CatalogStore(BaseStore, ItemStore, Protocol):
     """Bases with their items and revisions: what the write API and the queue change."""
