@@ -187,13 +187,14 @@ def table(title: str, lines: Sequence[Line]) -> list[str]:
     rows = [
         f"**{title}**",
         "",
-        "| step | code path | RRU | WRU | Titan tokens | OpenSearch requests | $ |",
-        "|---|---|---|---|---|---|---|",
+        "| step | code path | RRU | WRU | Titan tokens | OpenSearch requests | Lambda GB-s | $ |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for line in [*lines, totals(lines)]:
         rows.append(
             f"| {line.what} | {line.where} | {line.read_units:g} | {line.write_units:g} | "
-            f"{line.tokens:.0f} | {line.opensearch_requests} | {line.cost():.8f} |"
+            f"{line.tokens:.0f} | {line.opensearch_requests} | {line.lambda_gb_seconds:g} | "
+            f"{line.cost():.8f} |"
         )
     return rows
 
