@@ -215,7 +215,6 @@ class Lance:
     """A LanceDB table of the same chunks: native FTS, flat cosine vector search, its rerankers."""
 
     def __init__(self, corpus: Corpus, folder: Path) -> None:
-        os.environ.setdefault("LANCE_LOG", "error")  # its deprecation notes would flood the progress bars
         import lancedb
         import pyarrow as pa
         from lancedb.rerankers import LinearCombinationReranker, RRFReranker
@@ -246,8 +245,9 @@ class Lance:
     def search(self, mode: str, text: str, vector: npt.NDArray[np.float32]) -> list[str]:
         if mode == "semantic":
             query = self.table.search(vector, query_type="vector").distance_type("cosine")
+            query = query.select(["doc", "_distance"])
         elif mode == "lexical":
-            query = self.table.search(text, query_type="fts")
+            query = self.table.search(text, query_type="fts").select(["doc", "_score"])
         else:
             query = (
                 self.table.search(query_type="hybrid")
@@ -255,8 +255,9 @@ class Lance:
                 .text(text)
                 .distance_type("cosine")
                 .rerank(self.rerankers[mode])
+                .select(["doc"])
             )
-        docs: list[str] = query.select(["doc"]).limit(CANDIDATE_DEPTH).to_arrow()["doc"].to_pylist()
+        docs: list[str] = query.limit(CANDIDATE_DEPTH).to_arrow()["doc"].to_pylist()
         return list(dict.fromkeys(docs))[:RANKED]
 
     def disk_mb(self) -> float:
@@ -556,6 +557,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not (args.data_dir / "corpus.jsonl").exists():
         parser.error(f"{args.data_dir} has no corpus.jsonl (set DATA_DIR to the folder holding scifact/)")
+    # LanceDB's hybrid query logs a deprecation note per search, which would bury the progress bars.
+    os.environ.setdefault("LANCEDB_LOG", "error")
     if args.child_size is not None:
         print(json.dumps(scaling_child(args)))
         return 0
