@@ -317,11 +317,24 @@ def side_by_side(
     return seconds, rankings
 
 
-def relevance_part(args: argparse.Namespace) -> dict[str, Any]:
+@dataclass
+class SciFact:
+    """The SciFact chunks and the embedded test claims, prepared once for both parts."""
+
+    corpus: Corpus
+    split: Split
+    ids: list[str]
+    vectors: npt.NDArray[np.float32]
+
+
+def prepare(args: argparse.Namespace) -> SciFact:
     embedder = open_embedder(args.cache)
-    chunker = Chunker(max_tokens=200, overlap_tokens=32)
-    corpus = scifact_corpus(args.data_dir, embedder, chunker)
-    split, ids, vectors = test_claims(args.data_dir, embedder)
+    corpus = scifact_corpus(args.data_dir, embedder, Chunker(max_tokens=200, overlap_tokens=32))
+    return SciFact(corpus, *test_claims(args.data_dir, embedder))
+
+
+def relevance_part(data: SciFact) -> dict[str, Any]:
+    corpus, split, ids, vectors = data.corpus, data.split, data.ids, data.vectors
     texts = [split.queries[qid] for qid in ids]
     folder = Path(tempfile.mkdtemp(prefix="bench-lancedb-"))
     try:
@@ -397,13 +410,9 @@ def scaling_child(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def scaling_part(args: argparse.Namespace) -> list[dict[str, Any]]:
-    embedder = open_embedder(args.cache)
-    base = scifact_corpus(args.data_dir, embedder, Chunker(max_tokens=200, overlap_tokens=32))
-    split, ids, vectors = test_claims(args.data_dir, embedder)
+def scaling_part(args: argparse.Namespace, data: SciFact) -> list[dict[str, Any]]:
     folder = Path(tempfile.mkdtemp(prefix="bench-base-"))
-    save_base(folder, base, [split.queries[qid] for qid in ids], vectors)
-    del base
+    save_base(folder, data.corpus, [data.split.queries[qid] for qid in data.ids], data.vectors)
     try:
         return [scaling_run(args, folder, size) for size in args.sizes]
     finally:
@@ -564,10 +573,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
     report: dict[str, Any] = {"machine": machine(), "command": " ".join(sys.argv)}
+    data = prepare(args)
     if args.part in ("all", "relevance"):
-        report["relevance"] = relevance_part(args)
+        report["relevance"] = relevance_part(data)
     if args.part in ("all", "scaling"):
-        report["scaling"] = scaling_part(args)
+        report["scaling"] = scaling_part(args, data)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(report, indent=1))
     plots = plot(args.out, report.get("relevance"), report.get("scaling"))
