@@ -573,13 +573,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
     report: dict[str, Any] = {"machine": machine(), "command": " ".join(sys.argv)}
+    args.out.mkdir(parents=True, exist_ok=True)
     data = prepare(args)
+    # Saved after each part, so a long scaling run stopped early keeps the relevance figures.
     if args.part in ("all", "relevance"):
         report["relevance"] = relevance_part(data)
+        (args.out / "results.json").write_text(json.dumps(report, indent=1))
     if args.part in ("all", "scaling"):
         report["scaling"] = scaling_part(args, data)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "results.json").write_text(json.dumps(report, indent=1))
+        (args.out / "results.json").write_text(json.dumps(report, indent=1))
     plots = plot(args.out, report.get("relevance"), report.get("scaling"))
     print(json.dumps(report["machine"]))
     if "relevance" in report:
