@@ -169,7 +169,13 @@ def synthetic_chunks(base: Corpus, size: int, seed: int = SEED) -> Corpus:
             chunks=[IndexedChunk(ordinal=0, start=0, end=len(text), text=text, vector=vector.tolist())],
             passages=[Chunk(ordinal=0, start=0, end=len(text), text=text)],
         )
-        for doc, text, vector in zip(docs, texts, vectors, strict=True)
+        for doc, text, vector in tqdm(
+            zip(docs, texts, vectors, strict=True),
+            total=size,
+            desc="  synthetic chunks",
+            unit="chunk",
+            file=sys.stderr,
+        )
     ]
     return Corpus(items=items, docs=docs, texts=texts, vectors=vectors)
 
