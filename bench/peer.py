@@ -567,6 +567,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=[1_000, 10_000, 50_000, 200_000],
     )
     parser.add_argument("--scaling-queries", type=int, default=100)
+    parser.add_argument("--from-json", type=Path, default=None, help="tables and plots of a saved run")
     parser.add_argument("--child-size", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--child-base", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -578,16 +579,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(scaling_child(args)))
         return 0
 
-    report: dict[str, Any] = {"machine": machine(), "command": " ".join(sys.argv)}
+    if args.from_json is not None:
+        report: dict[str, Any] = json.loads(args.from_json.read_text())
+    else:
+        report = {"machine": machine(), "command": " ".join(sys.argv)}
+        args.out.mkdir(parents=True, exist_ok=True)
+        data = prepare(args)
+        # Saved after each part, so a long scaling run stopped early keeps the relevance figures.
+        if args.part in ("all", "relevance"):
+            report["relevance"] = relevance_part(data)
+            (args.out / "results.json").write_text(json.dumps(report, indent=1))
+        if args.part in ("all", "scaling"):
+            report["scaling"] = scaling_part(args, data)
+            (args.out / "results.json").write_text(json.dumps(report, indent=1))
     args.out.mkdir(parents=True, exist_ok=True)
-    data = prepare(args)
-    # Saved after each part, so a long scaling run stopped early keeps the relevance figures.
-    if args.part in ("all", "relevance"):
-        report["relevance"] = relevance_part(data)
-        (args.out / "results.json").write_text(json.dumps(report, indent=1))
-    if args.part in ("all", "scaling"):
-        report["scaling"] = scaling_part(args, data)
-        (args.out / "results.json").write_text(json.dumps(report, indent=1))
     plots = plot(args.out, report.get("relevance"), report.get("scaling"))
     print(json.dumps(report["machine"]))
     if "relevance" in report:
