@@ -291,13 +291,28 @@ def _token_revoke(client: KnowledgeClient, arguments: argparse.Namespace) -> int
 
 def _client(arguments: argparse.Namespace) -> KnowledgeClient:
     api_url = getattr(arguments, "api_url", None) or os.environ.get("KNOWLEDGE_API_URL")
-    token = getattr(arguments, "token", None) or os.environ.get("KNOWLEDGE_TOKEN")
+    token = _given_token(getattr(arguments, "token", None))
     directory = state_dir()
     if not api_url:
         api_url = read_endpoints(directory).api_url
     if not token:
         token = read_token(directory)
     return KnowledgeClient(api_url, token)
+
+
+def _given_token(option: str | None) -> str | None:
+    """The token of ``--token``, else of ``KNOWLEDGE_TOKEN``; ``None`` when neither is set (the dev
+    token is then read). A value that is set but blank is a ``UsageError``: an unset variable in
+    ``--token "$AGENT_TOKEN"`` must fail, not run as the dev token."""
+    for name, value in (("--token", option), ("KNOWLEDGE_TOKEN", os.environ.get("KNOWLEDGE_TOKEN"))):
+        if value is None:
+            continue
+        if not value.strip():
+            raise UsageError(
+                f"the token given ({name}) is empty: give a token (kn_...), or drop it to use the dev token"
+            )
+        return value.strip()
+    return None
 
 
 def _base_id(client: KnowledgeClient, base: str) -> str:
