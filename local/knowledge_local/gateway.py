@@ -104,6 +104,12 @@ class Gateway:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
 
+    @property
+    def idle_connections(self) -> int:
+        """How many kept-alive connections wait for a next request (0 when not serving)."""
+        server = self._server
+        return 0 if server is None else server.idle_connections
+
     def bind(self) -> Gateway:
         """Listen on the port without serving yet (connections wait in the backlog until
         ``start``); ``OSError`` when the port is taken. Returns ``self``."""

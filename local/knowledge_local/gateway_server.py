@@ -124,6 +124,12 @@ class GatewayServer(ThreadingHTTPServer):
             else:
                 self._idle.discard(connection)
 
+    @property
+    def idle_connections(self) -> int:
+        """How many connections wait for a next request (kept alive between requests)."""
+        with self._idle_lock:
+            return len(self._idle)
+
     def close_idle_connections(self) -> None:
         """End every connection waiting for a request: its handler sees the end and returns."""
         with self._idle_lock:

@@ -673,6 +673,12 @@ def test_gateway_drain_answers_503_on_a_kept_alive_connection_and_refuses_new_on
         connection.request("GET", "/public")
         first = connection.getresponse()
         first.read()
+        # the drain must find the connection waiting for its next request, as a kept-alive
+        # connection is between requests (not still finishing the first answer)
+        deadline = time.monotonic() + 10
+        while gateway.idle_connections != 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert gateway.idle_connections == 1
 
         gateway.drain(timeout=5)
         connection.request("GET", "/public")
