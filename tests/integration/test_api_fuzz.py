@@ -40,7 +40,7 @@ def test_api_fuzz_served_document_is_the_fuzzed_one(api: FuzzApi) -> None:
 
 @schema.parametrize()
 @settings(
-    max_examples=budget(6, 250),
+    max_examples=budget(6, 100),
     deadline=None,
     suppress_health_check=list(HealthCheck),
 )

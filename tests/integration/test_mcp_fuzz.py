@@ -138,7 +138,7 @@ def check_mcp_answer(response: Any, sent: bytes | str) -> None:
 
 
 @settings(
-    max_examples=budget(200, 5_000),
+    max_examples=budget(200, 3_000),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -167,7 +167,7 @@ def test_mcp_fuzz_huge_params_answer_json_rpc_or_too_large(api: FuzzApi, size: i
 
 
 @settings(
-    max_examples=budget(30, 500),
+    max_examples=budget(30, 300),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -584,7 +584,7 @@ def _check_tokens(world: World, principal: Principal) -> None:
 
 
 @settings(
-    max_examples=budget(100, 3_000),
+    max_examples=budget(100, 2_000),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
