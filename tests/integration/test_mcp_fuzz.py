@@ -76,6 +76,9 @@ call_params = st.fixed_dictionaries(
     {"name": st.sampled_from(TOOLS) | st.text(max_size=20)},
     optional={"arguments": tool_arguments | json_values},
 )
+FIELD_VALUES = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=20)
+"""Header values a client can send: visible ASCII and spaces (RFC 9110 §5.5), never a line break."""
+
 messages = st.fixed_dictionaries(
     {},
     optional={
@@ -172,8 +175,8 @@ def test_mcp_fuzz_huge_params_answer_json_rpc_or_too_large(api: FuzzApi, size: i
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(
-    protocol=st.none() | st.sampled_from(["2025-06-18", "2025-03-26", "1999-01-01"]) | st.text(max_size=12),
-    accept=st.none() | st.sampled_from(["text/html", "*/*", "application/json"]) | st.text(max_size=20),
+    protocol=st.none() | st.sampled_from(["2025-06-18", "2025-03-26", "1999-01-01"]) | FIELD_VALUES,
+    accept=st.none() | st.sampled_from(["text/html", "*/*", "application/json"]) | FIELD_VALUES,
     body=messages.map(json.dumps),
 )
 def test_mcp_fuzz_odd_headers_answer_json_rpc_below_500(
