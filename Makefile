@@ -15,7 +15,7 @@ export HF_HUB_OFFLINE := 1
 export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help install test lint typecheck unit run lint-template pr bench bench-install bench-relevance bench-memory bench-ingest clean
+.PHONY: help install test lint typecheck unit fuzz run lint-template pr bench bench-install bench-relevance bench-memory bench-ingest clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -46,6 +46,11 @@ test: lint typecheck lint-template  ## every gate: ruff, mypy, cfn-lint, sam val
 
 unit: install  ## unit tests only
 	$(BIN)/pytest tests/unit -q
+
+FUZZ_TESTS := tests/unit/services/test_isolation_properties.py tests/integration/test_api_fuzz.py tests/integration/test_mcp_fuzz.py
+
+fuzz: install  ## the long isolation properties and REST/MCP fuzzing (thousands of cases; docs/reliability.md)
+	KNOWLEDGE_FUZZ=long POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/pytest -q -p no:cacheprovider -p no:logging --hypothesis-show-statistics $(FUZZ_TESTS)
 
 run: install  ## serve the API on http://127.0.0.1:3000 on embedded defaults (every setting: .venv/bin/python -m knowledge_local.runtime --help)
 	$(BIN)/python -m knowledge_local.runtime
