@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from knowledge.domain.chunking import Chunker
 from knowledge.domain.context_pack import count_cl100k
-from knowledge.ports import Embedder, KnowledgeStore, NoteIndex, RuntimeSwitch, SearchIndex
+from knowledge.ports import Embedder, KnowledgeStore, NoteIndex, RuntimeSwitch, SearchIndex, WorkQueue
 from knowledge.services.curation import CurationService
 from knowledge.services.indexing import IndexingService
 from knowledge.services.ingest import IngestService
@@ -50,6 +50,8 @@ class Container:
     note_index: NoteIndex
     idempotency_store: BasePersistenceLayer | None = None
     """Where write routes keep ``Idempotency-Key`` answers; built on first use when not given."""
+    work_queue: WorkQueue | None = None
+    """Where the stream consumer sends index work; ``None``: it indexes in process."""
     search: SearchService = field(init=False)
     tokens: TokenService = field(init=False)
     indexing: IndexingService = field(init=False)
@@ -86,6 +88,7 @@ class Container:
             self.embedder,
             self.chunker,
             notes=NoteIndexingService(self.store, self.note_index, self.embedder),
+            work=self.work_queue,
         )
         self.token_admin = TokenAdministration(self.store, self.tokens)
         self.curation = CurationService(
@@ -114,6 +117,19 @@ def build_store(settings: Settings, *, dynamodb_client: Any = None) -> Knowledge
     return DynamoDBKnowledgeStore(
         settings.table_name, dynamodb_client=dynamodb_client, page_size_chars=settings.page_size_chars
     )
+
+
+def build_work_queue(settings: Settings, *, sqs_client: Any = None) -> WorkQueue | None:
+    """The index work queue of ``settings.index_work_queue_url`` (``None`` when it is unset)."""
+    if settings.index_work_queue_url is None:
+        return None
+    import boto3
+    from botocore.config import Config
+
+    from knowledge.adapters.sqs_work_queue import SqsWorkQueue
+
+    client = sqs_client or boto3.client("sqs", config=Config(retries={"mode": "standard"}))
+    return SqsWorkQueue(settings.index_work_queue_url, sqs_client=client)
 
 
 def build_idempotency_store(settings: Settings, *, dynamodb_client: Any = None) -> BasePersistenceLayer:
@@ -252,6 +268,7 @@ def build_container(
     runtime_switch: RuntimeSwitch | None = None,
     idempotency_store: BasePersistenceLayer | None = None,
     note_index: NoteIndex | None = None,
+    work_queue: WorkQueue | None = None,
 ) -> Container:
     """Build every adapter from ``settings``; any of them can be passed in instead."""
     # ``is None``, not ``or``: an empty index (or any adapter with ``__len__``) is falsy.
@@ -269,6 +286,7 @@ def build_container(
         chunker=Chunker(max_tokens=settings.chunk_tokens, overlap_tokens=settings.chunk_overlap_tokens),
         idempotency_store=idempotency_store,
         note_index=note_index,
+        work_queue=work_queue if work_queue is not None else build_work_queue(settings),
     )
 
 
