@@ -298,6 +298,8 @@ class _ErrorAnswers:
 
     def domain_error(self, error: KnowledgeError, headers: dict[str, str] | None = None) -> Response[str]:
         status, body = error_envelope(error)
+        if status == 401:  # RFC 9110 §11.6.1: a 401 names the scheme that would authenticate
+            headers = {"WWW-Authenticate": "Bearer", **(headers or {})}
         return error_response(status, body, headers)
 
     def not_found(self, error: NotFoundError) -> Response[str]:
