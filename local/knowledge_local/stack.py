@@ -7,8 +7,9 @@ event sources polled into the real handlers, and its HTTP API, all in this proce
    a listening socket on ``127.0.0.1:$PORT`` for the HTTP API: nothing is written to the state
    directory before both ports are held, so a taken port leaves no files behind;
 2. the template's tables and queues in moto (``resources``, ``provisioning``);
-3. the template's event sources: the table's stream polled into the indexer and the ingest queue
-   into its consumer, as Lambda would invoke them (``stream_poller``, ``queue_poller``);
+3. the template's event sources: the table's stream polled into the indexer, the ingest queue
+   into its consumer and the index work queue into the index worker, as Lambda would invoke them
+   (``stream_poller``, ``queue_poller``);
 4. the HTTP API on that socket (``gateway``): every route of the template, behind its authorizer,
    served by the real handlers.
 
@@ -72,6 +73,8 @@ TENANT_ID = "dev"
 DEV_SUBJECT_ID = "dev"
 DEV_SCOPES = tuple(permission.value for permission in Permission)
 KNOWLEDGE_TABLE = "KnowledgeTable"
+INDEX_WORK_QUEUE = "IndexWorkQueue"
+"""The queue the stream consumer sends index work to (``INDEX_WORK_QUEUE_URL`` of the functions)."""
 DRAIN_SECONDS = 2.0
 """How long the requests in flight may take to be answered when the stack stops."""
 INVOCATION_STOP_SECONDS = 0.5
@@ -147,7 +150,8 @@ class LocalStack:
             provisioned = provision(self.spec, self._aws.url)
             table = provisioned.tables[KNOWLEDGE_TABLE]
             ingest_queue, dead_letters = self._ingest_queues(provisioned)
-            self._configure_endpoints(self._aws.url, table.name)
+            work_queue = provisioned.queues.get(INDEX_WORK_QUEUE)
+            self._configure_endpoints(self._aws.url, table.name, work_queue.url if work_queue else None)
             self._table_name = table.name
             if settings.knowledge_persist:
                 dynamodb = aws_client("dynamodb", self._aws.url)
@@ -308,9 +312,10 @@ class LocalStack:
             list(pool.map(warm, functions))
 
     def _ingest_queues(self, provisioned: Provisioned) -> tuple[str | None, str | None]:
-        """URLs of the queue an SQS event source reads, and of its dead-letter queue."""
+        """URLs of the queue producers send to (the SQS event source that is not the index work
+        queue), and of its dead-letter queue."""
         for source in self.spec.event_sources:
-            if source.kind == "sqs":
+            if source.kind == "sqs" and source.source != INDEX_WORK_QUEUE:
                 dead_letters = self.spec.queues[source.source].dead_letter_queue
                 return (
                     provisioned.queues[source.source].url,
@@ -318,10 +323,15 @@ class LocalStack:
                 )
         return None, None
 
-    def _configure_endpoints(self, endpoint_url: str, table_name: str) -> None:
-        """Point every function at the local endpoint and table (``config.function_environment`` set
-        the rest before ``knowledge`` was imported)."""
+    def _configure_endpoints(self, endpoint_url: str, table_name: str, work_queue_url: str | None) -> None:
+        """Point every function at the local endpoint, table and index work queue, as the template
+        does on AWS (``config.function_environment`` set the rest before ``knowledge`` was
+        imported)."""
         os.environ.update({"AWS_ENDPOINT_URL": endpoint_url, "TABLE_NAME": table_name})
+        if work_queue_url is not None:
+            os.environ["INDEX_WORK_QUEUE_URL"] = work_queue_url
+        else:
+            os.environ.pop("INDEX_WORK_QUEUE_URL", None)
         get_settings.cache_clear()
         use_container(None)
 

@@ -5,7 +5,7 @@ Lexical behaviour runs everywhere; the semantic leg runs on adapters whose engin
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -13,7 +13,7 @@ import pytest
 from osmem_server import OsmemServer
 
 from knowledge.domain.fusion import fuse
-from knowledge.domain.retrieval import Chunk, IndexQuery, Leg, LegHits, SearchMode
+from knowledge.domain.retrieval import Chunk, IndexedItem, IndexQuery, Leg, LegHits, SearchMode
 from knowledge.errors import IndexConfigurationError
 from knowledge.ports import SearchIndex
 from tests.support import multilingual
@@ -434,6 +434,79 @@ def test_upsert_wrong_dimension_raises_and_writes_nothing(index: SearchIndex) ->
         index.upsert_many([good, bad])
 
     assert found_items(index, "good bad words") == set()
+
+
+def part(item_id: str, texts: Sequence[str], *, first: int, version: int) -> IndexedItem:
+    """One part of an item version: chunks and passages numbered from ``first``."""
+    whole = item(item_id, texts, version=version)
+    chunks = [chunk.model_copy(update={"ordinal": chunk.ordinal + first}) for chunk in whole.chunks]
+    passages = [span.model_copy(update={"ordinal": span.ordinal + first}) for span in whole.passages]
+    return whole.model_copy(update={"chunks": chunks, "passages": passages})
+
+
+@every_adapter
+def test_upsert_part_in_any_order_completes_on_the_last_part(index: SearchIndex) -> None:
+    second = index.upsert_part(part("ki_1", (f"{MATCH} second",), first=1, version=2), part=1, parts=2)
+    first = index.upsert_part(part("ki_1", (f"{MATCH} first",), first=0, version=2), part=0, parts=2)
+
+    assert (second.written, second.held, second.complete) == (True, frozenset({1}), False)
+    assert (first.written, first.held, first.complete) == (True, frozenset({0, 1}), True)
+    assert sorted(leg_hits(index.search(query(MATCH)), Leg.LEXICAL)) == [("ki_1", 0), ("ki_1", 1)]
+
+
+@every_adapter
+def test_upsert_part_replayed_keeps_one_copy(index: SearchIndex) -> None:
+    written = part("ki_1", (f"{MATCH} only",), first=0, version=2)
+    index.upsert_part(written, part=0, parts=2)
+
+    again = index.upsert_part(written, part=0, parts=2)
+
+    assert (again.written, again.held, again.complete) == (True, frozenset({0}), False)
+    assert leg_hits(index.search(query(MATCH)), Leg.LEXICAL) == [("ki_1", 0)]
+
+
+@every_adapter
+def test_upsert_part_of_a_newer_version_drops_the_older_chunks(index: SearchIndex) -> None:
+    index.upsert(item("ki_1", ("older words", "older tail"), version=1))
+
+    written = index.upsert_part(part("ki_1", ("newer words",), first=0, version=2), part=0, parts=2)
+
+    assert (written.written, written.held) == (True, frozenset({0}))
+    assert found_items(index, "older") == set()
+    assert found_items(index, "newer") == {"ki_1"}
+
+
+@every_adapter
+def test_upsert_part_of_an_older_version_or_a_removed_one_writes_nothing(index: SearchIndex) -> None:
+    index.upsert(item("ki_1", ("current words",), version=3))
+    index.remove_item("t1", "ki_2", version=5)
+
+    older = index.upsert_part(part("ki_1", ("stale words",), first=0, version=2), part=0, parts=2)
+    removed = index.upsert_part(part("ki_2", ("stale words",), first=0, version=5), part=0, parts=1)
+
+    assert (older.written, older.complete) == (False, False)
+    assert (removed.written, removed.complete) == (False, False)
+    assert found_items(index, "stale") == set()
+    assert found_items(index, "current") == {"ki_1"}
+
+
+@every_adapter
+def test_remove_item_drops_part_marks_with_the_chunks(index: SearchIndex) -> None:
+    index.upsert_part(part("ki_1", (f"{MATCH} one",), first=0, version=2), part=0, parts=2)
+    index.remove_item("t1", "ki_1", version=2)
+
+    after = index.upsert_part(part("ki_1", (f"{MATCH} two",), first=1, version=3), part=1, parts=2)
+
+    assert (after.written, after.held, after.complete) == (True, frozenset({1}), False)
+    assert leg_hits(index.search(query(MATCH)), Leg.LEXICAL) == [("ki_1", 1)]
+
+
+@every_adapter
+def test_upsert_part_number_outside_the_parts_raises(index: SearchIndex) -> None:
+    with pytest.raises(ValueError, match="part"):
+        index.upsert_part(part("ki_1", ("words",), first=0, version=1), part=2, parts=2)
+
+    assert found_items(index, "words") == set()
 
 
 @every_adapter

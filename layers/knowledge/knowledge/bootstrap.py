@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
 
     from knowledge.domain.chunking import Chunker
-    from knowledge.ports import Embedder, KnowledgeStore, NoteIndex, RuntimeSwitch, SearchIndex
+    from knowledge.ports import Embedder, KnowledgeStore, NoteIndex, RuntimeSwitch, SearchIndex, WorkQueue
     from knowledge.services.curation import CurationService
     from knowledge.services.indexing import IndexingService
     from knowledge.services.ingest import IngestService
@@ -64,6 +64,7 @@ class Container:
         runtime_switch: RuntimeSwitch | None = None,
         idempotency_store: BasePersistenceLayer | None = None,
         note_index: NoteIndex | None = None,
+        work_queue: WorkQueue | None = None,
     ) -> None:
         self.settings = settings
         given = {
@@ -73,6 +74,7 @@ class Container:
             "runtime_switch": runtime_switch,
             "idempotency": idempotency_store,
             "note_index": note_index,
+            "work_queue": work_queue,
         }
         # ``is None``, not ``or``: an empty index (or any adapter with ``__len__``) is falsy.
         self._built: dict[str, Any] = {name: value for name, value in given.items() if value is not None}
@@ -107,6 +109,12 @@ class Container:
     @property
     def runtime_switch(self) -> RuntimeSwitch:
         return self._once("runtime_switch", lambda: build_runtime_switch(self.settings))
+
+    @property
+    def work_queue(self) -> WorkQueue | None:
+        """Where the stream consumer sends index work; ``None`` (no ``INDEX_WORK_QUEUE_URL``): it
+        indexes in process."""
+        return self._once("work_queue", lambda: build_work_queue(self.settings))
 
     @property
     def chunker(self) -> Chunker:
@@ -214,6 +222,7 @@ class Container:
                 self.embedder,
                 self.chunker,
                 notes=NoteIndexingService(self.store, self.note_index, self.embedder),
+                work=self.work_queue,
             )
 
         return self._once("indexing", build)
@@ -261,6 +270,19 @@ def build_store(settings: Settings, *, dynamodb_client: Any = None) -> Knowledge
     return DynamoDBKnowledgeStore(
         settings.table_name, dynamodb_client=dynamodb_client, page_size_chars=settings.page_size_chars
     )
+
+
+def build_work_queue(settings: Settings, *, sqs_client: Any = None) -> WorkQueue | None:
+    """The index work queue of ``settings.index_work_queue_url`` (``None`` when it is unset)."""
+    if settings.index_work_queue_url is None:
+        return None
+    import boto3
+    from botocore.config import Config
+
+    from knowledge.adapters.sqs_work_queue import SqsWorkQueue
+
+    client = sqs_client or boto3.client("sqs", config=Config(retries={"mode": "standard"}))
+    return SqsWorkQueue(settings.index_work_queue_url, sqs_client=client)
 
 
 def build_idempotency_store(settings: Settings, *, dynamodb_client: Any = None) -> BasePersistenceLayer:
@@ -400,6 +422,7 @@ def build_container(
     runtime_switch: RuntimeSwitch | None = None,
     idempotency_store: BasePersistenceLayer | None = None,
     note_index: NoteIndex | None = None,
+    work_queue: WorkQueue | None = None,
 ) -> Container:
     """The container of ``settings``; any adapter can be passed in instead of built (on first use).
     An index passed in is made ready for the embedder now, so its caller can write to it at once."""
@@ -411,6 +434,7 @@ def build_container(
         runtime_switch=runtime_switch,
         idempotency_store=idempotency_store,
         note_index=note_index,
+        work_queue=work_queue,
     )
     if index is not None:
         container._checked("index", index)

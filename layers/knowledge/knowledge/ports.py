@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
 
+from knowledge.domain.index_work import IndexWork, PartWrite
 from knowledge.domain.models import (
     BaseStatus,
     ContentWindow,
@@ -362,6 +363,16 @@ class EmbeddingCache(Protocol):
     def delete_many(self, keys: Sequence[str]) -> None: ...
 
 
+class WorkQueue(Protocol):
+    """Where index work goes (the work queue; SQS on AWS and in the local runtime).
+
+    Errors: ``DependencyUnavailableError`` when a message could not be sent (nothing is lost: the
+    caller fails and its own event is retried).
+    """
+
+    def send(self, work: Sequence[IndexWork]) -> None: ...
+
+
 class SearchIndex(Protocol):
     """Chunks of current published revisions with BM25 and kNN search (DESIGN §4).
 
@@ -377,6 +388,17 @@ class SearchIndex(Protocol):
 
     def upsert_many(self, items: Sequence[IndexedItem]) -> list[bool]:
         """``upsert`` for a batch in one pass (bulk requests, one commit); one result per item, in order."""
+        ...
+
+    def upsert_part(self, item: IndexedItem, *, part: int, parts: int) -> PartWrite:
+        """Add part ``part`` of ``parts`` of the item at ``item.version`` (``item`` holds that
+        part's chunks and passages only).
+
+        A higher version than the one held drops the item's chunks first; the same version adds
+        the part to those held (a part already held is left as it is: revisions are immutable);
+        a lower version, or a tombstone at or above it, writes nothing (``written=False``).
+        ``complete`` says every part of the version is held.
+        """
         ...
 
     def remove_item(self, tenant_id: str, knowledge_item_id: str, *, version: int) -> None:

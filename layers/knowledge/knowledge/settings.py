@@ -37,6 +37,11 @@ class Settings(BaseSettings):
     """Characters (code points) per stored page; at 4 UTF-8 bytes each, under the 400 KB item limit."""
     max_content_chars: int = Field(default=4_000_000, ge=1)
 
+    index_work_queue_url: str | None = None
+    """The index work queue (``IndexWorkQueue``): the stream consumer sends the parts of each
+    revision there and ``IndexWorkerFunction`` indexes them. Unset, the stream consumer indexes them
+    itself (tests and scripts)."""
+
     # Search index.
     search_backend: Literal["embedded", "opensearch"] = "embedded"
     opensearch_url: str | None = None

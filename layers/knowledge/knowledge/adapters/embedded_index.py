@@ -17,7 +17,8 @@
   ``VisibilityFilter.admits`` once per group of its tenant and both legs keep only admitted groups
   *before* ranking (a term-set filter in tantivy, a row mask in numpy), so hidden chunks never take
   a top-k slot.
-- Versions: the item version (or tombstone version) of every item ever written is kept in memory.
+- Versions: the item version (or tombstone version) of every item ever written is kept in memory,
+  and, for an item written in parts (``upsert_part``), which parts of its version are held.
 
 Equal scores are ordered by item id, then ordinal. All methods hold one lock; writes are visible to
 search when they return. Sized for ~10k items / ~20k chunks: indexing in seconds, queries in ms.
@@ -39,6 +40,7 @@ import numpy.typing as npt
 import tantivy
 
 from knowledge.domain.analysis import analyze
+from knowledge.domain.index_work import PartWrite
 from knowledge.domain.retrieval import (
     TIE_BREAKER,
     TITLE_BOOST,
@@ -180,6 +182,7 @@ class EmbeddedIndex:
         self._uncommitted = 0
 
         self._versions: dict[_Key, _Version] = {}
+        self._parts: dict[_Key, set[int] | None] = {}  # None: written whole, by upsert
         self._item_rows: dict[_Key, list[int]] = {}
         self._item_base: dict[_Key, str] = {}
         self._base_items: dict[_Key, set[str]] = {}
@@ -240,10 +243,42 @@ class EmbeddedIndex:
                 self._drop(key)
                 self._add(item, matrix)
                 self._versions[key] = _Version(item.version, removed=False)
+                self._parts[key] = None
                 results.append(True)
             if any(results):
                 self._commit(sum(len(item.chunks) for item, ok in zip(items, results, strict=True) if ok))
             return results
+
+    def upsert_part(self, item: IndexedItem, *, part: int, parts: int) -> PartWrite:
+        """Add one part of the item's version (see ``SearchIndex.upsert_part``). Raises
+        ``ValueError`` (before any change) for a bad vector; ``IndexConfigurationError`` before
+        ``ensure_ready``."""
+        if not 0 <= part < parts:
+            raise ValueError("part must be in [0, parts)")
+        with self._lock:
+            matrix = self._unit_rows(item)
+            key = (item.tenant_id, item.knowledge_item_id)
+            held = self._versions.get(key)
+            if held is not None and held.refuses_upsert(item.version):
+                logger.info(
+                    "stale index write ignored",
+                    extra={"knowledge_item_id": item.knowledge_item_id, "version": item.version},
+                )
+                return PartWrite(written=False)
+            if held is None or held.version != item.version or held.removed:
+                self._drop(key)
+                self._parts[key] = set()
+            elif key not in self._parts:  # the base was removed: its chunks are gone, parts too
+                self._parts[key] = set()
+            have = self._parts[key]
+            if have is None:  # the whole version is already held
+                return PartWrite(written=True, held=frozenset(range(parts)), complete=True)
+            if part not in have:
+                self._add(item, matrix)
+                have.add(part)
+                self._commit(len(item.chunks))
+            self._versions[key] = _Version(item.version, removed=False)
+            return PartWrite(written=True, held=frozenset(have), complete=len(have) >= parts)
 
     def remove_item(self, tenant_id: str, knowledge_item_id: str, *, version: int) -> None:
         """Remove the item's chunks and keep a tombstone at ``version``; a no-op when a newer version is
@@ -452,15 +487,17 @@ class EmbeddedIndex:
             document.add_unsigned("group", group)
             document.add_unsigned("row", passage_id)
             self._writer.add_document(document)
-        self._item_rows[key] = rows
-        self._item_passages[key] = passage_ids
+        self._item_rows.setdefault(key, []).extend(rows)
+        self._item_passages.setdefault(key, []).extend(passage_ids)
         self._item_base[key] = item.knowledge_base_id
         self._base_items.setdefault((item.tenant_id, item.knowledge_base_id), set()).add(
             item.knowledge_item_id
         )
 
     def _drop(self, key: _Key) -> bool:
-        """Forget the item's chunks (not its version); True when there was something to drop."""
+        """Forget the item's chunks and parts (not its version); True when there was something to
+        drop."""
+        self._parts.pop(key, None)
         base_id = self._item_base.pop(key, None)
         if base_id is not None:
             self._base_items.get((key[0], base_id), set()).discard(key[1])

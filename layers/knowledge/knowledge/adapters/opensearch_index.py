@@ -9,6 +9,11 @@ Document layout, routing and the external-version encoding are described in
 3. chunks and passages the new revision no longer contains, by ``delete_by_query`` after a refresh (the query
    only sees refreshed documents). Only items whose head already existed need this step.
 
+A part (``upsert_part``) is written the same way, its own chunks and passages only, then its part
+mark (``opensearch_queries.part_action``); documents of older versions of the item are deleted and
+the marks of its version are counted after a refresh. The refresh of the last part written sees
+every mark written before it, so one of the writers of the last parts always reports ``complete``.
+
 ``delete_by_query`` deletes with internal versioning, which leaves a deleted chunk's version one above
 its external version for ``index.gc_deletes`` (60 s). Re-indexing the same item version inside that
 window is refused with a 409 although the head is still ours; those chunks are re-sent without a
@@ -33,6 +38,7 @@ from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
 from opensearchpy.exceptions import RequestError, TransportError
 
 from knowledge.adapters import opensearch_queries as dsl
+from knowledge.domain.index_work import PartWrite
 from knowledge.domain.retrieval import (
     TIE_BREAKER,
     TITLE_BOOST,
@@ -246,6 +252,54 @@ class OpenSearchIndex:
             if self._refresh and items:
                 self.refresh()
         return results
+
+    def upsert_part(self, item: IndexedItem, *, part: int, parts: int) -> PartWrite:
+        """Add one part of the item's version (see ``SearchIndex.upsert_part`` and the module docs).
+        Raises ``ValueError`` (before writing) for a bad vector or part number;
+        ``IndexConfigurationError`` before ``ensure_ready``."""
+        if not 0 <= part < parts:
+            raise ValueError("part must be in [0, parts)")
+        if self._dimension is None:
+            raise IndexConfigurationError("The search index is not configured; call ensure_ready first.")
+        for chunk in item.chunks:
+            _check_vector(chunk.vector, self._dimension)
+        with _translated("upsert_part"):
+            heads = self._write_heads([item])
+            if item.knowledge_item_id not in heads:
+                return PartWrite(written=False)
+            if self._write_chunks([item]) or not self._write_part_mark(item, part):
+                return PartWrite(written=False)  # a newer version overtook this write
+            self._client.indices.refresh(index=self._name)
+            if heads[item.knowledge_item_id] != "created":
+                self._client.delete_by_query(
+                    index=self._name,
+                    body=dsl.older_versions_query(item.tenant_id, item.knowledge_item_id, item.version),
+                    routing=item.tenant_id,
+                    conflicts="proceed",
+                    refresh=True,
+                    request_timeout=_BULK_TIMEOUT_SECONDS,
+                )
+            answer = self._client.search(
+                index=self._name,
+                body=dsl.held_parts_body(item.tenant_id, item.knowledge_item_id, item.version, parts),
+                routing=item.tenant_id,
+            )
+        held = frozenset(
+            int(hit["_source"]["ordinal"])
+            for hit in answer["hits"]["hits"]
+            if 0 <= int(hit["_source"]["ordinal"]) < parts
+        )
+        return PartWrite(written=True, held=held, complete=len(held) >= parts)
+
+    def _write_part_mark(self, item: IndexedItem, part: int) -> bool:
+        """Write the part's mark; False when a newer version of the item overtook it. A 409 while
+        the head is still ours comes from a ``delete_by_query`` tombstone (see the module docs)."""
+        if not self._bulk([dsl.part_action(self._name, item, part)]):
+            return True
+        if self._head_versions([item]).get(item.knowledge_item_id) != dsl.live_version(item.version):
+            return False
+        self._bulk([dsl.part_action(self._name, item, part, versioned=False)])
+        return True
 
     def _write(self, batch: list[IndexedItem]) -> set[str]:
         """Write one batch (unique item ids); return the ids whose state the index now holds."""

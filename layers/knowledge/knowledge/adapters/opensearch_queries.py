@@ -9,6 +9,8 @@ One index holds three kinds of documents, told apart by ``doc_type``:
   ``chunk_text``, stored but not indexed, so chunks never weigh in BM25's statistics.
 - ``item`` (id ``{item}``): the item's head, a small document that carries the item's version
   through OpenSearch external versioning, so a late, older write is refused with a 409.
+- ``part`` (id ``{item}:part{n}``): the mark that part ``n`` (in ``ordinal``) of the item version
+  ``item_version`` is written, for items indexed in parts (``upsert_part``); never searched.
 
 External versions encode the item version and whether it was removed: ``2·v`` for a live item at
 version ``v`` and ``2·v + 1`` for a tombstone left by ``remove_item(version=v)``. With
@@ -31,7 +33,10 @@ from knowledge.domain.visibility import VisibilityFilter
 CHUNK = "chunk"
 PASSAGE = "passage"
 HEAD = "item"
+PART = "part"
 SPANS = (CHUNK, PASSAGE)
+ITEM_DOCUMENTS = (CHUNK, PASSAGE, PART)
+"""What ``remove_item`` and ``remove_base`` delete (everything but heads)."""
 
 _KEYWORDS = (
     "doc_type",
@@ -188,6 +193,57 @@ def head_action(index: str, item: IndexedItem) -> dict[str, Any]:
     }
 
 
+def part_id(knowledge_item_id: str, part: int) -> str:
+    return f"{knowledge_item_id}:part{part}"
+
+
+def part_action(index: str, item: IndexedItem, part: int, *, versioned: bool = True) -> dict[str, Any]:
+    """Bulk action writing the mark of part ``part`` of the item version, at its live version
+    (``versioned=False``: without one, as ``span_action``)."""
+    action: dict[str, Any] = {
+        "_op_type": "index",
+        "_index": index,
+        "_id": part_id(item.knowledge_item_id, part),
+        "routing": item.tenant_id,
+        "version": live_version(item.version),
+        "version_type": "external_gte",
+        "_source": {
+            "doc_type": PART,
+            "tenant_id": item.tenant_id,
+            "knowledge_base_id": item.knowledge_base_id,
+            "knowledge_item_id": item.knowledge_item_id,
+            "knowledge_revision_id": item.knowledge_revision_id,
+            "item_version": item.version,
+            "ordinal": part,
+        },
+    }
+    if not versioned:
+        del action["version"], action["version_type"]
+    return action
+
+
+def held_parts_body(tenant_id: str, knowledge_item_id: str, version: int, parts: int) -> dict[str, Any]:
+    """The part marks of one item version (their part numbers in ``ordinal``)."""
+    clauses = [
+        {"term": {"doc_type": PART}},
+        {"term": {"tenant_id": tenant_id}},
+        {"term": {"knowledge_item_id": knowledge_item_id}},
+        {"term": {"item_version": version}},
+    ]
+    return {"size": parts, "_source": ["ordinal"], "query": {"bool": {"filter": clauses}}}
+
+
+def older_versions_query(tenant_id: str, knowledge_item_id: str, version: int) -> dict[str, Any]:
+    """Chunks, passages and part marks of the item at a version below ``version``."""
+    clauses = [
+        {"terms": {"doc_type": list(ITEM_DOCUMENTS)}},
+        {"term": {"tenant_id": tenant_id}},
+        {"term": {"knowledge_item_id": knowledge_item_id}},
+        {"range": {"item_version": {"lt": version}}},
+    ]
+    return {"query": {"bool": {"filter": clauses}}}
+
+
 def tombstone_source(tenant_id: str, knowledge_item_id: str, version: int) -> dict[str, Any]:
     """Source of the head left by ``remove_item``; indexed at ``tombstone_version(version)``."""
     return {
@@ -270,18 +326,18 @@ def superseded_chunks_query(items: Iterable[IndexedItem]) -> dict[str, Any]:
 
 
 def item_chunks_query(tenant_id: str, knowledge_item_id: str) -> dict[str, Any]:
-    """Every chunk and passage of one item of ``tenant_id``."""
+    """Every chunk, passage and part mark of one item of ``tenant_id``."""
     return _tenant_chunks_query(tenant_id, "knowledge_item_id", knowledge_item_id)
 
 
 def base_chunks_query(tenant_id: str, knowledge_base_id: str) -> dict[str, Any]:
-    """Every chunk and passage of one base of ``tenant_id``."""
+    """Every chunk, passage and part mark of one base of ``tenant_id``."""
     return _tenant_chunks_query(tenant_id, "knowledge_base_id", knowledge_base_id)
 
 
 def _tenant_chunks_query(tenant_id: str, field: str, value: str) -> dict[str, Any]:
     terms = [{"tenant_id": tenant_id}, {field: value}]
-    clauses = [{"terms": {"doc_type": list(SPANS)}}, *({"term": term} for term in terms)]
+    clauses = [{"terms": {"doc_type": list(ITEM_DOCUMENTS)}}, *({"term": term} for term in terms)]
     return {"query": {"bool": {"filter": clauses}}}
 
 

@@ -32,14 +32,20 @@ def build_indexed_item(
     scope: str,
     title: str,
     content: str,
+    offset: int = 0,
+    first_ordinal: int = 0,
 ) -> IndexedItem:
     """Chunk ``content`` (offsets in code points of the revision) and embed each chunk with the
     title prepended; split it into passages of up to ``PASSAGE_TOKENS`` tokens for the lexical leg.
-    One ``embed`` call per item; the embedder's cache skips unchanged chunks."""
+    One ``embed`` call per item; the embedder's cache skips unchanged chunks.
+
+    For one part of a revision, ``content`` is the part's text, which starts at code point
+    ``offset`` of the revision; the spans' offsets are shifted by it and their ordinals start at
+    ``first_ordinal`` (``index_work.ORDINAL_STRIDE`` apart per part)."""
     # An item with no text is still findable by its title: it gets one empty chunk at offset 0.
     empty = [Chunk(ordinal=0, start=0, end=0, text="")]
-    chunks = chunker.split(content) or empty
-    passages = _passage_splitter().split(content) or empty
+    chunks = _shifted(chunker.split(content) or empty, offset, first_ordinal)
+    passages = _shifted(_passage_splitter().split(content) or empty, offset, first_ordinal)
     vectors = embedder.embed([embedding_text(title, chunk.text) for chunk in chunks])
     return IndexedItem(
         tenant_id=tenant_id,
@@ -59,3 +65,17 @@ def build_indexed_item(
         ],
         passages=passages,
     )
+
+
+def _shifted(spans: list[Chunk], offset: int, first_ordinal: int) -> list[Chunk]:
+    if offset == 0 and first_ordinal == 0:
+        return spans
+    return [
+        Chunk(
+            ordinal=first_ordinal + span.ordinal,
+            start=offset + span.start,
+            end=offset + span.end,
+            text=span.text,
+        )
+        for span in spans
+    ]

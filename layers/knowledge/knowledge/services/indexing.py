@@ -18,6 +18,17 @@ What the index holds for an item (``sync_item``):
   refuse that re-index, which writes the same item versions again. Search re-checks every hit
   against the store (read-time truth), so a chunk that slips in meanwhile is never answered.
 
+With a work queue (``work``; SQS on AWS and in the local runtime) the stream consumer only reads
+and enqueues: a publishable item becomes ``IndexWork`` messages, one per part of its current
+revision (``index_work.part_count``: whole pages of about 50,000 characters), of which the first
+``FANOUT_WINDOW`` are sent at once; the work consumer indexes a part (``index_part``), writing it
+with ``SearchIndex.upsert_part`` at the item's version, and sends the part ``FANOUT_WINDOW``
+further on. So a large revision never holds up the stream, and another item's work waits behind
+at most ``FANOUT_WINDOW`` of its parts. A part planned for a version the item has left is dropped
+(the newer version's own change queued its parts), and the index refuses it anyway. The
+``indexed_revision_id`` mark is set by the part whose write completed the version. Without a work
+queue (tests, scripts) the same parts are indexed in process, one after another.
+
 A base whose ``status`` changed (``sync_base``): inactive or gone → ``remove_base``; active → every
 listed item is re-synced, a page at a time. Notes go to ``NoteIndexingService``. Other records
 (revisions, pages, guards, tokens,
@@ -37,11 +48,12 @@ from typing import TYPE_CHECKING
 
 from knowledge.domain.changes import ChangeKind, StoreChange
 from knowledge.domain.chunking import Chunker
-from knowledge.domain.models import BaseStatus, ItemStatus, KnowledgeBase, KnowledgeItem
+from knowledge.domain.index_work import FANOUT_WINDOW, ORDINAL_STRIDE, IndexWork, part_chars, part_count
+from knowledge.domain.models import BaseStatus, ItemStatus, KnowledgeBase, KnowledgeItem, Revision
 from knowledge.domain.retrieval import IndexedItem
 from knowledge.errors import ConflictError, DependencyUnavailableError, ResourceUnavailableError
 from knowledge.observability import logger
-from knowledge.ports import CorpusStore, Embedder, SearchIndex
+from knowledge.ports import CorpusStore, Embedder, SearchIndex, WorkQueue
 from knowledge.services.documents import build_indexed_item
 
 if TYPE_CHECKING:
@@ -66,17 +78,23 @@ class IndexAction(StrEnum):
     """Not a change the index depends on."""
     REINDEXED = "reindexed"
     """A base was (re)activated and every item of it re-synced."""
+    QUEUED = "queued"
+    """The item's parts were sent to the work queue."""
+    PARTIAL = "partial"
+    """One part of the item's revision is in the index; others are still to come."""
 
 
 @dataclass
 class ReindexCounts:
-    """Outcome of re-syncing a base: ``scanned`` items, of which ``indexed``, ``removed`` (draft),
-    ``superseded`` (index already newer) and ``skipped``; ``active`` is the base's status."""
+    """Outcome of re-syncing a base: ``scanned`` items, of which ``indexed``, ``queued`` (sent to
+    the work queue), ``removed`` (draft), ``superseded`` (index already newer) and ``skipped``;
+    ``active`` is the base's status."""
 
     knowledge_base_id: str
     active: bool
     scanned: int = 0
     indexed: int = 0
+    queued: int = 0
     removed: int = 0
     superseded: int = 0
     skipped: int = 0
@@ -85,6 +103,8 @@ class ReindexCounts:
         self.scanned += 1
         if action is IndexAction.INDEXED:
             self.indexed += 1
+        elif action is IndexAction.QUEUED:
+            self.queued += 1
         elif action is IndexAction.REMOVED:
             self.removed += 1
         elif action is IndexAction.SUPERSEDED:
@@ -119,9 +139,12 @@ class IndexingService:
         embedder: Embedder,
         chunker: Chunker,
         notes: NoteIndexingService | None = None,
+        work: WorkQueue | None = None,
     ) -> None:
-        """``notes`` indexes the notes the stream reports (their changes are ignored without it)."""
+        """``notes`` indexes the notes the stream reports (their changes are ignored without it);
+        ``work`` receives the parts to index (without it, they are indexed in process)."""
         self._notes = notes
+        self._work = work
         self._store = store
         self._index = index
         self._embedder = embedder
@@ -162,7 +185,60 @@ class IndexingService:
         base = self._store.get_base(tenant_id, item.knowledge_base_id)
         if base is None or base.status is not BaseStatus.ACTIVE:
             return IndexAction.SKIPPED
-        return self._upsert([(item, base)])[0]
+        return self._sync_publishable([(item, base)])[0]
+
+    def index_part(self, work: IndexWork) -> IndexAction:
+        """Index one part (the work consumer's step): read the part's pages, chunk and embed them,
+        write them with ``upsert_part``; set the indexed mark when the version is complete, and
+        send the part ``FANOUT_WINDOW`` further on unless the index already holds it.
+
+        Answers ``INDEXED`` (the version is complete), ``PARTIAL``, ``SUPERSEDED`` (the item left
+        the planned version or revision, or the index holds a newer one) or ``SKIPPED`` (its base
+        is inactive or missing). Errors propagate (``DependencyUnavailableError``), so the message
+        is retried; a retry repeats nothing the index already holds.
+        """
+        item = self._store.get_item(work.tenant_id, work.knowledge_item_id)
+        if (
+            item is None
+            or item.version != work.version
+            or not _is_publishable(item)
+            or item.current_revision_id != work.knowledge_revision_id
+        ):
+            logger.info(
+                "index work superseded",
+                extra={"knowledge_item_id": work.knowledge_item_id, "version": work.version},
+            )
+            return IndexAction.SUPERSEDED
+        base = self._store.get_base(work.tenant_id, item.knowledge_base_id)
+        if base is None or base.status is not BaseStatus.ACTIVE:
+            return IndexAction.SKIPPED
+        revision = self._revision(item)
+        size = part_chars(revision.page_size)
+        offset = min(work.part * size, revision.total_chars)
+        window = self._store.read_content(revision, offset=offset, limit=size)
+        entry = self._build(item, base, revision, window.text, offset=window.offset, part=work.part)
+        outcome = self._index.upsert_part(entry, part=work.part, parts=work.parts)
+        if not outcome.written:
+            return IndexAction.SUPERSEDED
+        following = work.part + FANOUT_WINDOW
+        if self._work is not None and following < work.parts and following not in outcome.held:
+            self._work.send([work.model_copy(update={"part": following})])
+        logger.info(
+            "item part indexed",
+            extra={
+                "tenant_id": item.tenant_id,
+                "knowledge_item_id": item.knowledge_item_id,
+                "version": item.version,
+                "part": work.part,
+                "parts": work.parts,
+                "held": len(outcome.held),
+                "chunks": len(entry.chunks),
+            },
+        )
+        if not outcome.complete:
+            return IndexAction.PARTIAL
+        self._mark(item, revision.knowledge_revision_id)
+        return IndexAction.INDEXED
 
     def sync_base(self, tenant_id: str, knowledge_base_id: str) -> ReindexCounts:
         """Make the index hold what the store says of a whole base now.
@@ -264,9 +340,43 @@ class IndexingService:
                 publishable.append((item, base))
             else:
                 actions[item_id] = self._remove(item)
-        for (item, _), action in zip(publishable, self._upsert(publishable), strict=True):
+        for (item, _), action in zip(publishable, self._sync_publishable(publishable), strict=True):
             actions[item.knowledge_item_id] = action
         return [actions[item_id] for item_id in item_ids]
+
+    def _sync_publishable(self, pairs: list[tuple[KnowledgeItem, KnowledgeBase]]) -> list[IndexAction]:
+        """Queue the parts of each item (with a work queue), or index them here: revisions of one
+        part together (``upsert_many``), larger ones part by part."""
+        plans = [self._plan(item) for item, _ in pairs]
+        if self._work is not None:
+            self._work.send([work for plan in plans for work in plan[:FANOUT_WINDOW]])
+            for item, _ in pairs:
+                logger.info(
+                    "item queued for indexing",
+                    extra={"knowledge_item_id": item.knowledge_item_id, "version": item.version},
+                )
+            return [IndexAction.QUEUED] * len(pairs)
+        whole = [pair for pair, plan in zip(pairs, plans, strict=True) if len(plan) == 1]
+        actions = dict(zip((item.knowledge_item_id for item, _ in whole), self._upsert(whole), strict=True))
+        for (item, _), plan in zip(pairs, plans, strict=True):
+            if len(plan) > 1:
+                actions[item.knowledge_item_id] = [self.index_part(work) for work in plan][-1]
+        return [actions[item.knowledge_item_id] for item, _ in pairs]
+
+    def _plan(self, item: KnowledgeItem) -> list[IndexWork]:
+        revision = self._revision(item)
+        parts = part_count(revision.total_chars, revision.page_size)
+        return [
+            IndexWork(
+                tenant_id=item.tenant_id,
+                knowledge_item_id=item.knowledge_item_id,
+                knowledge_revision_id=revision.knowledge_revision_id,
+                version=item.version,
+                part=part,
+                parts=parts,
+            )
+            for part in range(parts)
+        ]
 
     def _upsert(self, entries: Iterable[tuple[KnowledgeItem, KnowledgeBase]]) -> list[IndexAction]:
         pairs = list(entries)
@@ -291,7 +401,7 @@ class IndexingService:
             actions.append(IndexAction.INDEXED if written else IndexAction.SUPERSEDED)
         return actions
 
-    def _indexed_item(self, item: KnowledgeItem, base: KnowledgeBase) -> IndexedItem:
+    def _revision(self, item: KnowledgeItem) -> Revision:
         assert item.current_revision_id is not None  # _is_publishable
         revision = self._store.get_revision(item.tenant_id, item.knowledge_item_id, item.current_revision_id)
         if revision is None:
@@ -301,6 +411,22 @@ class IndexingService:
                 extra={"tenant_id": item.tenant_id, "knowledge_item_id": item.knowledge_item_id},
             )
             raise DependencyUnavailableError("The knowledge store returned an inconsistent item.")
+        return revision
+
+    def _indexed_item(self, item: KnowledgeItem, base: KnowledgeBase) -> IndexedItem:
+        revision = self._revision(item)
+        return self._build(item, base, revision, self._store.read_all_content(revision), offset=0, part=0)
+
+    def _build(
+        self,
+        item: KnowledgeItem,
+        base: KnowledgeBase,
+        revision: Revision,
+        content: str,
+        *,
+        offset: int,
+        part: int,
+    ) -> IndexedItem:
         return build_indexed_item(
             chunker=self._chunker,
             embedder=self._embedder,
@@ -313,7 +439,9 @@ class IndexingService:
             team_id=base.team_id,
             scope=base.scope.value,
             title=revision.title,
-            content=self._store.read_all_content(revision),
+            content=content,
+            offset=offset,
+            first_ordinal=part * ORDINAL_STRIDE,
         )
 
     def _remove(self, item: KnowledgeItem) -> IndexAction:

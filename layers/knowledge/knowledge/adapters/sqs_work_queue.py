@@ -1,0 +1,47 @@
+"""``SqsWorkQueue``: the ``WorkQueue`` port on an SQS queue (the index work queue).
+
+Each ``IndexWork`` is one message whose body is its JSON; messages go out with
+``SendMessageBatch``, ten per request (SQS's limit). Errors: a failed request or any entry SQS
+refuses raises ``DependencyUnavailableError`` (retryable); entries already sent stay sent, which is
+harmless because index work is idempotent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from knowledge.domain.index_work import IndexWork
+from knowledge.errors import DependencyUnavailableError
+from knowledge.observability import logger
+
+_BATCH = 10
+
+
+class SqsWorkQueue:
+    """Sends index work to ``queue_url`` with ``sqs`` (a boto3 SQS client)."""
+
+    def __init__(self, queue_url: str, *, sqs_client: Any) -> None:
+        self._url = queue_url
+        self._sqs = sqs_client
+
+    def send(self, work: Sequence[IndexWork]) -> None:
+        """Send every entry of ``work`` (nothing for an empty sequence)."""
+        for start in range(0, len(work), _BATCH):
+            entries = [
+                {"Id": str(number), "MessageBody": entry.model_dump_json()}
+                for number, entry in enumerate(work[start : start + _BATCH])
+            ]
+            try:
+                answer = self._sqs.send_message_batch(QueueUrl=self._url, Entries=entries)
+            except (BotoCoreError, ClientError) as error:
+                logger.warning("index work not sent", extra={"error": type(error).__name__})
+                raise DependencyUnavailableError("The index work queue is unavailable.") from error
+            failed = answer.get("Failed", [])
+            if failed:
+                logger.warning(
+                    "index work refused", extra={"failed": len(failed), "code": failed[0].get("Code")}
+                )
+                raise DependencyUnavailableError("The index work queue refused a message.")
