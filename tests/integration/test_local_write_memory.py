@@ -1,6 +1,7 @@
 """Memory per write on the local AWS endpoint stays small and does not grow with what is stored:
-300 small items through the store's real write path (pages, then the sealing transaction with the
-external id's guard), each followed by a read of the table's stream, as the stream poller reads it.
+120 small items (after 20 to warm up) through the store's real write path (pages, then the sealing
+transaction with the external id's guard), each followed by a read of the table's stream, as the
+stream poller reads it.
 
 Before the fix every write left a copy of the whole table behind (moto's transaction rollback
 copies, kept alive by its instance tracking): megabytes per write, more with every write."""
@@ -21,8 +22,8 @@ from knowledge_local.provisioning import aws_client
 from tests.support.template import create_table_kwargs
 
 TABLE = "write-memory"
-WARM_UP_WRITES = 50
-MEASURED_WRITES = 300
+WARM_UP_WRITES = 20
+MEASURED_WRITES = 120
 BYTES_PER_WRITE = 24_000
 """What one small item may keep, all told: its four records in moto (item, revision, page, guard),
 the shard iterators of its stream read (kept for their 15 minutes) and the caches' share; about
