@@ -15,7 +15,7 @@ import pytest
 from knowledge.adapters.memory_store import InMemoryKnowledgeStore
 from knowledge.bootstrap import queued_notes
 from knowledge.domain.bearer_tokens import hash_token
-from knowledge.domain.models import ItemStatus, KnowledgeBase, Permission, Scope, TokenRecord
+from knowledge.domain.models import BaseStatus, ItemStatus, KnowledgeBase, Permission, Scope, TokenRecord
 from knowledge.errors import (
     AuthenticationRequiredError,
     InsufficientScopeError,
@@ -527,3 +527,13 @@ def test_ingest_token_whose_allow_list_excludes_the_base_writes_nothing(
         ingest.ingest(_upsert(base), message_id="m-1", authorization=authorization)
 
     assert _state(store) == before
+
+
+def test_ingest_into_an_inactive_base_the_token_sees_is_applied(
+    ingest: IngestService, store: InMemoryKnowledgeStore, base: KnowledgeBase
+) -> None:
+    store.update_base(
+        TENANT, base.knowledge_base_id, expected_version=base.version, status=BaseStatus.INACTIVE
+    )
+
+    assert ingest.ingest(_upsert(base), message_id="m-1", authorization=WRITER) is IngestAction.CREATED

@@ -29,7 +29,7 @@ its scope and the body's principal fields have been checked:
 - ``MemoryInvalidRequestError``: a memory message's argument is out of bounds (``remember`` with
   ``ttl_seconds`` above its maximum, say); logged as rejected with its fields and problems.
 - ``ResourceUnavailableError``: the base does not exist in the token's tenant, or the token may not
-  see it (as the REST API answers both).
+  see it (as the REST API answers both; an inactive base still takes content).
 - ``ConflictError``: concurrent writers kept changing the item (after ``MAX_ATTEMPTS`` re-reads).
 - ``DependencyUnavailableError``: the store is down or throttled.
 """
@@ -49,7 +49,15 @@ from knowledge.domain.ingest_messages import (
     RememberMessage,
     UpsertMessage,
 )
-from knowledge.domain.models import KnowledgeItem, Permission, Principal, TokenRecord
+from knowledge.domain.models import (
+    BaseStatus,
+    KnowledgeBase,
+    KnowledgeItem,
+    Permission,
+    Principal,
+    TokenRecord,
+)
+from knowledge.domain.visibility import can_see
 from knowledge.errors import (
     AuthenticationRequiredError,
     ConflictError,
@@ -130,7 +138,7 @@ class IngestService:
         }
         item: KnowledgeItem | None
         try:
-            find_base(self._store, principal, message.knowledge_base_id)
+            find_base(self._store, principal, message.knowledge_base_id, allowed=_may_ingest)
             if isinstance(message, UpsertMessage):
                 item, action = self._upsert(principal, message)
             else:
@@ -269,6 +277,12 @@ class IngestService:
         raise ConflictError(
             "The item kept changing while the message was applied; it will be retried.", current_version=None
         )
+
+
+def _may_ingest(principal: Principal, base: KnowledgeBase) -> bool:
+    """The visibility rule (tenant, allow-list, scope), except that an inactive base still takes
+    content, indexed when it is active again."""
+    return can_see(principal, base.model_copy(update={"status": BaseStatus.ACTIVE}))
 
 
 def _disagreements(principal: Principal, message: AnyMessage) -> list[str]:
