@@ -71,7 +71,7 @@ def lambda_attributes(attributes: Mapping[str, Mapping[str, Any]]) -> dict[str, 
 def sqs_record(
     body: Any,
     *,
-    authorization: str | None,
+    authorization: str | None = None,
     queue: str = "knowledge-ingest",
     message_id: str | None = None,
 ) -> dict[str, Any]:
