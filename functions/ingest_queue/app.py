@@ -1,6 +1,7 @@
 """``IngestQueueFunction``: the ingest queue's consumer (DESIGN §6), with partial batch responses.
 
-Each SQS message is validated and applied alone (``IngestService.ingest``); a message that raises is
+Each SQS message is authenticated by the bearer token in its ``Authorization`` message attribute,
+validated and applied alone, as the token's principal (``IngestService.ingest``); a message that raises is
 listed in ``batchItemFailures``, so SQS redelivers only it and, after ``maxReceiveCount`` receives,
 moves it to the dead-letter queue. The answer is always ``{"batchItemFailures": [...]}``, even when
 every message failed, so that one contract covers every batch.
@@ -18,13 +19,17 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from knowledge.bootstrap import get_ingest_service
 from knowledge.observability import logger, metrics, tracer
-from knowledge.services.ingest import IngestAction
+from knowledge.services.ingest import AUTHORIZATION_ATTRIBUTE, IngestAction
 
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
 
 def record_handler(record: SQSRecord) -> IngestAction:
-    action = get_ingest_service().ingest(record.body, message_id=record.message_id)
+    attribute = record.message_attributes[AUTHORIZATION_ATTRIBUTE]  # ``None`` when absent
+    authorization = attribute.string_value if attribute is not None else None
+    action = get_ingest_service().ingest(
+        record.body, message_id=record.message_id, authorization=authorization
+    )
     metrics.add_metric(name="IngestMessagesApplied", unit=MetricUnit.Count, value=1)
     return action
 

@@ -156,7 +156,9 @@ def test_memory_from_the_ingest_queue(runtime: RuntimeProcess, api: httpx2.Clien
     }
 
     runtime.aws("sqs").send_message(
-        QueueUrl=runtime.endpoints["ingest_queue_url"], MessageBody=json.dumps(message)
+        QueueUrl=runtime.endpoints["ingest_queue_url"],
+        MessageBody=json.dumps(message),
+        MessageAttributes={"Authorization": {"DataType": "String", "StringValue": f"Bearer {runtime.token}"}},
     )
 
     assert eventually(lambda: _found(api, "walrus")) == ["The queued walrus fact."]

@@ -60,6 +60,11 @@ def test_admin_published_item_becomes_searchable(api: httpx2.Client) -> None:
     assert hits["results"][0]["knowledge_revision_id"] == revision_id
 
 
+def _signed(runtime: RuntimeProcess) -> dict[str, Any]:
+    """The ``Authorization`` message attribute every ingest message carries: the dev token."""
+    return {"Authorization": {"DataType": "String", "StringValue": f"Bearer {runtime.token}"}}
+
+
 def test_queue_upsert_message_becomes_searchable(
     api: httpx2.Client, runtime: RuntimeProcess, sqs: Any
 ) -> None:
@@ -75,7 +80,11 @@ def test_queue_upsert_message_becomes_searchable(
         "publish": True,
     }
 
-    sqs.send_message(QueueUrl=runtime.endpoints["ingest_queue_url"], MessageBody=json.dumps(message))
+    sqs.send_message(
+        QueueUrl=runtime.endpoints["ingest_queue_url"],
+        MessageBody=json.dumps(message),
+        MessageAttributes=_signed(runtime),
+    )
 
     def indexed_item() -> dict[str, Any] | None:
         found = api.get(f"/v1/knowledge-bases/{base_id}/items", params={"external_id": "kafka/lag.md"})
@@ -98,7 +107,7 @@ def test_queue_poison_message_ends_in_the_dead_letter_queue(runtime: RuntimeProc
     # Redeliveries wait for the visibility timeout; one second keeps the receives quick.
     sqs.set_queue_attributes(QueueUrl=queue_url, Attributes={"VisibilityTimeout": "1"})
     try:
-        sqs.send_message(QueueUrl=queue_url, MessageBody=body)
+        sqs.send_message(QueueUrl=queue_url, MessageBody=body, MessageAttributes=_signed(runtime))
 
         def dead_letter() -> dict[str, Any] | None:
             received = sqs.receive_message(

@@ -1,7 +1,8 @@
 """``IngestQueueFunction`` with the SQS events of ``events/`` and a real moto queue with redrive.
 
 The events' base (tenant ``acme``) is put in the table from ``events/indexer_item_insert.json``'s
-first record, the base's creation as the table's stream recorded it.
+first record, the base's creation as the table's stream recorded it; the sample token the events are
+signed with is stored as a valid token of that tenant (``store_events_token``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,16 @@ from knowledge.services.ingest import IngestAction
 from knowledge.settings import Settings
 from tests.conftest import TABLE_NAME
 from tests.support.events import load_event
-from tests.support.queues import QueuePoller, run_ingest, sqs_event, sqs_record
+from tests.support.queues import (
+    EVENTS_AUTHORIZATION,
+    EVENTS_TOKEN,
+    QueuePoller,
+    run_ingest,
+    signed,
+    sqs_event,
+    sqs_record,
+    store_events_token,
+)
 from tests.support.rest import SearchWorld, new_world, result_items
 from tests.support.store import REGION, make_store, serialized_dynamodb
 from tests.support.streams import StreamReader, apply_to_table, drain
@@ -35,6 +45,7 @@ MAX_CONTENT_CHARS = 5_000
 def world(table: Any) -> Iterator[SearchWorld]:
     built = new_world(settings=Settings(table_name=TABLE_NAME, max_content_chars=MAX_CONTENT_CHARS))
     apply_to_table(load_event("indexer_item_insert")["Records"][:1])
+    store_events_token(built.store)
     yield built
     use_container(None)
 
@@ -74,8 +85,10 @@ def _upsert(base_id: str, external_id: str = "guide", **fields: Any) -> dict[str
     }
 
 
-def _ingest(*bodies: Any) -> list[str]:
-    records = [sqs_record(body, message_id=f"m-{n}") for n, body in enumerate(bodies)]
+def _ingest(*bodies: Any, authorization: str | None = EVENTS_AUTHORIZATION) -> list[str]:
+    records = [
+        sqs_record(body, message_id=f"m-{n}", authorization=authorization) for n, body in enumerate(bodies)
+    ]
     return run_ingest(sqs_event(records))
 
 
@@ -160,7 +173,10 @@ def test_ingest_archive_of_unknown_external_id_succeeds_without_writing(
 
     assert _ingest(body) == []
     assert world.container is not None
-    assert world.container.ingest.ingest(json.dumps(body), message_id="again") is IngestAction.ABSENT
+    again = world.container.ingest.ingest(
+        json.dumps(body), message_id="again", authorization=EVENTS_AUTHORIZATION
+    )
+    assert again is IngestAction.ABSENT
 
 
 # -- upsert semantics -----------------------------------------------------------------------------
@@ -219,7 +235,7 @@ def test_ingest_concurrent_duplicates_create_one_item_with_one_revision(
 
     def deliver(n: int) -> IngestAction:
         start.wait(timeout=30)
-        return ingest.ingest(body, message_id=f"copy-{n}")
+        return ingest.ingest(body, message_id=f"copy-{n}", authorization=EVENTS_AUTHORIZATION)
 
     with serialized_dynamodb(), ThreadPoolExecutor(max_workers=8) as pool:
         actions = list(pool.map(deliver, range(8)))
@@ -309,7 +325,7 @@ def test_ingest_queue_poison_message_reaches_dead_letter_queue_while_others_succ
     )["QueueUrl"]
     bodies = [record["body"] for record in load_event("ingest_queue_malformed")["Records"]]
     for body in bodies:
-        sqs.send_message(QueueUrl=queue_url, MessageBody=body)
+        sqs.send_message(QueueUrl=queue_url, MessageBody=body, MessageAttributes=signed(EVENTS_AUTHORIZATION))
 
     QueuePoller(queue_url).drain()
 
@@ -318,6 +334,130 @@ def test_ingest_queue_poison_message_reaches_dead_letter_queue_while_others_succ
     assert sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages", []) == []
     good = [json.loads(body)["external_id"] for body in (bodies[0], bodies[2])]
     assert [_revision_count(world, _item(world, base_id, external_id)) for external_id in good] == [1, 1]
+
+
+# -- signed messages ------------------------------------------------------------------------------
+
+
+def _table() -> list[dict[str, Any]]:
+    """Every record of the table, in key order."""
+    client = boto3.client("dynamodb", region_name=REGION)
+    items = client.scan(TableName=TABLE_NAME, ConsistentRead=True)["Items"]
+    return sorted(items, key=lambda item: (item["PK"]["S"], item["SK"]["S"]))
+
+
+def _notes_of(tenant_id: str) -> list[str]:
+    """The ids of the tenant's notes (their ``META`` records)."""
+    prefix = f"T#{tenant_id}#NOTE#"
+    return [
+        i["PK"]["S"].removeprefix(prefix)
+        for i in _table()
+        if i["PK"]["S"].startswith(prefix) and i["SK"]["S"] == "META"
+    ]
+
+
+def _memory(**fields: Any) -> dict[str, Any]:
+    return {"op": "remember", "content": "The nightly export lands in bucket exports-7.", **fields}
+
+
+def _revoked_child(world: SearchWorld) -> str:
+    """A token minted by a token that was then revoked (the lineage cascade)."""
+    assert world.container is not None
+    _, parent_record = world.container.tokens.issue(
+        tenant_id=TENANT, subject_id="issuer", scopes=["knowledge:write", "memory:write"]
+    )
+    child, _ = world.container.tokens.issue(
+        tenant_id=TENANT,
+        subject_id="ingest-pipeline",
+        scopes=["knowledge:write", "memory:write"],
+        ancestor_token_ids=[parent_record.token_hash],
+    )
+    world.store.revoke_token(parent_record.token_hash)
+    return f"Bearer {child}"
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "no-attribute",
+        "unknown-token",
+        "revoked-parent",
+        "missing-scope",
+        "tenant-mismatch",
+        "subject-mismatch",
+    ],
+)
+def test_ingest_message_without_a_valid_signature_fails_alone_and_writes_nothing(
+    world: SearchWorld, base_id: str, case: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    memory_writer = world.token(TENANT, "ingest-pipeline", scopes=["memory:write"])
+    body, authorization = {
+        "no-attribute": (_upsert(base_id, "rejected"), None),
+        "unknown-token": (_upsert(base_id, "rejected"), "Bearer kn_not-a-token-of-this-service"),
+        "revoked-parent": (_upsert(base_id, "rejected"), _revoked_child(world)),
+        "missing-scope": (_upsert(base_id, "rejected"), world.token(TENANT, scopes=["knowledge:read"])),
+        "tenant-mismatch": (_upsert(base_id, "rejected", tenant_id="globex"), EVENTS_AUTHORIZATION),
+        "subject-mismatch": (_memory(subject_id="someone-else"), memory_writer),
+    }[case]
+    before = _table()
+
+    with caplog.at_level(logging.INFO):
+        failures = run_ingest(sqs_event([sqs_record(body, message_id="bad", authorization=authorization)]))
+
+    assert failures == ["bad"]
+    assert _table() == before
+    assert _ingest(_upsert(base_id)) == []  # the same consumer applies a signed message meanwhile
+    rejected = [r for r in caplog.records if r.getMessage() == "ingest message rejected"]
+    assert [r.__dict__["message_id"] for r in rejected] == ["bad"]
+    token = (authorization or "").removeprefix("Bearer ")
+    assert not token or token not in caplog.text
+
+
+def test_ingest_signed_message_writes_as_the_token_principal(world: SearchWorld, base_id: str) -> None:
+    writer = world.token(TENANT, "ingest-pipeline", scopes=["memory:write"], team_ids=["team-ops"])
+    upsert = _upsert(base_id, "unsigned-body")
+    del upsert["tenant_id"]
+
+    assert _ingest(upsert) == []
+    assert _ingest(_memory(scope="team", team_id="team-ops"), authorization=writer) == []
+
+    assert _item(world, base_id, "unsigned-body").tenant_id == TENANT
+    [note_id] = _notes_of(TENANT)
+    note = world.store.get_note(TENANT, note_id)
+    assert note is not None
+    assert (note.owner_id, note.team_id) == ("ingest-pipeline", "team-ops")
+
+
+def test_ingest_unsigned_message_reaches_the_dead_letter_queue(world: SearchWorld, base_id: str) -> None:
+    sqs = boto3.client("sqs", region_name=REGION)
+    dlq_url = sqs.create_queue(QueueName="ingest-dlq")["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    queue_url = sqs.create_queue(
+        QueueName="ingest",
+        Attributes={"RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "2"})},
+    )["QueueUrl"]
+    unsigned = json.dumps(_upsert(base_id, "unsigned"))
+    sqs.send_message(QueueUrl=queue_url, MessageBody=unsigned)
+    sqs.send_message(
+        QueueUrl=queue_url,
+        MessageBody=json.dumps(_upsert(base_id, "forged")),
+        MessageAttributes=signed("Bearer kn_forged"),
+    )
+    sqs.send_message(
+        QueueUrl=queue_url,
+        MessageBody=json.dumps(_upsert(base_id)),
+        MessageAttributes=signed(EVENTS_AUTHORIZATION),
+    )
+
+    QueuePoller(queue_url).drain()
+
+    dead = sqs.receive_message(QueueUrl=dlq_url, MaxNumberOfMessages=10)["Messages"]
+    assert sorted(json.loads(message["Body"])["external_id"] for message in dead) == ["forged", "unsigned"]
+    assert world.store.find_item_by_external_id(TENANT, base_id, "unsigned") is None
+    assert _revision_count(world, _item(world, base_id, "guide")) == 1
+    assert EVENTS_TOKEN not in json.dumps(dead)  # the dead letters' bodies never held the token
 
 
 @pytest.fixture
@@ -336,6 +476,7 @@ def test_ingest_consumer_needs_no_search_index_or_embedder(
     monkeypatch.setenv("SEARCH_BACKEND", "opensearch")
     monkeypatch.setenv("EMBEDDER", "bedrock")
     apply_to_table(load_event("indexer_item_insert")["Records"][:1])
+    store_events_token(make_store())
     base_id = load_event("indexer_item_insert")["Records"][0]["dynamodb"]["NewImage"]["knowledge_base_id"][
         "S"
     ]

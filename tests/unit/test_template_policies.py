@@ -112,7 +112,25 @@ def test_domain_access_policy_gives_the_search_roles_the_same_narrow_paths() -> 
     assert not any(path.endswith("*") for _, path in granted)
 
 
-@pytest.mark.parametrize("function", ["IngestQueueFunction", "SearchKnowledgeFunction", "McpFunction"])
+def test_ingest_consumer_may_only_read_token_records_besides_tenant_records() -> None:
+    statements = _dynamodb_statements("IngestQueueFunction")
+    token_key = keys.token_key("ab" * 32).pk
+
+    [lookup] = [s for s in statements if any(fnmatchcase(token_key, p) for p in _leading_keys(s))]
+    assert _actions(lookup) == {
+        "dynamodb:GetItem",
+        "dynamodb:BatchGetItem",
+    }  # the message's token, its lineage
+    assert _leading_keys(lookup) == ["TOKEN#*"]
+    others = [s for s in statements if s is not lookup]
+    assert others
+    assert all(_leading_keys(s) == ["T#*"] for s in others)
+    assert not SAM_TABLE_POLICIES & {
+        next(iter(p)) for p in _policies("IngestQueueFunction") if isinstance(p, dict)
+    }
+
+
+@pytest.mark.parametrize("function", ["SearchKnowledgeFunction", "McpFunction"])
 def test_functions_without_token_duties_cannot_reach_token_records(function: str) -> None:
     statements = _dynamodb_statements(function)
     names = {next(iter(p)) for p in _policies(function) if isinstance(p, dict)}

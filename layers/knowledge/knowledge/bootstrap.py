@@ -258,6 +258,7 @@ class Container:
             return IngestService(
                 self.store,
                 queued_notes(self.store, self._forget_embeddings),
+                self.tokens,
                 max_content_chars=self.settings.max_content_chars,
             )
 
@@ -479,9 +480,11 @@ def get_token_service() -> TokenService:
 
 def get_ingest_service() -> IngestService:
     """Queue ingestion alone, for the ingest consumer, which writes the store only: the installed
-    container's when there is one, otherwise a service over the store (no index or embedder is
-    built, so the function needs no search or model permissions), built once."""
+    container's when there is one, otherwise a service over the store and the token service that
+    authenticates each message (no index or embedder is built, so the function needs no search or
+    model permissions), built once."""
     from knowledge.services.ingest import IngestService
+    from knowledge.services.tokens import TokenService
     from knowledge.settings import get_settings
 
     global _ingest_service
@@ -494,6 +497,7 @@ def get_ingest_service() -> IngestService:
             _ingest_service = IngestService(
                 store,
                 queued_notes(store, _purger(settings)),
+                TokenService(store),
                 max_content_chars=settings.max_content_chars,
             )
         return _ingest_service

@@ -1,12 +1,18 @@
 """Messages of the ingest queue (DESIGN §6): one JSON object per SQS message body, told apart by ``op``.
 
-- ``{"op": "upsert", "tenant_id", "knowledge_base_id", "external_id", "title", "content",
+Every message is signed with its sender's bearer token, in the SQS message attribute
+``Authorization`` (``Bearer <token>``, DataType ``String``): the consumer authenticates it as the
+authorizer does and writes as the token's principal (tenant, subject, teams), never as the body
+says. The body's ``tenant_id``, ``subject_id`` and ``team_ids`` are optional statements of whom the
+producer means to write as; when given they must agree with the token, or the message is rejected.
+
+- ``{"op": "upsert", "tenant_id"?, "knowledge_base_id", "external_id", "title", "content",
   "source": {"uri", "title"}, "publish": true}``: the item with ``external_id`` in the base gets this
   content (a new item, or a new revision when the content, title or source differ);
-- ``{"op": "archive", "tenant_id", "knowledge_base_id", "external_id"}``: that item is archived;
-- ``{"op": "remember", "tenant_id", "subject_id", "team_ids"?, ...}`` with the arguments of the
-  ``remember`` tool (DESIGN §9), written as the subject ``subject_id`` (a member of ``team_ids``);
-- ``{"op": "forget", "tenant_id", "subject_id", "team_ids"?, "note_id", "mode"}``: ``forget_memory``.
+- ``{"op": "archive", "tenant_id"?, "knowledge_base_id", "external_id"}``: that item is archived;
+- ``{"op": "remember", "tenant_id"?, "subject_id"?, "team_ids"?, ...}`` with the arguments of the
+  ``remember`` tool (DESIGN §9), written as the token's subject;
+- ``{"op": "forget", "tenant_id"?, "subject_id"?, "team_ids"?, "note_id", "mode"}``: ``forget_memory``.
 
 Unknown fields, wrong types (strict JSON types) and strings that are not valid Unicode (a lone
 surrogate escape, ``knowledge.domain.text``) are refused, so a producer's mistake is a
@@ -33,11 +39,14 @@ EXTERNAL_ID_MAX_CHARS = 1_024
 TITLE_MAX_CHARS = 1_000
 _TENANT_ID = re.compile(TENANT_ID_PATTERN)
 
+TenantId = Annotated[Text, Field(pattern=TENANT_ID_PATTERN)]
+
 
 class _Message(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
-    tenant_id: Text = Field(pattern=TENANT_ID_PATTERN)
+    tenant_id: TenantId | None = None
+    """The tenant the producer means to write into; when given, it must be the token's."""
     knowledge_base_id: Text
     external_id: Text = Field(min_length=1, max_length=EXTERNAL_ID_MAX_CHARS)
 
@@ -66,15 +75,16 @@ class ArchiveMessage(_Message):
 
 
 class _Writer(BaseModel):
-    """Who a memory message writes as: the tenant, the subject and its teams."""
+    """Whom a memory message means to write as; the token decides, and each field given must agree
+    with it (``team_ids``: the token's teams, in any order)."""
 
-    tenant_id: Text = Field(pattern=TENANT_ID_PATTERN)
-    subject_id: Text = Field(min_length=1, max_length=LABEL_MAX_CHARS)
-    team_ids: list[Text] = Field(default_factory=list)
+    tenant_id: TenantId | None = None
+    subject_id: Annotated[Text, Field(min_length=1, max_length=LABEL_MAX_CHARS)] | None = None
+    team_ids: list[Text] | None = None
 
 
 class RememberMessage(RememberArguments, _Writer):
-    """``remember`` as ``subject_id``; redelivery finds a duplicate (or an unchanged keyed note)."""
+    """``remember`` as the token's subject; redelivery finds a duplicate (or an unchanged keyed note)."""
 
     op: Literal["remember"]
 
@@ -85,7 +95,7 @@ class RememberMessage(RememberArguments, _Writer):
 
 
 class ForgetMessage(ForgetMemoryArguments, _Writer):
-    """``forget_memory`` as ``subject_id``; a note already gone or forgotten is a no-op."""
+    """``forget_memory`` as the token's subject; a note already gone or forgotten is a no-op."""
 
     op: Literal["forget"]
 

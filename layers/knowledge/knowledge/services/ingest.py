@@ -6,14 +6,30 @@ revision already has the message's content hash, title and source, a redelivery 
 it only publishes that revision when ``publish`` asks for it and it is not current yet. An archive
 of an unknown or already archived ``external_id`` succeeds without doing anything.
 
-Failures raise, so the consumer reports the message as a batch item failure and SQS redelivers it
-until ``maxReceiveCount`` moves it to the dead-letter queue:
+Every message is signed: its SQS message attribute ``Authorization`` holds the sender's bearer
+token (``Bearer <token>``), authenticated as the authorizer does (``TokenService.authenticate``:
+the hash lookup, expiry, revocation of the token or of any ancestor). The message is applied as the
+token's principal, with the scope and access checks of the equivalent REST write: ``knowledge:write``
+and a base the token sees (its tenant, its allow-list, the visibility rule) for ``upsert`` and
+``archive``, ``memory:write`` for ``remember`` and ``forget``. The body's ``tenant_id``,
+``subject_id`` and ``team_ids`` never choose whom to write as; given and different from the token's,
+they reject the message.
 
-- ``MessageRejectedError`` (``validation_error``): the body is not a valid message, or its content
-  is too long. The reason (error types and field names, never values) is logged.
+Failures raise, so the consumer reports the message as a batch item failure and SQS redelivers it
+until ``maxReceiveCount`` moves it to the dead-letter queue. Nothing is written before the token,
+its scope and the body's principal fields have been checked:
+
+- ``AuthenticationRequiredError`` (``details.reason``: ``missing``, ``unknown``, ``expired`` or
+  ``revoked``): no ``Authorization`` attribute, or no valid token in it. Logged with the reason,
+  never the token; the body is not even parsed.
+- ``InsufficientScopeError``: the token lacks the scope the message's ``op`` needs.
+- ``MessageRejectedError`` (``validation_error``): the body is not a valid message, its content
+  is too long, or its ``tenant_id``, ``subject_id`` or ``team_ids`` disagree with the token.
+  The reason (error types and field names, never values) is logged.
 - ``MemoryInvalidRequestError``: a memory message's argument is out of bounds (``remember`` with
   ``ttl_seconds`` above its maximum, say); logged as rejected with its fields and problems.
-- ``ResourceUnavailableError``: the base does not exist in the message's tenant.
+- ``ResourceUnavailableError``: the base does not exist in the token's tenant, or the token may not
+  see it (as the REST API answers both; an inactive base still takes content).
 - ``ConflictError``: concurrent writers kept changing the item (after ``MAX_ATTEMPTS`` re-reads).
 - ``DependencyUnavailableError``: the store is down or throttled.
 """
@@ -33,9 +49,19 @@ from knowledge.domain.ingest_messages import (
     RememberMessage,
     UpsertMessage,
 )
-from knowledge.domain.models import KnowledgeItem, Permission, Principal
+from knowledge.domain.models import (
+    BaseStatus,
+    KnowledgeBase,
+    KnowledgeItem,
+    Permission,
+    Principal,
+    TokenRecord,
+)
+from knowledge.domain.visibility import can_see
 from knowledge.errors import (
+    AuthenticationRequiredError,
     ConflictError,
+    InsufficientScopeError,
     KnowledgeError,
     MemoryInvalidRequestError,
     MemoryUnavailableError,
@@ -44,8 +70,10 @@ from knowledge.errors import (
 )
 from knowledge.observability import logger
 from knowledge.ports import CatalogStore
+from knowledge.services.access import find_base, require_scope
 from knowledge.services.notes import NoteService
 from knowledge.services.pins import PinService
+from knowledge.services.tokens import TokenService
 from knowledge.services.upsert import MAX_ATTEMPTS, Document, upsert_by_external_id
 
 
@@ -65,37 +93,56 @@ class IngestAction(StrEnum):
 
 
 class MessageRejectedError(RequestValidationError):
-    """The message can never be applied as it is (malformed, or its content is too long)."""
+    """The message can never be applied as it is (malformed, its content too long, or its principal
+    fields not the token's)."""
+
+
+AUTHORIZATION_ATTRIBUTE = "Authorization"
+"""The SQS message attribute holding the sender's bearer token (``Bearer <token>``, DataType String)."""
+
+_REQUIRED_SCOPE = {
+    "upsert": Permission.WRITE,
+    "archive": Permission.WRITE,
+    "remember": Permission.MEMORY_WRITE,
+    "forget": Permission.MEMORY_WRITE,
+}
+"""The scope of each ``op``: the one the REST or MCP write it stands for requires."""
 
 
 class IngestService:
     """Applies ingest-queue messages to the store. Thread-safe if the store is."""
 
-    def __init__(self, store: CatalogStore, notes: NoteService, *, max_content_chars: int) -> None:
+    def __init__(
+        self, store: CatalogStore, notes: NoteService, tokens: TokenService, *, max_content_chars: int
+    ) -> None:
         self._store = store
         self._notes = notes
+        self._tokens = tokens
         self._pins = PinService(notes.store, notes, notes.clock)  # remember's ``pin: true``
         self._max_content_chars = max_content_chars
 
-    def ingest(self, body: str, *, message_id: str) -> IngestAction:
-        """Validate one message body and apply it; raises as listed in the module docs."""
+    def ingest(self, body: str, *, message_id: str, authorization: str | None) -> IngestAction:
+        """Authenticate one message by ``authorization`` (its ``Authorization`` attribute, ``None``
+        when it has none), validate its body and apply it as the token's principal; raises as
+        listed in the module docs."""
+        principal = self._authenticate(authorization, message_id)
         message = self._parse(body, message_id)
+        self._authorize(principal, message, message_id)
         if isinstance(message, RememberMessage | ForgetMessage):
-            return self._memory(message, message_id)
+            return self._memory(message, principal, message_id)
         log = {
             "message_id": message_id,
             "op": message.op,
-            "tenant_id": message.tenant_id,
+            "tenant_id": principal.tenant_id,
             "knowledge_base_id": message.knowledge_base_id,
         }
         item: KnowledgeItem | None
         try:
-            if self._store.get_base(message.tenant_id, message.knowledge_base_id) is None:
-                raise ResourceUnavailableError("The knowledge base does not exist in this tenant.")
+            find_base(self._store, principal, message.knowledge_base_id, allowed=_may_ingest)
             if isinstance(message, UpsertMessage):
-                item, action = self._upsert(message)
+                item, action = self._upsert(principal, message)
             else:
-                item, action = self._archive(message)
+                item, action = self._archive(principal, message)
         except KnowledgeError as error:
             logger.warning("ingest message failed", extra={**log, "error_code": error.code})
             raise
@@ -110,15 +157,43 @@ class IngestService:
         )
         return action
 
-    def _memory(self, message: RememberMessage | ForgetMessage, message_id: str) -> IngestAction:
-        """A memory message, as its tool would apply it for the message's subject."""
-        writer = Principal(
-            tenant_id=message.tenant_id,
-            subject_id=message.subject_id,
-            team_ids=frozenset(message.team_ids),
-            scopes=frozenset({Permission.MEMORY_WRITE.value}),
+    def _authenticate(self, authorization: str | None, message_id: str) -> Principal:
+        """The principal of the message's token; ``AuthenticationRequiredError`` without one."""
+        outcome = self._tokens.authenticate(authorization)
+        if isinstance(outcome, TokenRecord):
+            return outcome.principal()
+        error = AuthenticationRequiredError(outcome.message, {"reason": outcome.value})
+        logger.warning(
+            "ingest message rejected",
+            extra={"message_id": message_id, "error_code": error.code, "reason": outcome.value},
         )
-        log = {"message_id": message_id, "op": message.op, "tenant_id": message.tenant_id}
+        raise error
+
+    def _authorize(self, principal: Principal, message: AnyMessage, message_id: str) -> None:
+        """The scope the message's ``op`` needs, and a body that names no other principal."""
+        log = {"message_id": message_id, "op": message.op, "tenant_id": principal.tenant_id}
+        try:
+            require_scope(principal, _REQUIRED_SCOPE[message.op])
+        except InsufficientScopeError as error:
+            logger.warning(
+                "ingest message rejected",
+                extra={**log, "error_code": error.code, "required_scope": error.details["required_scope"]},
+            )
+            raise
+        problems = [
+            {"field": field, "problem": "differs_from_token"} for field in _disagreements(principal, message)
+        ]
+        if problems:
+            logger.warning("ingest message rejected", extra={**log, "problems": problems})
+            raise MessageRejectedError(
+                "The message names a principal other than its token's.", {"fields": problems}
+            )
+
+    def _memory(
+        self, message: RememberMessage | ForgetMessage, writer: Principal, message_id: str
+    ) -> IngestAction:
+        """A memory message, as its tool would apply it for the token's principal."""
+        log = {"message_id": message_id, "op": message.op, "tenant_id": writer.tenant_id}
         try:
             if isinstance(message, RememberMessage):
                 note = self._pins.remember(writer, message.arguments()).response.note
@@ -168,7 +243,7 @@ class IngestService:
             )
         return message
 
-    def _upsert(self, message: UpsertMessage) -> tuple[KnowledgeItem, IngestAction]:
+    def _upsert(self, principal: Principal, message: UpsertMessage) -> tuple[KnowledgeItem, IngestAction]:
         document = Document(
             external_id=message.external_id,
             title=message.title,
@@ -176,13 +251,17 @@ class IngestService:
             source=message.source,
             publish=message.publish,
         )
-        upserted = upsert_by_external_id(self._store, message.tenant_id, message.knowledge_base_id, document)
+        upserted = upsert_by_external_id(
+            self._store, principal.tenant_id, message.knowledge_base_id, document
+        )
         return upserted.item, IngestAction(upserted.outcome.value)
 
-    def _archive(self, message: ArchiveMessage) -> tuple[KnowledgeItem | None, IngestAction]:
+    def _archive(
+        self, principal: Principal, message: ArchiveMessage
+    ) -> tuple[KnowledgeItem | None, IngestAction]:
         for _ in range(MAX_ATTEMPTS):
             item = self._store.find_item_by_external_id(
-                message.tenant_id, message.knowledge_base_id, message.external_id
+                principal.tenant_id, message.knowledge_base_id, message.external_id
             )
             if item is None:
                 return None, IngestAction.ABSENT
@@ -198,6 +277,25 @@ class IngestService:
         raise ConflictError(
             "The item kept changing while the message was applied; it will be retried.", current_version=None
         )
+
+
+def _may_ingest(principal: Principal, base: KnowledgeBase) -> bool:
+    """The visibility rule (tenant, allow-list, scope), except that an inactive base still takes
+    content, indexed when it is active again."""
+    return can_see(principal, base.model_copy(update={"status": BaseStatus.ACTIVE}))
+
+
+def _disagreements(principal: Principal, message: AnyMessage) -> list[str]:
+    """The body's principal fields that are given and are not the token's."""
+    fields = []
+    if message.tenant_id is not None and message.tenant_id != principal.tenant_id:
+        fields.append("tenant_id")
+    if isinstance(message, RememberMessage | ForgetMessage):
+        if message.subject_id is not None and message.subject_id != principal.subject_id:
+            fields.append("subject_id")
+        if message.team_ids is not None and frozenset(message.team_ids) != principal.team_ids:
+            fields.append("team_ids")
+    return fields
 
 
 def _problems(error: ValidationError) -> list[dict[str, Any]]:
