@@ -8,6 +8,7 @@ so nothing touches the network at import time. Tests and the local runtime build
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from knowledge.domain.chunking import Chunker
 from knowledge.domain.context_pack import count_cl100k
-from knowledge.ports import Embedder, KnowledgeStore, NoteIndex, RuntimeSwitch, SearchIndex
+from knowledge.ports import Embedder, KnowledgeStore, NoteIndex, QuotaStore, RuntimeSwitch, SearchIndex
 from knowledge.services.curation import CurationService
 from knowledge.services.indexing import IndexingService
 from knowledge.services.ingest import IngestService
@@ -23,6 +24,7 @@ from knowledge.services.memory_search import MemorySearchService
 from knowledge.services.note_indexing import NoteIndexingService
 from knowledge.services.notes import NoteService
 from knowledge.services.pins import PinService
+from knowledge.services.quotas import QuotaService
 from knowledge.services.recall import RecallService
 from knowledge.services.search import SearchService
 from knowledge.services.token_admin import TokenAdministration
@@ -60,6 +62,7 @@ class Container:
     memory_search: MemorySearchService = field(init=False)
     pins: PinService = field(init=False)
     recall: RecallService = field(init=False)
+    quotas: QuotaService = field(init=False)
     _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
@@ -88,6 +91,7 @@ class Container:
             notes=NoteIndexingService(self.store, self.note_index, self.embedder),
         )
         self.token_admin = TokenAdministration(self.store, self.tokens)
+        self.quotas = build_quotas(self.settings, self.store)
         self.curation = CurationService(
             self.store,
             self.indexing,
@@ -131,6 +135,16 @@ def build_idempotency_store(settings: Settings, *, dynamodb_client: Any = None) 
         static_pk_value=IDEMPOTENCY_PARTITION,
         expiry_attr="expiration",
         boto3_client=client,
+    )
+
+
+def build_quotas(settings: Settings, store: QuotaStore) -> QuotaService:
+    """The tenant quotas of ``settings`` counted in ``store``, on the wall clock."""
+    return QuotaService(
+        store,
+        requests_per_second=settings.tenant_requests_per_second,
+        writes_per_second=settings.tenant_writes_per_second,
+        clock=time.time,
     )
 
 
@@ -278,6 +292,7 @@ _token_service: TokenService | None = None
 _ingest_service: IngestService | None = None
 _note_service_instance: NoteService | None = None
 _pin_service_instance: PinService | None = None
+_quota_service: QuotaService | None = None
 
 
 def get_container() -> Container:
@@ -350,12 +365,27 @@ def get_pin_service() -> PinService:
         return _pin_service_instance
 
 
+def get_quota_service() -> QuotaService:
+    """The tenant quotas, for the REST and MCP boundaries of every function: the installed
+    container's when there is one, otherwise quotas over the store alone, built once."""
+    global _quota_service
+    with _lock:
+        if _container is not None:
+            return _container.quotas
+        if _quota_service is None:
+            settings = get_settings()
+            _quota_service = build_quotas(settings, build_store(settings))
+        return _quota_service
+
+
 def use_container(container: Container | None) -> None:
     """Install ``container`` as the process's container (``None`` resets it and the store-only
     services)."""
     global _container, _token_service, _ingest_service, _note_service_instance, _pin_service_instance
+    global _quota_service
     with _lock:
         _container = container
+        _quota_service = None
         _token_service = None
         _note_service_instance = None
         _pin_service_instance = None

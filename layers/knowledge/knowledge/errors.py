@@ -100,6 +100,29 @@ class DependencyUnavailableError(KnowledgeError):
     retryable = True
 
 
+class RateLimitedError(KnowledgeError):
+    """The tenant used up one of its quotas for the current window (``knowledge.services.quotas``):
+    ``details`` are ``{"quota": "requests_per_second" | "writes_per_second", "limit": int,
+    "window_seconds": int, "retry_after_seconds": int}``; the HTTP answer carries ``Retry-After``
+    with the same seconds."""
+
+    code = "rate_limited"
+    retryable = True
+
+    def __init__(self, quota: str, *, limit: int, window_seconds: int, retry_after_seconds: int) -> None:
+        super().__init__(
+            f"The tenant's {quota.replace('_', ' ')} quota ({limit}) is used up; "
+            f"retry after {retry_after_seconds} s.",
+            {
+                "quota": quota,
+                "limit": limit,
+                "window_seconds": window_seconds,
+                "retry_after_seconds": retry_after_seconds,
+            },
+        )
+        self.retry_after_seconds = retry_after_seconds
+
+
 class IndexConfigurationError(KnowledgeError):
     """The search index was built with another embedding model or dimension than the one configured."""
 

@@ -299,6 +299,17 @@ class PinStore(Protocol):
         ...
 
 
+class QuotaStore(Protocol):
+    """Per-tenant fixed-window counters (``knowledge.services.quotas``), shared by every process."""
+
+    def consume_quota(self, tenant_id: str, quota: str, *, window: int, limit: int, expires_at: int) -> bool:
+        """Count one use of ``quota`` for ``tenant_id`` in the window starting at ``window`` (epoch
+        seconds) when fewer than ``limit`` were counted there, atomically; True when counted, False
+        when the window is full (nothing is counted then). ``expires_at`` (epoch seconds) is when
+        the counter may be purged. Raises ``DependencyUnavailableError``."""
+        ...
+
+
 class CatalogStore(BaseStore, ItemStore, Protocol):
     """Bases with their items and revisions: what the write API and the queue change."""
 
@@ -311,7 +322,7 @@ class MemoryStore(NoteStore, PinStore, Protocol):
     """Notes and their pins: what the memory tools read and write."""
 
 
-class KnowledgeStore(CorpusStore, TokenStore, MemoryStore, Protocol):
+class KnowledgeStore(CorpusStore, TokenStore, MemoryStore, QuotaStore, Protocol):
     """The source of truth (DESIGN §3): every aggregate in one store, which ``bootstrap`` builds
     once and hands to each service as the narrowest of the ports above that it needs.
 

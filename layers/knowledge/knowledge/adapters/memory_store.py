@@ -66,6 +66,8 @@ class InMemoryKnowledgeStore(InMemoryNoteStore):
         self._contents: dict[tuple[str, str, str], str] = {}
         self._external_ids: dict[tuple[str, str, str], str] = {}
         self._tokens: dict[str, TokenRecord] = {}
+        self._quotas: dict[tuple[str, str, int], tuple[int, int]] = {}
+        """``(tenant, quota, window)`` → ``(count, expires_at)``."""
         self._init_notes()
 
     # Bases
@@ -326,6 +328,22 @@ class InMemoryKnowledgeStore(InMemoryNoteStore):
             if record is None:
                 raise ResourceUnavailableError()
             self._tokens[token_hash] = record.model_copy(update={"revoked": True})
+
+    # Quotas
+
+    def consume_quota(self, tenant_id: str, quota: str, *, window: int, limit: int, expires_at: int) -> bool:
+        """Count one use in the window unless ``limit`` are counted; counters past their
+        ``expires_at`` are dropped, as DynamoDB's TTL would."""
+        keys.quota_key(tenant_id, quota, window)  # the same key rules as the table
+        with self._lock:
+            now = self._clock().timestamp()
+            for key in [key for key, (_, expiry) in self._quotas.items() if expiry < now]:
+                del self._quotas[key]
+            count, _ = self._quotas.get((tenant_id, quota, window), (0, expires_at))
+            if count >= limit:
+                return False
+            self._quotas[(tenant_id, quota, window)] = (count + 1, expires_at)
+            return True
 
     # Internals (callers hold the lock)
 

@@ -186,6 +186,9 @@ class KnowledgeSearchResponse(BaseModel):
     alpha: float
     results: list[SearchResult]
     legs: LegReports = Field(default_factory=LegReports)
+    degraded: bool = False
+    """True when the semantic leg failed (the embedding model or the index's k-NN search was
+    unavailable) and a hybrid query was answered by its lexical leg alone."""
 
 
 class KnowledgeReadResponse(BaseModel):

@@ -274,6 +274,8 @@ class MemorySearchResponse(BaseModel):
     mode: str
     alpha: float
     results: list[MemorySearchResult]
+    degraded: bool = False
+    """True when the semantic leg failed and a hybrid search was answered by its lexical leg alone."""
 
 
 class MemoryForgottenResponse(BaseModel):

@@ -2,7 +2,7 @@
 
 One module per aggregate: ``base_records``, ``item_records`` (items, revisions and external-id
 guards), ``page_records`` (revision content), ``token_records``, ``note_records`` (notes, their versions
-and claims) and ``pin_records``; they share the table's calls
+and claims), ``pin_records`` and ``quota_records``; they share the table's calls
 (``table``), the record layout (``codec``), listings' ``next_token`` (``paging``) and one
 translation of DynamoDB failures into domain errors (``failures``): throttling, outages and
 connection errors → ``DependencyUnavailableError``; a write whose target is absent (or archived) →
@@ -23,6 +23,7 @@ from knowledge.adapters.dynamodb.item_records import DynamoDBItemStore
 from knowledge.adapters.dynamodb.note_records import DynamoDBNoteStore
 from knowledge.adapters.dynamodb.page_records import DynamoDBContentStore
 from knowledge.adapters.dynamodb.pin_records import DynamoDBPinStore
+from knowledge.adapters.dynamodb.quota_records import DynamoDBQuotaStore
 from knowledge.adapters.dynamodb.table import DynamoDBTable
 from knowledge.adapters.dynamodb.token_records import DynamoDBTokenStore
 from knowledge.domain.lifecycle import DEFAULT_PAGE_SIZE_CHARS
@@ -43,8 +44,9 @@ class DynamoDBKnowledgeStore(
     DynamoDBTokenStore,
     DynamoDBNoteStore,
     DynamoDBPinStore,
+    DynamoDBQuotaStore,
 ):
-    """Bases, items, revisions, pages, tokens, notes and pins in one DynamoDB table.
+    """Bases, items, revisions, pages, tokens, notes, pins and quota counters in one DynamoDB table.
 
     ``dynamodb_client`` defaults to a boto3 client with botocore's standard retry mode; ``clock``
     returns aware UTC datetimes; ``page_size_chars`` (1..90,000 code points) sizes the pages of new
