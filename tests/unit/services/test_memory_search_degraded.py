@@ -96,4 +96,5 @@ def test_search_memory_healthy_hybrid_is_not_degraded(world: MemoryWorld) -> Non
     answer = world.search(agent("alice"), "staging database")
 
     assert answer.degraded is False
+    assert "degraded" not in answer.model_dump()
     assert answer.results[0].content == "The staging database is pg-stage-3."
