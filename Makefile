@@ -8,13 +8,14 @@ BIN := $(VENV)/bin
 SAM_VENV := .venv-sam
 STAMP := $(VENV)/.installed
 SAM_STAMP := $(SAM_VENV)/.installed
+BENCH_STAMP := $(VENV)/.bench-installed
 COVERAGE_FLOOR := 96
 export TIKTOKEN_CACHE_DIR := $(CURDIR)/.cache/tiktoken
 export HF_HUB_OFFLINE := 1
 export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help install test lint typecheck unit run lint-template pr bench-relevance bench-memory bench-ingest clean
+.PHONY: help install test lint typecheck unit run lint-template pr bench bench-install bench-relevance bench-memory bench-ingest clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -60,6 +61,17 @@ lint-template: install $(SAM_STAMP)  ## cfn-lint and `sam validate --lint` (SAM 
 	SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam validate --lint --region us-east-1
 
 pr: test  ## the same gates as test
+
+$(BENCH_STAMP): $(STAMP) requirements/bench.txt
+	@echo "==> adding the benchmark's peers to $(VENV) (requirements/bench.txt)"
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements/bench.txt -c requirements/dev.lock
+	@touch $(BENCH_STAMP)
+
+bench-install: $(BENCH_STAMP)  ## add LanceDB and matplotlib (requirements/bench.txt) to .venv; `make test` never needs them
+
+bench: bench-install  ## ours vs LanceDB on SciFact (nDCG@10, p50/p95/p99) and at 1k-200k chunks (p50/p99, RSS); tables, JSON and plots in docs/benchmarks/ (DATA_DIR, BENCH_SIZES override)
+	POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/python -m bench.peer --data-dir "$${DATA_DIR:-../shared/data}/scifact" --sizes "$${BENCH_SIZES:-1000,10000,50000,200000}" --out docs/benchmarks
+	$(BIN)/python -m bench.cost
 
 bench-relevance: install  ## nDCG@10 / Recall on BEIR SciFact for every search mode (DATA_DIR overrides)
 	POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/python -m bench.relevance --data-dir "$${DATA_DIR:-../shared/data}/scifact"

@@ -18,7 +18,7 @@ listing their ids, and a name no base has is an error naming the close ones (``i
 it instead, and says so). ``ingest`` skips files it cannot send (not UTF-8, empty, too large, links
 out of the folder) with a warning each and counts them as skipped; it fails only when nothing can
 be ingested. Each item's ``source.uri`` is the file's path under the folder (``guides/http2.md``),
-appended to ``--source-base-url`` when given (the docs site or the repository's tree), never the
+appended to ``--source-base-url`` when given (such as the repository's tree), never the
 local absolute path. The API URL and token come from ``--api-url`` / ``--token`` (before or after the
 command), else ``KNOWLEDGE_API_URL`` / ``KNOWLEDGE_TOKEN``, else the files ``make run`` writes
 (``.knowledge/endpoints.json`` and ``.knowledge/dev-token``, see ``state``). Only HTTP is used.
@@ -271,7 +271,7 @@ def _token_list(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
     next_token = page.get("next_token")
     if next_token:
         more = [
-            f"{state_dir_prefix(state_dir())}knowledge token list --limit {arguments.limit}",
+            f"{state_dir_prefix(state_dir())}{program_name()} token list --limit {arguments.limit}",
             *(["--tenant", shlex.quote(arguments.tenant)] if arguments.tenant else []),
             "--next-token",
             shlex.quote(str(next_token)),
@@ -291,13 +291,28 @@ def _token_revoke(client: KnowledgeClient, arguments: argparse.Namespace) -> int
 
 def _client(arguments: argparse.Namespace) -> KnowledgeClient:
     api_url = getattr(arguments, "api_url", None) or os.environ.get("KNOWLEDGE_API_URL")
-    token = getattr(arguments, "token", None) or os.environ.get("KNOWLEDGE_TOKEN")
+    token = _given_token(getattr(arguments, "token", None))
     directory = state_dir()
     if not api_url:
         api_url = read_endpoints(directory).api_url
     if not token:
         token = read_token(directory)
     return KnowledgeClient(api_url, token)
+
+
+def _given_token(option: str | None) -> str | None:
+    """The token of ``--token``, else of ``KNOWLEDGE_TOKEN``; ``None`` when neither is set (the dev
+    token is then read). A value that is set but blank is a ``UsageError``: an unset variable in
+    ``--token "$AGENT_TOKEN"`` must fail, not run as the dev token."""
+    for name, value in (("--token", option), ("KNOWLEDGE_TOKEN", os.environ.get("KNOWLEDGE_TOKEN"))):
+        if value is None:
+            continue
+        if not value.strip():
+            raise UsageError(
+                f"the token given ({name}) is empty: give a token (kn_...), or drop it to use the dev token"
+            )
+        return value.strip()
+    return None
 
 
 def _base_id(client: KnowledgeClient, base: str) -> str:
@@ -591,8 +606,9 @@ def _parser() -> argparse.ArgumentParser:
     ingest_parser.add_argument(
         "--source-base-url",
         type=source_base_url,
-        help="https:// or http:// URL each file's path is appended to for its source.uri, such as the "
-        "docs site or the repository's tree (default: the path under the folder, relative)",
+        help="https:// or http:// URL each file's path (file name included) is appended to for its "
+        "source.uri: one that serves the files under their own names, such as a repository's tree "
+        "(default: the path under the folder, relative)",
     )
     ingest_parser.add_argument(
         "--no-wait", dest="wait", action="store_false", help="do not wait until the index holds the documents"
@@ -642,7 +658,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     create.add_argument("--teams", help="comma-separated team ids")
     create.add_argument("--bases", help="comma-separated knowledge base ids the token is limited to")
-    create.add_argument("--expires-in", help="lifetime: seconds, or 90m, 12h, 30d (default: never)")
+    create.add_argument(
+        "--expires-in",
+        help="lifetime: seconds, or 90m, 12h, 30d (default: never; a token minted by an expiring token "
+        "expires with it, at the latest)",
+    )
     create.add_argument("--tenant", help="tenant id (default: the caller's; another needs platform:admin)")
     create.set_defaults(run=_token_create)
     listing = token_commands.add_parser(

@@ -51,7 +51,11 @@ class IndexWaitTimeoutError(TimeoutError):
     """Some items were not indexed in time; ``pending`` are their ids."""
 
     def __init__(self, pending: Sequence[str], timeout: float) -> None:
-        super().__init__(f"{len(pending)} item(s) not indexed after {timeout:.0f} s")
+        super().__init__(
+            f"{len(pending)} item(s) not indexed after {timeout:.0f} s; they are stored and published, and "
+            "the indexer goes on with them: search finds them once indexed (run the same command again "
+            "to wait for them)"
+        )
         self.pending = list(pending)
 
 

@@ -120,7 +120,9 @@ def _serve(stack: LocalStack, plan: SeedPlan | None) -> None:
         try:
             summary = stack.seed(plan, token)
             print(f"{plan.base_name} ({summary.knowledge_base_id}): {summary.describe()}; all indexed.")
-        except (ApiError, IndexWaitTimeoutError) as error:
+        except IndexWaitTimeoutError as error:
+            print(f"Seeding {plan.base_name}: {error}.", file=sys.stderr)
+        except ApiError as error:
             print(f"Seeding {plan.base_name} failed ({error}); serving without it.", file=sys.stderr)
     print(f"Ready in {time.monotonic() - started:.1f} s: {endpoints.api_url}")
     print(_ready_message(endpoints.api_url, state_dir), flush=True)

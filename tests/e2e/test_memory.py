@@ -193,8 +193,8 @@ def test_memory_pinned_note_is_recalled_first_until_unpinned(
     assert first["budget"]["used_tokens"] <= 1200
     text = knowledge(runtime, "recall", query)
     assert text.returncode == 0, text.stderr
-    assert text.stdout.startswith("## /office · fact · ")
-    assert " · pinned\nGannet, the office plant" in text.stdout
+    assert text.stdout.startswith("## fact · ")
+    assert " · pinned · /office\nGannet, the office plant" in text.stdout
     assert "(1 pinned)" in text.stderr
 
     unpinned = knowledge(runtime, "unpin", pinned["note_id"])

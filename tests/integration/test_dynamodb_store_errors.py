@@ -12,6 +12,7 @@ from botocore.stub import Stubber
 
 from knowledge.adapters.dynamodb.knowledge_store import DynamoDBKnowledgeStore
 from knowledge.domain.models import ItemStatus, KnowledgeBase, Source
+from knowledge.domain.truth import CandidateKey
 from knowledge.errors import ConflictError, DependencyUnavailableError
 from tests.conftest import TABLE_NAME
 from tests.support.store import REGION, failing, intercepted, make_base, make_store, new_client, raw_items
@@ -199,6 +200,41 @@ def test_get_items_keys_never_processed_raise_dependency_unavailable(
 
     with intercepted(client, "BatchGetItem", never), pytest.raises(DependencyUnavailableError):
         store.get_items(TENANT, ["ki_01ABSENT00000000000000000000"])
+
+
+def test_read_candidates_unprocessed_keys_are_retried_until_found(
+    store: DynamoDBKnowledgeStore, client: Any, base: KnowledgeBase, no_backoff: None
+) -> None:
+    item, revision = store.create_item(
+        TENANT,
+        base.knowledge_base_id,
+        title="T",
+        content="v1",
+        source=Source(),
+        external_id=None,
+        publish=True,
+    )
+    candidate = CandidateKey(base.knowledge_base_id, item.knowledge_item_id, revision.knowledge_revision_id)
+
+    with intercepted(client, "BatchGetItem", _unprocessed_once()):
+        records = store.read_candidates(TENANT, [candidate])
+
+    assert records.items == {item.knowledge_item_id: item}
+    assert records.bases == {base.knowledge_base_id: base}
+    assert records.revisions == {(item.knowledge_item_id, revision.knowledge_revision_id): revision}
+
+
+def test_read_candidates_keys_never_processed_raise_dependency_unavailable(
+    store: DynamoDBKnowledgeStore, client: Any, base: KnowledgeBase, no_backoff: None
+) -> None:
+    def never(body: dict[str, Any]) -> dict[str, Any]:
+        return {"Responses": {TABLE_NAME: []}, "UnprocessedKeys": body["RequestItems"]}
+
+    candidate = CandidateKey(
+        base.knowledge_base_id, "ki_01ABSENT00000000000000000000", "kr_01ABSENT00000000000000000000"
+    )
+    with intercepted(client, "BatchGetItem", never), pytest.raises(DependencyUnavailableError):
+        store.read_candidates(TENANT, [candidate])
 
 
 def test_add_revision_throttled_page_write_removes_written_pages(

@@ -15,7 +15,8 @@ from osmem_server import OsmemServer
 
 from knowledge.adapters.bedrock_embedder import BedrockEmbedder, create_bedrock_client
 from knowledge.adapters.opensearch_index import OpenSearchIndex, build_opensearch_client
-from knowledge.bootstrap import use_container
+from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
+from knowledge.bootstrap import build_container, use_container
 from knowledge.services.search import SearchService
 from knowledge.settings import Settings
 from tests.conftest import TABLE_NAME
@@ -146,11 +147,19 @@ def test_fault_bedrock_throttling_degrades_hybrid_search_after_retries(table: An
     world.publish(base, "Deployment runbook", RUNBOOK)
     agent = world.token(TENANT)
     bedrock = create_bedrock_client("us-east-1", max_attempts=2)
-    container = world.container
-    assert container is not None
-    container.search = SearchService(
-        world.store, world.index, BedrockEmbedder(dimension=256, client=bedrock), container.runtime_switch
+    switch = StaticRuntimeSwitch(True)
+    bedrock_search = SearchService(
+        world.store, world.index, BedrockEmbedder(dimension=256, client=bedrock), switch
     )
+    world.container = build_container(
+        world.settings,
+        store=world.store,
+        index=world.index,
+        embedder=world.embedder,
+        runtime_switch=switch,
+        search=bedrock_search,
+    )
+    use_container(world.container)
 
     with failing_sends(bedrock, "InvokeModel", "ThrottlingException", times=10, status=429) as served:
         reply = world.search(agent, "deployment router")

@@ -3,6 +3,7 @@ the local gateway on ``template.yaml`` runs the real authorizer and handlers ove
 
 from __future__ import annotations
 
+import sys
 import uuid
 from collections.abc import Iterator
 
@@ -113,14 +114,16 @@ def test_cli_token_revoke_revokes_the_token_and_what_it_issued(
 
 
 def test_cli_token_list_prints_a_paging_hint_that_reaches_the_next_page(
-    api: Api, capsys: pytest.CaptureFixture[str]
+    api: Api, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for n in range(2):
         _mint(api, capsys, f"paged-{n}")
+    monkeypatch.setattr(sys, "argv", [".venv/bin/knowledge", "token", "list", "--limit", "2"])
 
     assert knowledge(api, "token", "list", "--limit", "2") == 0
     first = capsys.readouterr()
     [hint] = [line for line in first.err.splitlines() if line.startswith("more tokens: ")]
+    assert ".venv/bin/knowledge token list --limit 2 --next-token " in hint  # the command as typed
     next_token = hint.split("--next-token ")[1].strip("'")
 
     assert knowledge(api, "token", "list", "--limit", "2", "--next-token", next_token) == 0

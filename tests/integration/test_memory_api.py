@@ -101,8 +101,11 @@ def test_remember_with_an_idempotency_key_replays_the_first_answer(alice: str, s
 
 
 def test_memory_tools_without_a_token_are_401(world: SearchWorld) -> None:
-    error_body(401, "authentication_required", remember("Bearer kn_not-a-token", "A fact."))
+    refused = remember("Bearer kn_not-a-token", "A fact.")
+
+    error_body(401, "authentication_required", refused)
     error_body(401, "authentication_required", search_memory("Bearer kn_not-a-token", "fact"))
+    assert refused.headers.get("WWW-Authenticate") == "Bearer"
 
 
 def test_memory_tools_without_memory_scopes_are_403(world: SearchWorld) -> None:

@@ -166,3 +166,20 @@ def test_pin_tools_need_their_scopes(world: SearchWorld, notes: list[str]) -> No
     error_body(403, "insufficient_scope", recall_context(writer))
     error_body(403, "insufficient_scope", call("GET", "/v1/pins", None, writer))
     error_body(401, "authentication_required", call("POST", "/v1/tools/recall_context", {}, None))
+
+
+def test_pin_replay_answers_the_first_pin_only_while_it_is_still_the_notes(
+    alice: str, notes: list[str]
+) -> None:
+    key = {"Idempotency-Key": "pin-once"}
+    first = call("POST", "/v1/tools/pin_memory", {"note_id": notes[0]}, alice, headers=key)
+    replay = call("POST", "/v1/tools/pin_memory", {"note_id": notes[0]}, alice, headers=key)
+    unpin_memory(alice, notes[0])
+
+    gone = call("POST", "/v1/tools/pin_memory", {"note_id": notes[0]}, alice, headers=key)
+
+    assert first.status == replay.status == 201
+    assert replay.body == first.body
+    error = error_body(409, "memory_conflict", gone)
+    assert "pin again with a new key" in error["message"]
+    assert call("GET", "/v1/pins", None, alice).body["pins"] == []

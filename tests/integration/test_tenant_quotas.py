@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
+from knowledge.bootstrap import build_container, use_container
 from knowledge.services.quotas import QuotaService
 from knowledge.settings import Settings
 from tests.conftest import TABLE_NAME
@@ -41,13 +43,20 @@ def world(table: object, clock: FrozenClock) -> SearchWorld:
         tenant_writes_per_second=WRITES_PER_SECOND,
     )
     world = new_world(settings=settings)
-    assert world.container is not None
-    world.container.quotas = QuotaService(
-        world.store,
-        requests_per_second=REQUESTS_PER_SECOND,
-        writes_per_second=WRITES_PER_SECOND,
-        clock=clock,
+    world.container = build_container(
+        settings,
+        store=world.store,
+        index=world.index,
+        embedder=world.embedder,
+        runtime_switch=StaticRuntimeSwitch(True),
+        quotas=QuotaService(
+            world.store,
+            requests_per_second=REQUESTS_PER_SECOND,
+            writes_per_second=WRITES_PER_SECOND,
+            clock=clock,
+        ),
     )
+    use_container(world.container)
     base = world.base("acme")
     world.publish(base, "Deployment runbook", "Blue-green deployments switch traffic at the router.")
     other = world.base("globex")

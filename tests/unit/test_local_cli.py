@@ -387,3 +387,33 @@ def test_wait_until_indexed_with_a_progress_bar_prints_no_heartbeat(
     )
 
     assert "documents indexed after" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("arguments", "environment", "named"),
+    [
+        (["--token", "", "bases"], {}, "--token"),
+        (["--token", "  ", "bases"], {}, "--token"),
+        (["bases"], {"KNOWLEDGE_TOKEN": ""}, "KNOWLEDGE_TOKEN"),
+    ],
+)
+def test_cli_empty_token_is_a_usage_error_not_the_dev_token(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    arguments: list[str],
+    environment: dict[str, str],
+    named: str,
+) -> None:
+    monkeypatch.setenv("KNOWLEDGE_API_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("KNOWLEDGE_STATE_DIR", str(tmp_path))
+    (tmp_path / "dev-token").write_text("kn_devtokendevtokendevtokendevtokendevtoken12", encoding="utf-8")
+    monkeypatch.delenv("KNOWLEDGE_TOKEN", raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+
+    with pytest.raises(SystemExit) as exited:
+        main(arguments)
+
+    assert exited.value.code == 2
+    assert f"the token given ({named}) is empty" in capsys.readouterr().err

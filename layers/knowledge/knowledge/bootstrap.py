@@ -1,115 +1,267 @@
 """The composition root: the one place that turns settings into concrete adapters and services.
 
 Handlers call ``get_container()``; it is built once per process (per Lambda container), lazily,
-so nothing touches the network at import time. Tests and the local runtime build their own with
+and builds each adapter and service on first use, so nothing touches the network at import time and
+a function imports only the adapters its routes use (importing this module loads no adapter, no
+service and no settings). Tests and the local runtime build their own with
 ``build_container(settings, ...)`` and install it with ``use_container``.
 """
 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
-
-from knowledge.domain.chunking import Chunker
-from knowledge.domain.context_pack import count_cl100k
-from knowledge.ports import Embedder, KnowledgeStore, NoteIndex, QuotaStore, RuntimeSwitch, SearchIndex
-from knowledge.services.curation import CurationService
-from knowledge.services.indexing import IndexingService
-from knowledge.services.ingest import IngestService
-from knowledge.services.memory_search import MemorySearchService
-from knowledge.services.note_indexing import NoteIndexingService
-from knowledge.services.notes import NoteService
-from knowledge.services.pins import PinService
-from knowledge.services.quotas import QuotaService
-from knowledge.services.recall import RecallService
-from knowledge.services.search import SearchService
-from knowledge.services.token_admin import TokenAdministration
-from knowledge.services.tokens import TokenService
-from knowledge.settings import Settings, get_settings
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
+
+    from knowledge.domain.chunking import Chunker
+    from knowledge.ports import Embedder, KnowledgeStore, NoteIndex, QuotaStore, RuntimeSwitch, SearchIndex
+    from knowledge.services.curation import CurationService
+    from knowledge.services.indexing import IndexingService
+    from knowledge.services.ingest import IngestService
+    from knowledge.services.memory_search import MemorySearchService
+    from knowledge.services.notes import NoteService
+    from knowledge.services.pins import PinService
+    from knowledge.services.quotas import QuotaService
+    from knowledge.services.recall import RecallService
+    from knowledge.services.search import SearchService
+    from knowledge.services.token_admin import TokenAdministration
+    from knowledge.services.tokens import TokenService
+    from knowledge.settings import Settings
 
 IDEMPOTENCY_PARTITION = "IDEMPOTENCY"
 """The static ``PK`` of the write API's idempotency records in the knowledge table (``SK`` is the
 hashed key; ``expiration`` is the table's TTL attribute)."""
 
+_T = TypeVar("_T")
 
-@dataclass
+
+class _Checked(Protocol):
+    def ensure_ready(self, *, model_id: str, dimension: int) -> None: ...
+
+
+_C = TypeVar("_C", bound=_Checked)
+
+
 class Container:
-    """Adapters and services of one process. Every field is safe to share across threads."""
+    """Adapters and services of one process, each built on first use (from ``settings``, unless
+    ``build_container`` was handed it) and kept: a function builds, and imports, only what its
+    routes touch, so the authorizer never loads a search engine or a model and the write API never
+    loads the embedding model. An index is checked against the embedder
+    (``SearchIndex.ensure_ready``) when it is first used. Every member is safe to share across
+    threads; a configuration error (``ValueError``) surfaces on the first use of what it concerns.
+    """
 
-    settings: Settings
-    store: KnowledgeStore
-    index: SearchIndex
-    embedder: Embedder
-    runtime_switch: RuntimeSwitch
-    chunker: Chunker
-    note_index: NoteIndex
-    idempotency_store: BasePersistenceLayer | None = None
-    """Where write routes keep ``Idempotency-Key`` answers; built on first use when not given."""
-    search: SearchService = field(init=False)
-    tokens: TokenService = field(init=False)
-    indexing: IndexingService = field(init=False)
-    curation: CurationService = field(init=False)
-    token_admin: TokenAdministration = field(init=False)
-    ingest: IngestService = field(init=False)
-    notes: NoteService = field(init=False)
-    memory_search: MemorySearchService = field(init=False)
-    pins: PinService = field(init=False)
-    recall: RecallService = field(init=False)
-    quotas: QuotaService = field(init=False)
-    _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        store: KnowledgeStore | None = None,
+        index: SearchIndex | None = None,
+        embedder: Embedder | None = None,
+        runtime_switch: RuntimeSwitch | None = None,
+        idempotency_store: BasePersistenceLayer | None = None,
+        note_index: NoteIndex | None = None,
+        search: SearchService | None = None,
+        quotas: QuotaService | None = None,
+    ) -> None:
+        self.settings = settings
+        given = {
+            "store": store,
+            "index": index,
+            "embedder": embedder,
+            "runtime_switch": runtime_switch,
+            "idempotency": idempotency_store,
+            "note_index": note_index,
+            "search": search,
+            "quotas": quotas,
+        }
+        # ``is None``, not ``or``: an empty index (or any adapter with ``__len__``) is falsy.
+        self._built: dict[str, Any] = {name: value for name, value in given.items() if value is not None}
+        self._ready: set[str] = set()
+        self._lock = threading.RLock()
 
-    def __post_init__(self) -> None:
-        self.search = SearchService(self.store, self.index, self.embedder, self.runtime_switch)
-        self.tokens = TokenService(self.store)
-        self.notes = NoteService(self.store, self.embedder.forget, self.runtime_switch, utc_now)
-        self.memory_search = MemorySearchService(
-            self.store, self.note_index, self.embedder, self.runtime_switch, utc_now
-        )
-        self.pins = PinService(self.store, self.notes, utc_now)
-        self.recall = RecallService(
-            self.store,
-            self.note_index,
-            self.embedder,
-            self.notes,
-            self.pins,
-            self.memory_search,
-            count_cl100k,
-            utc_now,
-        )
-        self.indexing = IndexingService(
-            self.store,
-            self.index,
-            self.embedder,
-            self.chunker,
-            notes=NoteIndexingService(self.store, self.note_index, self.embedder),
-        )
-        self.token_admin = TokenAdministration(self.store, self.tokens)
-        self.quotas = build_quotas(self.settings, self.store)
-        self.curation = CurationService(
-            self.store,
-            self.indexing,
-            self.runtime_switch,
-            max_content_chars=self.settings.max_content_chars,
-        )
-        self.ingest = IngestService(
-            self.store,
-            queued_notes(self.store, self.embedder.forget),
-            max_content_chars=self.settings.max_content_chars,
-        )
+    def _once(self, name: str, build: Callable[[], _T]) -> _T:
+        with self._lock:
+            if name not in self._built:
+                self._built[name] = build()
+            built: _T = self._built[name]
+            return built
+
+    # Adapters
+
+    @property
+    def store(self) -> KnowledgeStore:
+        return self._once("store", lambda: build_store(self.settings))
+
+    @property
+    def embedder(self) -> Embedder:
+        return self._once("embedder", lambda: build_embedder(self.settings))
+
+    @property
+    def index(self) -> SearchIndex:
+        return self._checked("index", self._once("index", lambda: build_index(self.settings)))
+
+    @property
+    def note_index(self) -> NoteIndex:
+        return self._checked("note_index", self._once("note_index", lambda: build_note_index(self.settings)))
+
+    @property
+    def runtime_switch(self) -> RuntimeSwitch:
+        return self._once("runtime_switch", lambda: build_runtime_switch(self.settings))
+
+    @property
+    def chunker(self) -> Chunker:
+        def build() -> Chunker:
+            from knowledge.domain.chunking import Chunker
+
+            return Chunker(
+                max_tokens=self.settings.chunk_tokens, overlap_tokens=self.settings.chunk_overlap_tokens
+            )
+
+        return self._once("chunker", build)
 
     def idempotency(self) -> BasePersistenceLayer:
         """The idempotency persistence layer, built on first use (read routes never need it)."""
+        return self._once("idempotency", lambda: build_idempotency_store(self.settings))
+
+    def _checked(self, name: str, index: _C) -> _C:
         with self._lock:
-            if self.idempotency_store is None:
-                self.idempotency_store = build_idempotency_store(self.settings)
-            return self.idempotency_store
+            if name not in self._ready:
+                embedder = self.embedder
+                index.ensure_ready(model_id=embedder.model_id, dimension=embedder.dimension)
+                self._ready.add(name)
+        return index
+
+    def _forget_embeddings(self, texts: Sequence[str]) -> None:
+        self.embedder.forget(texts)
+
+    # Services
+
+    @property
+    def search(self) -> SearchService:
+        def build() -> SearchService:
+            from knowledge.services.search import SearchService
+
+            return SearchService(self.store, self.index, self.embedder, self.runtime_switch)
+
+        return self._once("search", build)
+
+    @property
+    def tokens(self) -> TokenService:
+        def build() -> TokenService:
+            from knowledge.services.tokens import TokenService
+
+            return TokenService(self.store)
+
+        return self._once("tokens", build)
+
+    @property
+    def notes(self) -> NoteService:
+        def build() -> NoteService:
+            from knowledge.services.notes import NoteService
+
+            return NoteService(self.store, self._forget_embeddings, self.runtime_switch, utc_now)
+
+        return self._once("notes", build)
+
+    @property
+    def memory_search(self) -> MemorySearchService:
+        def build() -> MemorySearchService:
+            from knowledge.services.memory_search import MemorySearchService
+
+            return MemorySearchService(
+                self.store, self.note_index, self.embedder, self.runtime_switch, utc_now
+            )
+
+        return self._once("memory_search", build)
+
+    @property
+    def pins(self) -> PinService:
+        def build() -> PinService:
+            from knowledge.services.pins import PinService
+
+            return PinService(self.store, self.notes, utc_now)
+
+        return self._once("pins", build)
+
+    @property
+    def recall(self) -> RecallService:
+        def build() -> RecallService:
+            from knowledge.domain.context_pack import count_cl100k
+            from knowledge.services.recall import RecallService
+
+            return RecallService(
+                self.store,
+                self.note_index,
+                self.embedder,
+                self.notes,
+                self.pins,
+                self.memory_search,
+                count_cl100k,
+                utc_now,
+            )
+
+        return self._once("recall", build)
+
+    @property
+    def indexing(self) -> IndexingService:
+        def build() -> IndexingService:
+            from knowledge.services.indexing import IndexingService
+            from knowledge.services.note_indexing import NoteIndexingService
+
+            return IndexingService(
+                self.store,
+                self.index,
+                self.embedder,
+                self.chunker,
+                notes=NoteIndexingService(self.store, self.note_index, self.embedder),
+            )
+
+        return self._once("indexing", build)
+
+    @property
+    def token_admin(self) -> TokenAdministration:
+        def build() -> TokenAdministration:
+            from knowledge.services.token_admin import TokenAdministration
+
+            return TokenAdministration(self.store, self.tokens)
+
+        return self._once("token_admin", build)
+
+    @property
+    def quotas(self) -> QuotaService:
+        return self._once("quotas", lambda: build_quotas(self.settings, self.store))
+
+    @property
+    def curation(self) -> CurationService:
+        def build() -> CurationService:
+            from knowledge.services.curation import CurationService
+
+            return CurationService(
+                self.store,
+                self.indexing,
+                self.runtime_switch,
+                max_content_chars=self.settings.max_content_chars,
+            )
+
+        return self._once("curation", build)
+
+    @property
+    def ingest(self) -> IngestService:
+        def build() -> IngestService:
+            from knowledge.services.ingest import IngestService
+
+            return IngestService(
+                self.store,
+                queued_notes(self.store, self._forget_embeddings),
+                max_content_chars=self.settings.max_content_chars,
+            )
+
+        return self._once("ingest", build)
 
 
 def build_store(settings: Settings, *, dynamodb_client: Any = None) -> KnowledgeStore:
@@ -117,6 +269,20 @@ def build_store(settings: Settings, *, dynamodb_client: Any = None) -> Knowledge
 
     return DynamoDBKnowledgeStore(
         settings.table_name, dynamodb_client=dynamodb_client, page_size_chars=settings.page_size_chars
+    )
+
+
+def build_quotas(settings: Settings, store: QuotaStore) -> QuotaService:
+    """The tenant quotas of ``settings`` counted in ``store``, on the wall clock."""
+    import time
+
+    from knowledge.services.quotas import QuotaService
+
+    return QuotaService(
+        store,
+        requests_per_second=settings.tenant_requests_per_second,
+        writes_per_second=settings.tenant_writes_per_second,
+        clock=time.time,
     )
 
 
@@ -135,16 +301,6 @@ def build_idempotency_store(settings: Settings, *, dynamodb_client: Any = None) 
         static_pk_value=IDEMPOTENCY_PARTITION,
         expiry_attr="expiration",
         boto3_client=client,
-    )
-
-
-def build_quotas(settings: Settings, store: QuotaStore) -> QuotaService:
-    """The tenant quotas of ``settings`` counted in ``store``, on the wall clock."""
-    return QuotaService(
-        store,
-        requests_per_second=settings.tenant_requests_per_second,
-        writes_per_second=settings.tenant_writes_per_second,
-        clock=time.time,
     )
 
 
@@ -226,6 +382,7 @@ def queued_notes(store: KnowledgeStore, purge_embeddings: Callable[[Sequence[str
     """The note service of queue ingestion: the runtime switch governs the tools, not ingestion, so
     queued memories are applied whatever it says."""
     from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
+    from knowledge.services.notes import NoteService
 
     return NoteService(store, purge_embeddings, StaticRuntimeSwitch(True), utc_now)
 
@@ -266,24 +423,28 @@ def build_container(
     runtime_switch: RuntimeSwitch | None = None,
     idempotency_store: BasePersistenceLayer | None = None,
     note_index: NoteIndex | None = None,
+    search: SearchService | None = None,
+    quotas: QuotaService | None = None,
 ) -> Container:
-    """Build every adapter from ``settings``; any of them can be passed in instead."""
-    # ``is None``, not ``or``: an empty index (or any adapter with ``__len__``) is falsy.
-    embedder = embedder if embedder is not None else build_embedder(settings)
-    index = index if index is not None else build_index(settings)
-    index.ensure_ready(model_id=embedder.model_id, dimension=embedder.dimension)
-    note_index = note_index if note_index is not None else build_note_index(settings)
-    note_index.ensure_ready(model_id=embedder.model_id, dimension=embedder.dimension)
-    return Container(
-        settings=settings,
-        store=store if store is not None else build_store(settings),
+    """The container of ``settings``; any adapter, and the search and quota services, can be passed
+    in instead of built (on first use). An index passed in is made ready for the embedder now, so its
+    caller can write to it at once."""
+    container = Container(
+        settings,
+        store=store,
         index=index,
         embedder=embedder,
-        runtime_switch=runtime_switch if runtime_switch is not None else build_runtime_switch(settings),
-        chunker=Chunker(max_tokens=settings.chunk_tokens, overlap_tokens=settings.chunk_overlap_tokens),
+        runtime_switch=runtime_switch,
         idempotency_store=idempotency_store,
         note_index=note_index,
+        search=search,
+        quotas=quotas,
     )
+    if index is not None:
+        container._checked("index", index)
+    if note_index is not None:
+        container._checked("note_index", note_index)
+    return container
 
 
 _lock = threading.Lock()
@@ -297,6 +458,8 @@ _quota_service: QuotaService | None = None
 
 def get_container() -> Container:
     """The process's container, built from ``get_settings()`` on first use."""
+    from knowledge.settings import get_settings
+
     global _container
     with _lock:
         if _container is None:
@@ -307,6 +470,9 @@ def get_container() -> Container:
 def get_token_service() -> TokenService:
     """Token resolution alone, for the authorizer: the installed container's when there is one,
     otherwise a service over the store only (no index or embedder is built), built once."""
+    from knowledge.services.tokens import TokenService
+    from knowledge.settings import get_settings
+
     global _token_service
     with _lock:
         if _container is not None:
@@ -320,6 +486,9 @@ def get_ingest_service() -> IngestService:
     """Queue ingestion alone, for the ingest consumer, which writes the store only: the installed
     container's when there is one, otherwise a service over the store (no index or embedder is
     built, so the function needs no search or model permissions), built once."""
+    from knowledge.services.ingest import IngestService
+    from knowledge.settings import get_settings
+
     global _ingest_service
     with _lock:
         if _container is not None:
@@ -340,6 +509,9 @@ def get_note_service() -> NoteService:
     (remember, forget_memory, note reads): the installed container's when there is one, otherwise a
     service over the store, the runtime switch and an embedder whose cache a hard forget purges (the
     model itself is never called), built once."""
+    from knowledge.services.notes import NoteService
+    from knowledge.settings import get_settings
+
     global _note_service_instance
     with _lock:
         if _container is not None:
@@ -355,6 +527,8 @@ def get_note_service() -> NoteService:
 def get_pin_service() -> PinService:
     """The pin tools (and ``remember`` with ``pin``) over the note service of ``get_note_service``,
     for the functions that need no search index."""
+    from knowledge.services.pins import PinService
+
     global _pin_service_instance
     notes = get_note_service()
     with _lock:
@@ -368,6 +542,8 @@ def get_pin_service() -> PinService:
 def get_quota_service() -> QuotaService:
     """The tenant quotas, for the REST and MCP boundaries of every function: the installed
     container's when there is one, otherwise quotas over the store alone, built once."""
+    from knowledge.settings import get_settings
+
     global _quota_service
     with _lock:
         if _container is not None:
@@ -385,8 +561,8 @@ def use_container(container: Container | None) -> None:
     global _quota_service
     with _lock:
         _container = container
-        _quota_service = None
         _token_service = None
         _note_service_instance = None
         _pin_service_instance = None
         _ingest_service = None
+        _quota_service = None

@@ -23,6 +23,7 @@ from knowledge.domain.note_retrieval import IndexedNote, NoteFilter, NoteHit, No
 from knowledge.domain.notes import Note, NoteClaim
 from knowledge.domain.pins import Pin
 from knowledge.domain.retrieval import IndexedItem, IndexQuery, LegHits
+from knowledge.domain.truth import CandidateKey, CandidateRecords
 
 
 class BaseStore(Protocol):
@@ -298,6 +299,10 @@ class PinStore(Protocol):
         their notes' state (the services filter)."""
         ...
 
+    def resume_pins_after(self, pin: Pin) -> str:
+        """A ``next_token`` of ``list_pins`` that resumes right after ``pin``."""
+        ...
+
 
 class QuotaStore(Protocol):
     """Per-tenant fixed-window counters (``knowledge.services.quotas``), shared by every process."""
@@ -312,6 +317,13 @@ class QuotaStore(Protocol):
 
 class CatalogStore(BaseStore, ItemStore, Protocol):
     """Bases with their items and revisions: what the write API and the queue change."""
+
+    def read_candidates(self, tenant_id: str, candidates: Sequence[CandidateKey]) -> CandidateRecords:
+        """What the read-time truth check of a search needs (DESIGN §4), in one batched read: the
+        item, the base and the revision of every candidate (duplicates read once, absent records
+        left out). On DynamoDB one strongly consistent ``BatchGetItem`` per 100 distinct keys, its
+        ``UnprocessedKeys`` retried with backoff (``DependencyUnavailableError`` when they stay)."""
+        ...
 
 
 class CorpusStore(CatalogStore, ContentStore, Protocol):

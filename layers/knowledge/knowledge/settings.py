@@ -77,6 +77,31 @@ class Settings(BaseSettings):
     idempotency_ttl_seconds: int = Field(default=3600, ge=60)
 
 
+class TracingSettings(BaseSettings):
+    """Whether X-Ray tracing runs, by Powertools' own rule: inside Lambda (``LAMBDA_TASK_ROOT`` is
+    set), outside SAM's and Chalice's local emulation (``AWS_SAM_LOCAL``, ``AWS_CHALICE_CLI_MODE``),
+    and unless ``POWERTOOLS_TRACE_DISABLED`` is true. The template turns tracing on
+    (``Tracing: Active``); the local runtime sets ``POWERTOOLS_TRACE_DISABLED``."""
+
+    model_config = SettingsConfigDict(extra="ignore", frozen=True)
+
+    powertools_trace_disabled: bool = False
+    lambda_task_root: str | None = None
+    aws_sam_local: str | None = None
+    aws_chalice_cli_mode: str | None = None
+
+    @property
+    def enabled(self) -> bool:
+        in_lambda = bool(self.lambda_task_root) and not (self.aws_sam_local or self.aws_chalice_cli_mode)
+        return in_lambda and not self.powertools_trace_disabled
+
+
+@lru_cache(maxsize=1)
+def get_tracing_settings() -> TracingSettings:
+    """Return the tracing settings, read once from the environment."""
+    return TracingSettings()
+
+
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
     """Return the process settings, read once from the environment."""

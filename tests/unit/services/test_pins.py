@@ -3,6 +3,7 @@ and remember with ``pin``."""
 
 from __future__ import annotations
 
+import base64
 from datetime import timedelta
 
 import pytest
@@ -11,6 +12,7 @@ from knowledge.domain.memory_contract import PinMemoryArguments, RememberArgumen
 from knowledge.domain.models import Permission
 from knowledge.errors import (
     InsufficientScopeError,
+    MemoryConflictError,
     MemoryInvalidRequestError,
     MemoryUnavailableError,
     RequestValidationError,
@@ -196,3 +198,71 @@ def test_a_pinned_note_stays_pinned_across_updates_and_its_versions_say_so(world
     assert updated.pinned is True
     assert [version.pinned for version in versions] == [True, True]
     assert world.store.get_pin(ALICE.tenant_id, note.note_id) is not None
+
+
+def test_list_pins_pages_are_full_and_their_tokens_name_only_pins_the_caller_sees(world: MemoryWorld) -> None:
+    hidden = []
+    for n in range(6):
+        hidden.append(world.remember(ALICE, f"Alice's private pinned fact {n}.").note.note_id)
+        world.pin(ALICE, hidden[-1])
+    team = [
+        world.remember(ALICE, f"Red team fact {n}.", scope="team", team_id="red").note.note_id
+        for n in range(3)
+    ]
+    for note_id in team:
+        world.clock.advance(1)
+        world.pin(ALICE, note_id)
+
+    first = world.pins.list_pins(BOB, limit=2, next_token=None)
+    rest = world.pins.list_pins(BOB, limit=2, next_token=first.next_token)
+
+    assert [pin.note_id for pin in first.pins] == team[:2]
+    assert [pin.note_id for pin in rest.pins] == team[2:]
+    assert rest.next_token is None
+    decoded = base64.urlsafe_b64decode(first.next_token + "==").decode()  # type: ignore[operator]
+    assert not any(note_id in decoded for note_id in hidden)
+
+
+def test_pinning_again_after_a_pin_expired_makes_a_new_pin(world: MemoryWorld) -> None:
+    note = world.remember(ALICE, "A briefly pinned fact.").note
+    old = world.pin(ALICE, note.note_id, expires_at=world.clock.now + timedelta(seconds=5))
+    world.clock.advance(6)
+
+    again = world.pins.pin(ALICE, PinMemoryArguments(note_id=note.note_id))
+
+    assert again.created is True
+    assert again.pin.pin_id != old.pin_id
+    assert again.pin.expires_at is None
+    assert again.pin.created_at == world.clock.now
+
+
+def test_pins_of_superseded_notes_are_not_listed_and_a_redact_deletes_the_pin(world: MemoryWorld) -> None:
+    old = world.remember(ALICE, "The office is on floor 3.").note
+    redacted = world.remember(ALICE, "A fact to redact.").note
+    world.pin(ALICE, old.note_id)
+    world.pin(ALICE, redacted.note_id)
+
+    world.remember(ALICE, "The office is on floor 5.", supersedes=[old.note_id])
+    world.forget(ALICE, redacted.note_id, "redact")
+
+    assert world.pins.list_pins(ALICE, limit=None, next_token=None).pins == []
+    assert world.store.get_pin(ALICE.tenant_id, redacted.note_id) is None
+    assert world.store.get_pin(ALICE.tenant_id, old.note_id) is not None  # inert, kept with its note
+
+
+def test_a_replayable_pin_answer_is_refused_once_the_pin_is_gone(world: MemoryWorld) -> None:
+    note = world.remember(ALICE, "Pinned then unpinned.").note
+    pin = world.pin(ALICE, note.note_id)
+    world.pins.replayable(ALICE, note.note_id, pin.pin_id)
+
+    world.unpin(ALICE, note.note_id)
+
+    with pytest.raises(MemoryConflictError, match="pin again with a new key"):
+        world.pins.replayable(ALICE, note.note_id, pin.pin_id)
+
+
+def test_supersedes_with_a_malformed_id_names_the_supersedes_field(world: MemoryWorld) -> None:
+    with pytest.raises(RequestValidationError) as raised:
+        world.remember(ALICE, "New fact.", supersedes=["nt_bad"])
+
+    assert raised.value.details["fields"][0]["field"] == "supersedes"

@@ -86,8 +86,8 @@ def test_recall_context_pinned_note_comes_first_for_an_unrelated_query(world: Me
     assert pack.items[0].pinned is True
     assert pack.items[0].score is None
     assert pack.items[1].note_id == ids[4]  # the best match for the query comes right after
-    assert pack.text.startswith("## / · fact · ")
-    assert pack.text.splitlines()[0].endswith(" · pinned")
+    assert pack.text.startswith("## fact · ")
+    assert pack.text.splitlines()[0].endswith(" · pinned · /")
     assert "minimum supported iOS version is 16" in pack.text.split("\n\n")[0]
 
 

@@ -9,7 +9,10 @@
   The query goes through the same analysis and becomes term queries, so query syntax in user input is
   never parsed and a query of stop words only matches nothing.
 - Semantic leg: exact cosine similarity over a contiguous float32 matrix of the chunks' unit vectors
-  (a matrix-vector product), top k by ``np.argpartition``.
+  (a matrix-vector product), top k by ``np.argpartition``. When the caller may see at least
+  ``VIEW_SHARE`` of the rows, the product runs over a view of the whole matrix (no copy) and the
+  hidden rows' scores are dropped; otherwise the admitted rows are gathered first, a copy of that
+  small share only.
 - Visibility: chunks are grouped by ``(tenant, base, scope, team, owner)``; a query evaluates
   ``VisibilityFilter.admits`` once per group of its tenant and both legs keep only admitted groups
   *before* ranking (a term-set filter in tantivy, a row mask in numpy), so hidden chunks never take
@@ -53,6 +56,10 @@ from knowledge.observability import logger
 
 MAX_UNCOMMITTED_CHUNKS = 2000
 """Chunk writes (additions and deletions) that may wait for a commit."""
+VIEW_SHARE = 0.25
+"""Share of the rows a caller must be admitted to for the semantic leg to multiply the whole matrix
+(a view) rather than a gathered copy of the admitted rows: copying a row costs a few times more
+than multiplying it, so below this share the copy is cheaper."""
 _ANALYZER = "analyzed_english_stem"
 _FREQ = "freq"  # BM25 needs term frequencies, not positions
 
@@ -354,7 +361,10 @@ class EmbeddedIndex:
         rows = np.flatnonzero(self._alive[:size] & admitted[self._row_group[:size]])
         if rows.size == 0:
             return []
-        scores = self._vectors[rows] @ query
+        if rows.size >= VIEW_SHARE * size:
+            scores = (self._vectors[:size] @ query)[rows]
+        else:
+            scores = self._vectors[rows] @ query
         if rows.size > k:
             # Keep every row tied with the k-th best so the id tie-break below decides among them.
             kth = scores[np.argpartition(-scores, k - 1)[:k]].min()

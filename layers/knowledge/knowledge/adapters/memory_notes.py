@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from knowledge.adapters import next_tokens
 from knowledge.adapters.memory_listing import found, page
 from knowledge.domain.models import Page
 from knowledge.domain.note_lifecycle import MAX_NOTE_WRITES, NoteWrite, redacted
@@ -145,6 +146,9 @@ class InMemoryNoteStore:
         with self._lock:
             pins = [pin for (tenant, _), pin in self._pins.items() if tenant == tenant_id]
         return page(f"pins:{tenant_id}", pins, pin_listing_key, limit=limit, next_token=next_token)
+
+    def resume_pins_after(self, pin: Pin) -> str:
+        return next_tokens.encode({"l": f"pins:{pin.tenant_id}", "k": pin_listing_key(pin)})
 
     def _check_write(self, tenant_id: str, write: NoteWrite, now: datetime) -> None:
         note_id = write.note.note_id

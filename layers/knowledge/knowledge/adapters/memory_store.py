@@ -34,6 +34,7 @@ from knowledge.domain.models import (
     Source,
     TokenRecord,
 )
+from knowledge.domain.truth import CandidateKey, CandidateRecords
 from knowledge.errors import ConflictError, DependencyUnavailableError, ResourceUnavailableError
 from knowledge.ports import Clock
 
@@ -257,6 +258,16 @@ class InMemoryKnowledgeStore(InMemoryNoteStore):
                 for revision in found
                 if revision is not None
             }
+
+    def read_candidates(self, tenant_id: str, candidates: Sequence[CandidateKey]) -> CandidateRecords:
+        with self._lock:
+            return CandidateRecords(
+                items=_found(self._items, tenant_id, [key.knowledge_item_id for key in candidates]),
+                bases=_found(self._bases, tenant_id, [key.knowledge_base_id for key in candidates]),
+                revisions=self.get_revisions(
+                    tenant_id, [(key.knowledge_item_id, key.knowledge_revision_id) for key in candidates]
+                ),
+            )
 
     def list_revisions(
         self, tenant_id: str, knowledge_item_id: str, *, limit: int, next_token: str | None

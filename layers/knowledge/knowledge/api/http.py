@@ -324,7 +324,10 @@ class _ErrorAnswers:
 
     def domain_error(self, error: KnowledgeError, headers: dict[str, str] | None = None) -> Response[str]:
         status, body = error_envelope(error)
-        return error_response(status, body, headers or retry_after_headers(error))
+        headers = headers or retry_after_headers(error)
+        if status == 401:  # RFC 9110 §11.6.1: a 401 names the scheme that would authenticate
+            headers = {"WWW-Authenticate": "Bearer", **(headers or {})}
+        return error_response(status, body, headers)
 
     def not_found(self, error: NotFoundError) -> Response[str]:
         allowed = self._resolver.allowed_methods(self._resolver.current_event.path)

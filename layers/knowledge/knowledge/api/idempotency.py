@@ -29,19 +29,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
-
-from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
-from aws_lambda_powertools.utilities.idempotency.exceptions import (
-    IdempotencyAlreadyInProgressError,
-    IdempotencyInconsistentStateError,
-    IdempotencyPersistenceLayerError,
-    IdempotencyValidationError,
-)
-from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
-from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import DataRecord
-from aws_lambda_powertools.utilities.idempotency.serialization.base import BaseIdempotencySerializer
-from aws_lambda_powertools.utilities.typing import LambdaContext
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from knowledge.domain.models import Principal
 from knowledge.errors import (
@@ -51,6 +40,12 @@ from knowledge.errors import (
     RequestValidationError,
 )
 from knowledge.observability import logger
+
+if TYPE_CHECKING:  # Powertools' idempotency (and boto3 with it) is imported by the first keyed write
+    from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
+    from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import DataRecord
+    from aws_lambda_powertools.utilities.idempotency.serialization.base import BaseIdempotencySerializer
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
 IDEMPOTENCY_KEY_HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
@@ -83,12 +78,25 @@ class RequestInProgressError(KnowledgeError):
         )
 
 
-class _AnswerSerializer(BaseIdempotencySerializer):
-    def to_dict(self, data: Answer) -> dict[str, Any]:
-        return {"status": data.status, "body": {} if data.secret else dict(data.body), "secret": data.secret}
+@cache
+def _answer_serializer() -> BaseIdempotencySerializer:
+    """Stores an ``Answer`` as ``{status, body, secret}`` (a secret answer's body is left out)."""
+    from aws_lambda_powertools.utilities.idempotency.serialization.base import BaseIdempotencySerializer
 
-    def from_dict(self, data: dict[str, Any]) -> Answer:
-        return Answer(status=int(data["status"]), body=dict(data["body"]), secret=bool(data.get("secret")))
+    class AnswerSerializer(BaseIdempotencySerializer):
+        def to_dict(self, data: Answer) -> dict[str, Any]:
+            return {
+                "status": data.status,
+                "body": {} if data.secret else dict(data.body),
+                "secret": data.secret,
+            }
+
+        def from_dict(self, data: dict[str, Any]) -> Answer:
+            return Answer(
+                status=int(data["status"]), body=dict(data["body"]), secret=bool(data.get("secret"))
+            )
+
+    return AnswerSerializer()
 
 
 def _replayed(response: Any, idempotent_data: DataRecord) -> Any:
@@ -121,6 +129,14 @@ class IdempotentWrites:
         """
         if key is None:
             return write()
+        from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
+        from aws_lambda_powertools.utilities.idempotency.exceptions import (
+            IdempotencyAlreadyInProgressError,
+            IdempotencyInconsistentStateError,
+            IdempotencyPersistenceLayerError,
+            IdempotencyValidationError,
+        )
+
         config = IdempotencyConfig(
             event_key_jmespath="[tenant_id, subject_id, route, key]",
             payload_validation_jmespath="body",
@@ -136,7 +152,7 @@ class IdempotentWrites:
             data_keyword_argument="request",
             persistence_store=self.persistence,
             config=config,
-            output_serializer=_AnswerSerializer(),
+            output_serializer=_answer_serializer(),
             key_prefix=KEY_PREFIX,
         )
         request = {

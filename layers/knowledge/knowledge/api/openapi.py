@@ -1,11 +1,13 @@
 """The OpenAPI 3.1 document of every REST route of the service, generated from the pydantic models,
 and ``router``, which serves it publicly at ``GET /v1/openapi.json`` (``SearchKnowledgeFunction``).
 
-``ROUTERS`` lists the Powertools Routers of every function; a new surface adds its router there and
+``routers()`` lists the Powertools Routers of every function; a new surface adds its router there and
 regenerates the committed copy: ``python -m knowledge.api.openapi > docs/openapi.json`` (a test
 fails when the copy and the models disagree). The document is built by a resolver of its own;
 routes read request state only through what Powertools hands them (``Request``, ``Depends``), so a
-router can be part of both that resolver and the one serving requests.
+router can be part of both that resolver and the one serving requests. The other functions' routes
+and Powertools' OpenAPI models are imported when the document is first built, not with this module,
+so ``SearchKnowledgeFunction`` starts without them.
 """
 
 from __future__ import annotations
@@ -17,10 +19,8 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer, Tag
 
 from knowledge.api.http import openapi_error_responses
-from knowledge.api.routes import knowledge_admin, memory, search_knowledge
 
 TITLE = "Knowledge service"
 API_VERSION = "1.0.0"
@@ -49,18 +49,22 @@ def openapi_json() -> dict[str, Any]:
     return openapi_document()
 
 
-ROUTERS: tuple[Router, ...] = (
-    search_knowledge.router,
-    memory.remember_router,
-    memory.search_memory_router,
-    memory.forget_memory_router,
-    memory.recall_context_router,
-    memory.pin_memory_router,
-    memory.unpin_memory_router,
-    knowledge_admin.router,
-    router,
-)
-"""Every Router of the service."""
+def routers() -> tuple[Router, ...]:
+    """Every Router of the service."""
+    from knowledge.api.routes import knowledge_admin, memory, search_knowledge
+
+    return (
+        search_knowledge.router,
+        memory.remember_router,
+        memory.search_memory_router,
+        memory.forget_memory_router,
+        memory.recall_context_router,
+        memory.pin_memory_router,
+        memory.unpin_memory_router,
+        knowledge_admin.router,
+        router,
+    )
+
 
 # Powertools adds these for its own 422 answers, which this service never gives (it answers 400 and 500).
 _POWERTOOLS_SCHEMAS = ("HTTPValidationError", "ResponseValidationError", "ValidationError")
@@ -76,8 +80,10 @@ def openapi_document() -> dict[str, Any]:
 def _document_json() -> str:
     # enable_validation=False keeps Powertools' 422 responses out; request and response models
     # are documented either way.
+    from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer, Tag
+
     resolver = APIGatewayHttpResolver(enable_validation=False)
-    for included in ROUTERS:
+    for included in routers():
         resolver.include_router(included)
     document = json.loads(
         resolver.get_openapi_json_schema(

@@ -4,11 +4,13 @@ its prompt, inside a token budget.
 Rendering: one block per note, blocks separated by one blank line; a block is a header line and the
 note's content (surrounding white space removed)::
 
-    ## /projects/alpha · decision · 2026-11-30 · pinned
+    ## decision · 2026-11-30 · pinned · /projects/alpha
     Billing runs on Postgres, not DynamoDB.
 
-The header names the note's path, its memory type, the UTC date of its current version and, for a
-pin, ``pinned``. Nothing else is added (no preamble), so an empty pack is the empty string.
+The header names the note's memory type, the UTC date of its current version, ``pinned`` for a pin,
+and last its path (which always starts with ``/``, so it can never be read as ``pinned``). A content
+line that starts with ``#`` is escaped with a backslash (``\\#``), so no note can forge a header.
+Nothing else is added (no preamble), so an empty pack is the empty string.
 
 Packing (``pack``): pins first, in pin order, while the pin section fits in half of ``max_tokens``
 (else ``pin_budget``); then the ranked candidates in order, each included when it fits whole in
@@ -89,12 +91,12 @@ def _cl100k() -> tiktoken.Encoding:
 
 
 def render(note: Note, *, pinned: bool) -> str:
-    """One note's block: the header line, then its content."""
-    header = " · ".join(
-        [note.path, note.memory_type.value, note.updated_at.date().isoformat()]
-        + (["pinned"] if pinned else [])
-    )
-    return f"## {header}\n{note.content.strip()}"
+    """One note's block: the header line, then its content (lines starting with ``#`` escaped)."""
+    fields = [note.memory_type.value, note.updated_at.date().isoformat()]
+    fields += ["pinned", note.path] if pinned else [note.path]
+    lines = note.content.strip().split("\n")
+    content = "\n".join("\\" + line if line.startswith("#") else line for line in lines)
+    return f"## {' · '.join(fields)}\n{content}"
 
 
 def pack(

@@ -31,8 +31,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from knowledge.domain.retrieval import ChunkHit, Leg, LegHits, SearchMode
 
 RRF_K = 60
@@ -67,23 +65,25 @@ NORMALIZATION = MinMaxWithLowerBounds(lexical=0.0, semantic=0.0)
 """The normalization of hybrid search: each leg's score over its best score, clipped to [0, 1]."""
 
 
-class LegScore(BaseModel):
+@dataclass(frozen=True, slots=True)
+class LegScore:
     """One leg's view of an item: its best chunk's raw score, its normalized score over the collapsed
-    leg (in [0, 1] for ``NORMALIZATION``), and its rank (from 1) in the collapsed leg."""
+    leg (in [0, 1] for ``NORMALIZATION``), and its rank (from 1) in the collapsed leg.
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    ``LegScore`` and ``FusedHit`` are plain frozen values, not pydantic models: fusion builds one of
+    each per candidate item (hundreds per query) from values the index already validated, and only
+    the few that reach the answer become pydantic models (``domain.contract.Scores``)."""
 
     raw: float
     normalized: float
-    rank: int = Field(ge=1)
+    rank: int
 
 
-class FusedHit(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FusedHit:
     """One item after fusion. ``lexical`` / ``semantic`` are set for each leg that returned the item,
     whatever the mode. ``chunk`` is the chunk to excerpt: the best chunk of the leg contributing more
     to ``final`` (lexical on a tie); the revision id is that chunk's."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     knowledge_base_id: str
     knowledge_item_id: str

@@ -15,6 +15,7 @@ Errors: ``RuntimeDisabledError``, ``InsufficientScopeError`` (``memory:write`` /
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -148,8 +149,9 @@ class NoteService:
             if holder is None or not holder.is_current(now):
                 continue
             field = "semantic_key" if claim.kind == "key" else "content"
+            where = "that scope" if claim.kind == "key" else "that scope and path"
             return MemoryConflictError(
-                f"Another memory already holds this {field} in that scope and path; forget it, or "
+                f"Another memory already holds this {field} in {where}; forget it, or "
                 f"choose another {field} or scope.",
                 current_version=target.version,
                 field=field,
@@ -201,7 +203,9 @@ class NoteService:
         if expires_at is not None and expires_at <= now:
             problems.append({"field": "expires_at", "problem": "must be in the future"})
         if problems:
-            raise MemoryInvalidRequestError("A remember argument is out of bounds.", {"fields": problems})
+            raise MemoryInvalidRequestError(
+                "A remember argument is out of bounds or needs another.", {"fields": problems}
+            )
         return NoteDraft(
             content=arguments.content,
             scope=Scope(arguments.scope),
@@ -241,7 +245,7 @@ class NoteService:
                     "A note cannot supersede itself.",
                     {"fields": [{"field": "supersedes", "problem": "names the note"}]},
                 )
-            notes.append(self.readable(principal, note_id))
+            notes.append(self.readable(principal, note_id, field="supersedes"))
         return notes
 
     def _holder(self, principal: Principal, claim: NoteClaim) -> Note | None:
@@ -311,6 +315,7 @@ class NoteService:
             if note.forgotten_mode is not ForgetMode.REDACT:
                 self._commit(principal.tenant_id, [self._forgetting(note, mode, now)], note)
             self._store.redact_note_versions(principal.tenant_id, note.note_id)
+            self._drop_pin(principal.tenant_id, note.note_id)  # a redacted note never comes back
         else:
             self._delete(principal.tenant_id, note)
         logger.info(
@@ -341,6 +346,14 @@ class NoteService:
                 "Another current memory now holds this content or key.", current_version=note.version
             ) from error
         return MemoryResponse(result="restored", note=view(restored))
+
+    def _drop_pin(self, tenant_id: str, note_id: str) -> None:
+        pin = self._store.get_pin(tenant_id, note_id)
+        if pin is not None:
+            # A ConflictError means it was pinned again meanwhile: that pin follows its forgotten
+            # note, inert.
+            with contextlib.suppress(ConflictError):
+                self._store.delete_pin(tenant_id, note_id, pin_id=pin.pin_id)
 
     def _delete(self, tenant_id: str, note: Note) -> None:
         texts: list[str] = []
@@ -391,15 +404,16 @@ class NoteService:
             next_token=page.next_token,
         )
 
-    def readable(self, principal: Principal, note_id: str) -> Note:
-        """The visible, active, unexpired note ``note_id``, else ``MemoryUnavailableError``."""
-        note = self._visible(principal, note_id)
+    def readable(self, principal: Principal, note_id: str, *, field: str = "note_id") -> Note:
+        """The visible, active, unexpired note ``note_id``, else ``MemoryUnavailableError``
+        (``RequestValidationError`` naming ``field`` for an id that is not ``nt_`` and a ULID)."""
+        note = self._visible(principal, note_id, field=field)
         if not note.is_readable(self._clock()):
             raise MemoryUnavailableError()
         return note
 
-    def _visible(self, principal: Principal, note_id: str) -> Note:
-        ids.require_well_formed(note_id, ids.NOTE_PREFIX, "note_id")
+    def _visible(self, principal: Principal, note_id: str, *, field: str = "note_id") -> Note:
+        ids.require_well_formed(note_id, ids.NOTE_PREFIX, field)
         note = self._store.get_note(principal.tenant_id, note_id)
         if note is None or not can_see_note(principal, note):
             raise MemoryUnavailableError()

@@ -9,7 +9,9 @@ without a pin changes nothing (``removed: false``). Writes are conditioned on th
 lost race is decided again from the store, up to ``ATTEMPTS`` times.
 
 A pin follows its note: pins of notes that are forgotten, expired, superseded or gone, and expired
-pins, are neither listed nor recalled.
+pins, are neither listed nor recalled; pinning again after a pin expired makes a new pin (201). A
+redact or a hard forget deletes the pin. Listing pages are full (pins the caller may not see are
+skipped, never counted) and their ``next_token`` resumes after the last pin shown.
 
 Errors: ``RuntimeDisabledError``, ``InsufficientScopeError``, ``MemoryInvalidRequestError`` (bounds,
 a superseded note, a ``limit`` outside 1–100), ``MemoryUnavailableError`` (a note the caller cannot
@@ -39,6 +41,7 @@ from knowledge.domain.notes import Note, can_see_note
 from knowledge.domain.pins import Pin
 from knowledge.errors import (
     ConflictError,
+    MemoryConflictError,
     MemoryInvalidRequestError,
     MemoryUnavailableError,
     ResourceUnavailableError,
@@ -110,7 +113,7 @@ class PinService:
     def _pin_once(self, principal: Principal, note: Note, arguments: PinMemoryArguments) -> Pinned:
         now = self._clock()
         stored = self._store.get_pin(principal.tenant_id, note.note_id)
-        if stored is None:
+        if stored is None or not stored.is_active(now):  # an expired pin is replaced by a new one
             pin = Pin(
                 tenant_id=principal.tenant_id,
                 pin_id=ids.new_pin_id(),
@@ -129,14 +132,12 @@ class PinService:
                 for name in ("reason", "order", "expires_at")
                 if name in given and getattr(arguments, name) != getattr(stored, name)
             }
-            if not changes and stored.is_active(now):
+            if not changes:
                 return Pinned(pin_view(stored), created=False)
-            if not stored.is_active(now) and "expires_at" not in given:
-                changes["expires_at"] = None  # an expired pin pinned again applies again
             pin = stored.model_copy(update={**changes, "updated_at": now})
         self._store.put_pin(pin, previous=stored)
         logger.info("note pinned", extra={"tenant_id": pin.tenant_id, "note_id": pin.note_id})
-        return Pinned(pin_view(pin), created=stored is None)
+        return Pinned(pin_view(pin), created=stored is None or stored.pin_id != pin.pin_id)
 
     def unpin(self, principal: Principal, arguments: UnpinMemoryArguments) -> UnpinnedResponse:
         self._notes.authorize(principal, Permission.MEMORY_WRITE)
@@ -165,12 +166,37 @@ class PinService:
                 f"limit must be between 1 and {PINS_LIMIT_MAX}.",
                 {"fields": [{"field": "limit", "problem": f"must be between 1 and {PINS_LIMIT_MAX}"}]},
             )
-        page = self._store.list_pins(principal.tenant_id, limit=size, next_token=next_token)
         now = self._clock()
-        kept = self._applying(
-            page.entries, lambda note: can_see_note(principal, note) and note.is_readable(now)
-        )
-        return PinsResponse(pins=[pin_view(pin) for pin, _ in kept], next_token=page.next_token)
+        kept: list[tuple[Pin, Note]] = []
+        cursor = next_token
+        while len(kept) <= size:
+            page = self._store.list_pins(principal.tenant_id, limit=size + 1, next_token=cursor)
+            kept.extend(
+                self._applying(
+                    page.entries, lambda note: can_see_note(principal, note) and note.is_current(now)
+                )
+            )
+            cursor = page.next_token
+            if cursor is None:
+                break
+        shown = kept[:size]
+        # The token resumes after the last pin shown (one the caller may see), never after a hidden
+        # one: a listing's token names its last entry, and hidden pins are not the caller's to know.
+        more = len(kept) > size
+        token = self._store.resume_pins_after(shown[-1][0]) if more else None
+        return PinsResponse(pins=[pin_view(pin) for pin, _ in shown], next_token=token)
+
+    def replayable(self, principal: Principal, note_id: str, pin_id: str) -> None:
+        """A stored ``pin_memory`` answer may be replayed only while its pin is still the note's:
+        else ``MemoryConflictError`` (it was unpinned, replaced, or its note forgotten)."""
+        note = self._notes.readable(principal, note_id)
+        stored = self._store.get_pin(principal.tenant_id, note.note_id)
+        if stored is None or stored.pin_id != pin_id or not stored.is_active(self._clock()):
+            raise MemoryConflictError(
+                "The pin this Idempotency-Key made is gone (unpinned, replaced or expired); pin again "
+                "with a new key.",
+                current_version=None,
+            )
 
     def pinned_notes(self, note_filter: NoteFilter) -> list[tuple[Pin, Note]]:
         """Every pin that applies to ``note_filter``'s caller, in pin order, with its note: the note

@@ -5,7 +5,12 @@ of 5 is the first 5 of a page of 50 for the same index state:
 
 1. Each leg returns ``CANDIDATE_DEPTH`` chunk candidates, whatever the page size; fusion ranks them
    (its normalization sees the same candidates every time).
-2. The read-time truth check walks the fused items in order and keeps the current, visible ones.
+2. The read-time truth check walks the fused items in order and keeps the current, visible ones. It
+   reads their truth (item, base and revision) a window at a time, one batched store read
+   (``CatalogStore.read_candidates``) per window: a window holds half as many candidates again as
+   results are missing (``window``) and every later candidate sharing a passage with one of them,
+   so a page whose candidates are fresh costs one read; stale candidates cost one more read per
+   window.
 3. An item whose passage (the chunk its excerpt comes from) equals the passage of a result above it
    takes no slot of its own: the result above lists it in ``duplicates``. Every visible copy among
    the candidates is listed, also when it ranks below the page's last result.
@@ -17,30 +22,37 @@ of 5 is the first 5 of a page of 50 for the same index state:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import islice
 
 from knowledge.domain.fusion import FusedHit, fuse
-from knowledge.domain.models import ItemStatus, KnowledgeBase, KnowledgeItem, Principal
+from knowledge.domain.models import ItemStatus, KnowledgeBase, KnowledgeItem, Principal, Revision
 from knowledge.domain.retrieval import CANDIDATE_DEPTH, IndexQuery, LegHits, SearchMode
+from knowledge.domain.truth import CandidateKey
 from knowledge.domain.visibility import can_see
 from knowledge.ports import CatalogStore, SearchIndex
 
 REFILL_DEPTH = 1_000
 """Chunk candidates per leg of the one deeper round that refills a page the first round left short."""
-_BATCH = 25
-"""Items whose truth is read from the store at a time (one BatchGetItem of items, one of bases)."""
+WINDOW_MIN = 5
+"""Fused candidates whose truth one store read covers at least."""
+
+
+def window(missing: int) -> int:
+    """How many fused candidates one round reads to fill ``missing`` results: half as many again,
+    for stale or duplicate hits, and at least ``WINDOW_MIN`` (15 for a page of 10)."""
+    return max(WINDOW_MIN, missing + (missing + 1) // 2)
 
 
 @dataclass
 class Accepted:
-    """A fused hit that passed the truth check, with its item and base as the store holds them, and
-    the ids of the visible items whose passage is the same, best first."""
+    """A fused hit that passed the truth check, with its item, base and revision as the store holds
+    them, and the ids of the visible items whose passage is the same, best first."""
 
     hit: FusedHit
     item: KnowledgeItem
     base: KnowledgeBase
+    revision: Revision
     duplicates: list[str] = field(default_factory=list)
 
     @property
@@ -103,36 +115,66 @@ def _page(
     store: CatalogStore, principal: Principal, fused: Sequence[FusedHit], wanted: int
 ) -> list[Accepted]:
     """Up to ``wanted`` current, visible results from ``fused`` in order, one per passage, each listing
-    the visible copies of its passage anywhere in ``fused``."""
+    the visible copies of its passage anywhere in ``fused``; one store read per window (module doc)."""
     kept: dict[str, Accepted] = {}
+    verdicts: dict[str, Accepted | None] = {}
     position = 0
-    for batch in _batches(fused, _BATCH):
-        for entry in _verified(store, principal, batch):
+    while position < len(fused) and len(kept) < wanted:
+        candidates = fused[position : position + window(wanted - len(kept))]
+        position += len(candidates)
+        passages = {passage_key(hit) for hit in candidates} - {""}
+        copies = [hit for hit in fused[position:] if passage_key(hit) in passages]
+        verdicts.update(
+            _verified(
+                store,
+                principal,
+                [hit for hit in (*candidates, *copies) if hit.knowledge_item_id not in verdicts],
+            )
+        )
+        for hit in candidates:
+            entry = verdicts[hit.knowledge_item_id]
+            if entry is None:
+                continue
             owner = kept.get(entry.slot)
             if owner is not None:
                 owner.duplicates.append(entry.item.knowledge_item_id)
             elif len(kept) < wanted:
                 kept[entry.slot] = entry
-        position += len(batch)
-        if len(kept) >= wanted:
-            break
-    copies = [hit for hit in fused[position:] if passage_key(hit) in kept]
-    for batch in _batches(copies, _BATCH):
-        for entry in _verified(store, principal, batch):
+    for hit in fused[position:]:
+        entry = verdicts.get(hit.knowledge_item_id)
+        if entry is not None and entry.slot in kept:
             kept[entry.slot].duplicates.append(entry.item.knowledge_item_id)
     return list(kept.values())
 
 
-def _verified(store: CatalogStore, principal: Principal, hits: Sequence[FusedHit]) -> Iterator[Accepted]:
-    """The hits whose base is visible and active, whose item is published, and whose revision is the
-    item's current one, in order (DESIGN §4, read-time truth)."""
-    items = store.get_items(principal.tenant_id, [hit.knowledge_item_id for hit in hits])
-    bases = store.get_bases(principal.tenant_id, sorted({item.knowledge_base_id for item in items.values()}))
+def _verified(
+    store: CatalogStore, principal: Principal, hits: Sequence[FusedHit]
+) -> dict[str, Accepted | None]:
+    """Each hit's item id → the hit accepted, when its base is visible and active, its item published
+    and its revision the item's current one, else ``None`` (DESIGN §4, read-time truth)."""
+    if not hits:
+        return {}
+    records = store.read_candidates(
+        principal.tenant_id,
+        [
+            CandidateKey(hit.knowledge_base_id, hit.knowledge_item_id, hit.knowledge_revision_id)
+            for hit in hits
+        ],
+    )
+    verdicts: dict[str, Accepted | None] = {}
     for hit in hits:
-        item = items.get(hit.knowledge_item_id)
-        base = bases.get(item.knowledge_base_id) if item else None
-        if item is not None and base is not None and _is_current(principal, hit, item, base):
-            yield Accepted(hit=hit, item=item, base=base)
+        item = records.items.get(hit.knowledge_item_id)
+        base = records.bases.get(hit.knowledge_base_id)
+        revision = records.revisions.get((hit.knowledge_item_id, hit.knowledge_revision_id))
+        verdicts[hit.knowledge_item_id] = (
+            Accepted(hit=hit, item=item, base=base, revision=revision)
+            if item is not None
+            and base is not None
+            and revision is not None
+            and _is_current(principal, hit, item, base)
+            else None
+        )
+    return verdicts
 
 
 def _is_current(principal: Principal, hit: FusedHit, item: KnowledgeItem, base: KnowledgeBase) -> bool:
@@ -142,9 +184,3 @@ def _is_current(principal: Principal, hit: FusedHit, item: KnowledgeItem, base: 
         and item.knowledge_base_id == hit.knowledge_base_id
         and can_see(principal, base)
     )
-
-
-def _batches(hits: Iterable[FusedHit], size: int) -> Iterator[list[FusedHit]]:
-    iterator = iter(hits)
-    while batch := list(islice(iterator, size)):
-        yield batch

@@ -39,7 +39,7 @@ from knowledge.domain.contract import (
 )
 from knowledge.domain.excerpts import EXCERPT_MAX_CHARS, citation, make_excerpt, reference
 from knowledge.domain.fusion import LegScore
-from knowledge.domain.models import ItemStatus, KnowledgeBase, Permission, Principal, Revision
+from knowledge.domain.models import ItemStatus, KnowledgeBase, Permission, Principal
 from knowledge.domain.retrieval import CANDIDATE_DEPTH, ChunkHit, IndexQuery, Leg, LegHits, SearchMode
 from knowledge.domain.visibility import VisibilityFilter
 from knowledge.errors import (
@@ -129,15 +129,7 @@ class SearchService:
             ranking = rank(self._store, self._index, principal, lexical, mode, alpha, arguments.max_results)
         if degraded:
             logger.warning("knowledge search degraded to its lexical leg", extra={"mode": mode.value})
-        revisions = self._store.get_revisions(
-            principal.tenant_id,
-            [(entry.item.knowledge_item_id, entry.hit.knowledge_revision_id) for entry in ranking.results],
-        )
-        results = [
-            _result(entry, revisions[(entry.item.knowledge_item_id, entry.hit.knowledge_revision_id)], query)
-            for entry in ranking.results
-            if (entry.item.knowledge_item_id, entry.hit.knowledge_revision_id) in revisions
-        ]
+        results = [_result(entry, query) for entry in ranking.results]
         logger.info(
             "knowledge searched",
             extra={
@@ -280,8 +272,8 @@ def _items(hits: Sequence[ChunkHit]) -> int:
     return len({hit.knowledge_item_id for hit in hits})
 
 
-def _result(entry: Accepted, revision: Revision, query: str) -> SearchResult:
-    hit = entry.hit
+def _result(entry: Accepted, query: str) -> SearchResult:
+    hit, revision = entry.hit, entry.revision
     excerpt = make_excerpt(hit.chunk.text, hit.chunk.start, query, max_chars=EXCERPT_MAX_CHARS)
     return SearchResult(
         knowledge_base_id=hit.knowledge_base_id,

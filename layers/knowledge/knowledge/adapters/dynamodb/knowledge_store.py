@@ -1,7 +1,8 @@
 """The ``KnowledgeStore`` port on one DynamoDB table (DESIGN §3; keys in ``knowledge.domain.keys``).
 
 One module per aggregate: ``base_records``, ``item_records`` (items, revisions and external-id
-guards), ``page_records`` (revision content), ``token_records``, ``note_records`` (notes, their versions
+guards), ``candidate_records`` (a search's truth check: items, bases and revisions in one batch),
+``page_records`` (revision content), ``token_records``, ``note_records`` (notes, their versions
 and claims), ``pin_records`` and ``quota_records``; they share the table's calls
 (``table``), the record layout (``codec``), listings' ``next_token`` (``paging``) and one
 translation of DynamoDB failures into domain errors (``failures``): throttling, outages and
@@ -19,6 +20,7 @@ import boto3
 from botocore.config import Config
 
 from knowledge.adapters.dynamodb.base_records import DynamoDBBaseStore
+from knowledge.adapters.dynamodb.candidate_records import DynamoDBCandidateRecords
 from knowledge.adapters.dynamodb.item_records import DynamoDBItemStore
 from knowledge.adapters.dynamodb.note_records import DynamoDBNoteStore
 from knowledge.adapters.dynamodb.page_records import DynamoDBContentStore
@@ -40,6 +42,7 @@ def _utc_now() -> datetime:
 class DynamoDBKnowledgeStore(
     DynamoDBBaseStore,
     DynamoDBItemStore,
+    DynamoDBCandidateRecords,
     DynamoDBContentStore,
     DynamoDBTokenStore,
     DynamoDBNoteStore,

@@ -73,8 +73,16 @@ class DynamoDBPinStore(TableRecords):
         logger.info("note unpinned", extra={"tenant_id": tenant_id, "note_id": note_id})
 
     def list_pins(self, tenant_id: str, *, limit: int, next_token: str | None) -> Page[Pin]:
-        listing = Listing("pins", "GSI1PK", keys.pins_partition(tenant_id), INDEX_KEY)
+        listing = _listing(tenant_id)
         records, token = self._table.query_listing(
             listing, keys.PIN_INDEX_PREFIX, limit=limit, next_token=next_token
         )
         return Page[Pin](entries=[codec.decode_pin(record) for record in records], next_token=token)
+
+    def resume_pins_after(self, pin: Pin) -> str:
+        record = codec.encode_pin(pin)
+        return _listing(pin.tenant_id).encode(_listing(pin.tenant_id).start_key(record))
+
+
+def _listing(tenant_id: str) -> Listing:
+    return Listing("pins", "GSI1PK", keys.pins_partition(tenant_id), INDEX_KEY)

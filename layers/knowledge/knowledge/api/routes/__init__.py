@@ -1,1 +1,1 @@
-"""Powertools Routers, one module per surface; ``knowledge.api.openapi.ROUTERS`` lists them all."""
+"""Powertools Routers, one module per surface; ``knowledge.api.openapi.routers()`` lists them all."""

@@ -28,7 +28,7 @@ answered to a caller who may not make the write. Each route then parses, calls `
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from aws_lambda_powertools.event_handler import Request, Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
@@ -65,8 +65,10 @@ from knowledge.domain.write_contract import (
     TokenResponse,
     UpdateKnowledgeBaseRequest,
 )
-from knowledge.services.curation import CurationService
-from knowledge.services.token_admin import TokenAdministration
+
+if TYPE_CHECKING:  # the services are imported when the container builds them (first request)
+    from knowledge.services.curation import CurationService
+    from knowledge.services.token_admin import TokenAdministration
 
 BASES_PATH = "/v1/knowledge-bases"
 BASE_PATH = "/v1/knowledge-bases/<knowledge_base_id>"

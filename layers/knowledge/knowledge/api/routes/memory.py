@@ -258,12 +258,20 @@ def _may_pin(principal: Principal, request: Request) -> None:
     get_pin_service().authorize_write(principal)
 
 
+def _pin_still_applies(principal: Principal, answer: Answer) -> None:
+    """A stored ``pin_memory`` answer is replayed only while that pin is still the note's."""
+    body = answer.body
+    if isinstance(body.get("note_id"), str) and isinstance(body.get("pin_id"), str):
+        get_pin_service().replayable(principal, body["note_id"], body["pin_id"])
+
+
 @write_route(
     pin_memory_router,
     "POST",
     PIN_MEMORY_PATH,
     check=_may_pin,
     body=PinMemoryArguments,
+    on_replay=_pin_still_applies,
     operation_id="pin_memory",
     summary="Pin a note: recall_context brings it first, for everyone who can see it.",
     description=(
