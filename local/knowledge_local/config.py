@@ -101,6 +101,7 @@ PASSED_THROUGH: tuple[tuple[str, str, str], ...] = (
     ("EMBEDDING_CACHE_PATH", "<state dir>/embeddings.sqlite3", "the embedding cache file"),
     ("TENANT_REQUESTS_PER_SECOND", "50", "each tenant's requests per second (0: no quota)"),
     ("TENANT_WRITES_PER_SECOND", "10", "each tenant's writes per second (0: no quota)"),
+    ("TENANT_MAX_STORED_ITEMS", "100000", "each tenant's stored knowledge items and notes (0: no quota)"),
 )
 """``(variable, default, meaning)`` of the service's settings (``knowledge.settings``) that the
 runtime hands to its functions unchanged."""

@@ -268,7 +268,10 @@ def build_store(settings: Settings, *, dynamodb_client: Any = None) -> Knowledge
     from knowledge.adapters.dynamodb.knowledge_store import DynamoDBKnowledgeStore
 
     return DynamoDBKnowledgeStore(
-        settings.table_name, dynamodb_client=dynamodb_client, page_size_chars=settings.page_size_chars
+        settings.table_name,
+        dynamodb_client=dynamodb_client,
+        page_size_chars=settings.page_size_chars,
+        stored_items_limit=settings.tenant_max_stored_items,
     )
 
 

@@ -123,6 +123,24 @@ class RateLimitedError(KnowledgeError):
         self.retry_after_seconds = retry_after_seconds
 
 
+class StoredItemsQuotaError(KnowledgeError):
+    """The tenant holds as many stored items (live knowledge items and notes) as its quota allows:
+    429 ``rate_limited`` with ``details`` ``{"quota": "stored_items", "limit": int}``. Not retryable
+    and without ``Retry-After``: room comes back only when the tenant archives items or forgets
+    memories (or the quota is raised), never by waiting."""
+
+    code = "rate_limited"
+    retryable = False
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"The tenant's stored items quota ({limit}) is used up; archive knowledge items or forget "
+            "memories to make room, or ask for a larger quota.",
+            {"quota": "stored_items", "limit": limit},
+        )
+        self.limit = limit
+
+
 class IndexConfigurationError(KnowledgeError):
     """The search index was built with another embedding model or dimension than the one configured."""
 

@@ -85,7 +85,9 @@ class ItemStore(Protocol):
         external_id: str | None,
         publish: bool,
     ) -> tuple[KnowledgeItem, Revision]:
-        """A new item (version 1) with its first revision, published at once when ``publish``."""
+        """A new item (version 1) with its first revision, published at once when ``publish``; it
+        counts against the tenant's stored items quota (``StoredItemsQuotaError`` when full, and
+        nothing is stored), counted in the same atomic write as the item."""
         ...
 
     def add_revision(
@@ -110,9 +112,10 @@ class ItemStore(Protocol):
         set the first time only."""
         ...
 
-    def archive_item(
-        self, tenant_id: str, knowledge_item_id: str, *, expected_version: int
-    ) -> KnowledgeItem: ...
+    def archive_item(self, tenant_id: str, knowledge_item_id: str, *, expected_version: int) -> KnowledgeItem:
+        """Archive the item and release its external id; it stops counting against the tenant's
+        stored items quota in the same atomic write."""
+        ...
 
     def set_indexed_revision(
         self,
@@ -244,7 +247,9 @@ class NoteStore(Protocol):
         ``previous`` is ``None``, else only while stored at ``previous.version``) with its version
         record, each claim of ``claim`` taken (or kept, its expiry refreshed) and each of ``release``
         let go. At most 20 writes (else ``ValueError``), and no claim both released and taken in one
-        commit (DynamoDB refuses two operations on one record in a transaction)."""
+        commit (DynamoDB refuses two operations on one record in a transaction). Each created note
+        counts against the tenant's stored items quota in the same commit: ``StoredItemsQuotaError``
+        when they do not all fit, and nothing is applied."""
         ...
 
     def set_note_indexed_version(self, tenant_id: str, note_id: str, version: int) -> None:
@@ -267,7 +272,8 @@ class NoteStore(Protocol):
     ) -> None:
         """Delete every record of the note, only while it is at ``expected_version``: the note
         itself first (``ConflictError`` otherwise, and then nothing is removed), then its versions,
-        pin and those of ``claims`` it holds. ``expected_version=None`` leaves the note record
+        pin and those of ``claims`` it holds; removing the note and taking it off the tenant's
+        stored items count are one atomic write. ``expected_version=None`` leaves the note record
         alone: it is already gone (a TTL sweep), and what remains of it is removed."""
         ...
 

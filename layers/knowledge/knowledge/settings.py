@@ -72,6 +72,8 @@ class Settings(BaseSettings):
     """Authenticated requests per second per tenant, over every REST route and MCP together."""
     tenant_writes_per_second: int = Field(default=10, ge=0)
     """Writes per second per tenant (write API routes and memory writes), counted on top of requests."""
+    tenant_max_stored_items: int = Field(default=100_000, ge=0)
+    """Stored items per tenant (live knowledge items and notes), counted exactly in the table."""
 
     # Idempotency of write routes (Powertools idempotency on the table).
     idempotency_ttl_seconds: int = Field(default=3600, ge=60)

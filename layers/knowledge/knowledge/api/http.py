@@ -85,7 +85,8 @@ _ERROR_DESCRIPTIONS = {
     "memory_unavailable for notes, forgotten ones included).",
     409: "A version race on a write (knowledge_conflict or memory_conflict; details.current_version).",
     429: "The tenant's requests or writes per second quota is used up (rate_limited, retryable; "
-    "details.quota, details.limit; a Retry-After header in seconds).",
+    "details.quota, details.limit; a Retry-After header in seconds), or a create finds its stored "
+    "items quota full (rate_limited, not retryable, details.quota stored_items, no Retry-After).",
     500: "An unexpected error (internal_error); no internals are disclosed.",
     503: "The runtime switch is off (knowledge_runtime_disabled, in a knowledge_unavailable envelope) "
     "or a dependency is down or throttled (dependency_unavailable, retryable).",

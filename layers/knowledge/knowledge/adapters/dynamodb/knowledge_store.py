@@ -54,7 +54,8 @@ class DynamoDBKnowledgeStore(
     ``dynamodb_client`` defaults to a boto3 client with botocore's standard retry mode; ``clock``
     returns aware UTC datetimes; ``page_size_chars`` (1..90,000 code points) sizes the pages of new
     revisions; each revision records its own page size, so a change never breaks older content.
-    Raises ``ValueError`` for a page size outside that range.
+    ``stored_items_limit`` caps each tenant's live knowledge items and notes (0: counted, not capped).
+    Raises ``ValueError`` for a page size outside that range or a negative limit.
     """
 
     def __init__(
@@ -64,8 +65,12 @@ class DynamoDBKnowledgeStore(
         dynamodb_client: DynamoDBClient | None = None,
         clock: Clock | None = None,
         page_size_chars: int = DEFAULT_PAGE_SIZE_CHARS,
+        stored_items_limit: int = 0,
     ) -> None:
         client = dynamodb_client or boto3.client("dynamodb", config=Config(retries={"mode": "standard"}))
         super().__init__(
-            DynamoDBTable(table_name, client), clock=clock or _utc_now, page_size_chars=page_size_chars
+            DynamoDBTable(table_name, client),
+            clock=clock or _utc_now,
+            page_size_chars=page_size_chars,
+            stored_items_limit=stored_items_limit,
         )
