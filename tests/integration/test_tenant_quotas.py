@@ -12,6 +12,7 @@ from knowledge.settings import Settings
 from tests.conftest import TABLE_NAME
 from tests.support.admin import AdminClient
 from tests.support.rest import SearchWorld, error_body, new_world
+from tests.support.store import counted_calls
 
 REQUESTS_PER_SECOND = 5
 WRITES_PER_SECOND = 2
@@ -131,3 +132,22 @@ def test_quota_writes_beyond_the_write_quota_are_refused_and_create_nothing(worl
     assert error_body(429, "rate_limited", refused)["details"]["quota"] == "writes_per_second"
     names = {base.name for base in world.store.list_bases("acme", limit=50, next_token=None).entries}
     assert names == {"Handbook", "Base 0", "Base 1"}
+
+
+def test_quota_window_seen_full_refuses_the_rest_of_it_without_writing_the_table(
+    world: SearchWorld, clock: FrozenClock
+) -> None:
+    flooder = world.token("acme", scopes=[READ])
+    for _ in range(REQUESTS_PER_SECOND + 1):
+        world.call({"query": "deployment"}, flooder)
+
+    with counted_calls(world.dynamodb, "UpdateItem") as refused_writes:
+        refused = [world.call({"query": "deployment"}, flooder).status for _ in range(10)]
+    clock.now += 1
+    with counted_calls(world.dynamodb, "UpdateItem") as next_window_writes:
+        answered = world.call({"query": "deployment"}, flooder)
+
+    assert refused == [429] * 10
+    assert refused_writes == []
+    assert answered.status == 200
+    assert next_window_writes == ["UpdateItem"]

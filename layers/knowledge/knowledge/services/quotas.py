@@ -6,6 +6,11 @@ every write (``knowledge.api.writes`` and the MCP write tools). A full window ra
 ``RateLimitedError`` (429 ``rate_limited``, ``Retry-After``: the seconds until the next window);
 a limit of 0 turns that quota off. A counter expires (TTL) ``COUNTER_TTL_SECONDS`` after its window.
 
+A window refused once stays refused until it ends (its count only grows), so each service
+remembers, per tenant and quota, the last window it saw full and refuses the rest of that window
+in memory: a flooding tenant costs one store write per window and execution environment, not one
+per request, and its refusals are answered before any other work.
+
 Why fixed windows: one conditional ``UpdateItem`` per quota per request (1 WCU, one round trip),
 against a read and a conditional write for a token bucket. A burst of up to twice the limit can
 straddle a window edge; for quotas meant to shield tenants from each other that is acceptable.
@@ -14,6 +19,7 @@ straddle a window edge; for quotas meant to shield tenants from each other that 
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable
 
 from knowledge.errors import RateLimitedError
@@ -41,6 +47,9 @@ class QuotaService:
         self._store = store
         self._limits = {REQUESTS: requests_per_second, WRITES: writes_per_second}
         self._clock = clock
+        self._full: dict[tuple[str, str], int] = {}
+        """``(tenant, quota)`` → the start of the last window seen full."""
+        self._full_lock = threading.Lock()
 
     def admit_request(self, tenant_id: str) -> None:
         """Count one request of ``tenant_id``; raises ``RateLimitedError`` when its window is full,
@@ -57,11 +66,17 @@ class QuotaService:
             return
         now = self._clock()
         window = int(now // WINDOW_SECONDS) * WINDOW_SECONDS
-        counted = self._store.consume_quota(
-            tenant_id, quota, window=window, limit=limit, expires_at=window + COUNTER_TTL_SECONDS
-        )
-        if not counted:
-            retry_after = max(1, math.ceil(window + WINDOW_SECONDS - now))
-            raise RateLimitedError(
-                quota, limit=limit, window_seconds=WINDOW_SECONDS, retry_after_seconds=retry_after
+        with self._full_lock:
+            known_full = self._full.get((tenant_id, quota)) == window
+        if not known_full:
+            counted = self._store.consume_quota(
+                tenant_id, quota, window=window, limit=limit, expires_at=window + COUNTER_TTL_SECONDS
             )
+            if counted:
+                return
+            with self._full_lock:
+                self._full[tenant_id, quota] = window
+        retry_after = max(1, math.ceil(window + WINDOW_SECONDS - now))
+        raise RateLimitedError(
+            quota, limit=limit, window_seconds=WINDOW_SECONDS, retry_after_seconds=retry_after
+        )
