@@ -59,9 +59,10 @@ class Phase:
 
     def describe(self) -> str:
         flood = ", ".join(f"{status}: {count}" for status, count in sorted(self.flood_statuses.items()))
+        probe = ", ".join(f"{status}: {count}" for status, count in sorted(self.probe_statuses.items()))
         return (
             f"{self.name:<22} probe p50 {self.percentile(0.5):6.1f} ms  p99 {self.percentile(0.99):6.1f} ms "
-            f"({len(self.probe)} requests, mean {statistics.fmean(self.probe) * 1000:.1f} ms); "
+            f"({len(self.probe)} requests, mean {statistics.fmean(self.probe) * 1000:.1f} ms; {probe}); "
             f"flood {flood or 'none'}"
         )
 
