@@ -35,6 +35,10 @@ os.environ.update(
         "POWERTOOLS_TRACE_DISABLED": "true",
         "POWERTOOLS_DEV": "false",
         "HF_HUB_OFFLINE": "1",
+        # Tenant quotas off: suites send bursts from one tenant; tests/integration/test_tenant_quotas.py
+        # sets its own limits.
+        "TENANT_REQUESTS_PER_SECOND": "0",
+        "TENANT_WRITES_PER_SECOND": "0",
     }
 )
 os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(ROOT / ".cache" / "tiktoken"))

@@ -99,6 +99,9 @@ PASSED_THROUGH: tuple[tuple[str, str, str], ...] = (
     ("SEARCH_BACKEND", "embedded", "embedded (tantivy + numpy) or opensearch (with OPENSEARCH_URL)"),
     ("EMBEDDER", "local", "local (all-MiniLM-L6-v2, offline) or bedrock"),
     ("EMBEDDING_CACHE_PATH", "<state dir>/embeddings.sqlite3", "the embedding cache file"),
+    ("TENANT_REQUESTS_PER_SECOND", "50", "each tenant's requests per second (0: no quota)"),
+    ("TENANT_WRITES_PER_SECOND", "10", "each tenant's writes per second (0: no quota)"),
+    ("TENANT_MAX_STORED_ITEMS", "100000", "each tenant's stored knowledge items and notes (0: no quota)"),
 )
 """``(variable, default, meaning)`` of the service's settings (``knowledge.settings``) that the
 runtime hands to its functions unchanged."""

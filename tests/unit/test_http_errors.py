@@ -11,13 +11,16 @@ from pydantic import ValidationError
 
 from knowledge.api.error_envelopes import error_envelope, from_validation_errors
 from knowledge.api.http import build_resolver, parse_json_body
+from knowledge.bootstrap import use_container
 from knowledge.domain.write_contract import CreateItemRequest, CreateTokenRequest
 from knowledge.errors import (
     ConflictError,
     DependencyUnavailableError,
     MemoryInvalidRequestError,
+    RateLimitedError,
     RequestValidationError,
 )
+from tests.conftest import TABLE_NAME
 from tests.support.events import lambda_context, load_event, with_body
 
 router = Router()
@@ -38,12 +41,24 @@ def _throttled() -> dict[str, Any]:
     raise DependencyUnavailableError("The knowledge store is temporarily unavailable; retry later.")
 
 
+@router.get("/v1/limited")
+def _limited() -> dict[str, Any]:
+    raise RateLimitedError("requests_per_second", limit=50, window_seconds=1, retry_after_seconds=1)
+
+
 @router.get("/v1/things/<thing_id>")
 def _thing(thing_id: str) -> dict[str, Any]:
     return {"thing_id": thing_id}
 
 
 app = build_resolver(router)
+
+
+@pytest.fixture(autouse=True)
+def _settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The resolver reads the settings for the tenant quotas (off in the tests' environment)."""
+    monkeypatch.setenv("TABLE_NAME", TABLE_NAME)
+    use_container(None)
 
 
 def _call(method: str, path: str, body: Any = None) -> tuple[int, dict[str, str], dict[str, Any]]:
@@ -216,3 +231,13 @@ def test_from_validation_errors_bound_beside_a_wrong_type_is_validation_error() 
 
     assert error.code == "validation_error"
     assert [problem["field"] for problem in error.details["fields"]] == ["expected_version", "limit"]
+
+
+def test_resolver_rate_limited_answers_429_with_retry_after() -> None:
+    status, headers, body = _call("GET", "/v1/limited")
+
+    assert status == 429
+    assert headers["Retry-After"] == "1"
+    assert body["error"]["code"] == "rate_limited"
+    assert body["error"]["retryable"] is True
+    assert body["error"]["details"]["quota"] == "requests_per_second"

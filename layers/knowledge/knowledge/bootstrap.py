@@ -18,13 +18,22 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
 
     from knowledge.domain.chunking import Chunker
-    from knowledge.ports import Embedder, KnowledgeStore, NoteIndex, RuntimeSwitch, SearchIndex, WorkQueue
+    from knowledge.ports import (
+        Embedder,
+        KnowledgeStore,
+        NoteIndex,
+        QuotaStore,
+        RuntimeSwitch,
+        SearchIndex,
+        WorkQueue,
+    )
     from knowledge.services.curation import CurationService
     from knowledge.services.indexing import IndexingService
     from knowledge.services.ingest import IngestService
     from knowledge.services.memory_search import MemorySearchService
     from knowledge.services.notes import NoteService
     from knowledge.services.pins import PinService
+    from knowledge.services.quotas import QuotaService
     from knowledge.services.recall import RecallService
     from knowledge.services.search import SearchService
     from knowledge.services.token_admin import TokenAdministration
@@ -65,6 +74,8 @@ class Container:
         idempotency_store: BasePersistenceLayer | None = None,
         note_index: NoteIndex | None = None,
         work_queue: WorkQueue | None = None,
+        search: SearchService | None = None,
+        quotas: QuotaService | None = None,
     ) -> None:
         self.settings = settings
         given = {
@@ -75,6 +86,8 @@ class Container:
             "idempotency": idempotency_store,
             "note_index": note_index,
             "work_queue": work_queue,
+            "search": search,
+            "quotas": quotas,
         }
         # ``is None``, not ``or``: an empty index (or any adapter with ``__len__``) is falsy.
         self._built: dict[str, Any] = {name: value for name, value in given.items() if value is not None}
@@ -237,6 +250,10 @@ class Container:
         return self._once("token_admin", build)
 
     @property
+    def quotas(self) -> QuotaService:
+        return self._once("quotas", lambda: build_quotas(self.settings, self.store))
+
+    @property
     def curation(self) -> CurationService:
         def build() -> CurationService:
             from knowledge.services.curation import CurationService
@@ -269,7 +286,24 @@ def build_store(settings: Settings, *, dynamodb_client: Any = None) -> Knowledge
     from knowledge.adapters.dynamodb.knowledge_store import DynamoDBKnowledgeStore
 
     return DynamoDBKnowledgeStore(
-        settings.table_name, dynamodb_client=dynamodb_client, page_size_chars=settings.page_size_chars
+        settings.table_name,
+        dynamodb_client=dynamodb_client,
+        page_size_chars=settings.page_size_chars,
+        stored_items_limit=settings.tenant_max_stored_items,
+    )
+
+
+def build_quotas(settings: Settings, store: QuotaStore) -> QuotaService:
+    """The tenant quotas of ``settings`` counted in ``store``, on the wall clock."""
+    import time
+
+    from knowledge.services.quotas import QuotaService
+
+    return QuotaService(
+        store,
+        requests_per_second=settings.tenant_requests_per_second,
+        writes_per_second=settings.tenant_writes_per_second,
+        clock=time.time,
     )
 
 
@@ -424,9 +458,12 @@ def build_container(
     idempotency_store: BasePersistenceLayer | None = None,
     note_index: NoteIndex | None = None,
     work_queue: WorkQueue | None = None,
+    search: SearchService | None = None,
+    quotas: QuotaService | None = None,
 ) -> Container:
-    """The container of ``settings``; any adapter can be passed in instead of built (on first use).
-    An index passed in is made ready for the embedder now, so its caller can write to it at once."""
+    """The container of ``settings``; any adapter, and the search and quota services, can be passed
+    in instead of built (on first use). An index passed in is made ready for the embedder now, so its
+    caller can write to it at once."""
     container = Container(
         settings,
         store=store,
@@ -436,6 +473,8 @@ def build_container(
         idempotency_store=idempotency_store,
         note_index=note_index,
         work_queue=work_queue,
+        search=search,
+        quotas=quotas,
     )
     if index is not None:
         container._checked("index", index)
@@ -450,6 +489,7 @@ _token_service: TokenService | None = None
 _ingest_service: IngestService | None = None
 _note_service_instance: NoteService | None = None
 _pin_service_instance: PinService | None = None
+_quota_service: QuotaService | None = None
 
 
 def get_container() -> Container:
@@ -538,13 +578,30 @@ def get_pin_service() -> PinService:
         return _pin_service_instance
 
 
+def get_quota_service() -> QuotaService:
+    """The tenant quotas, for the REST and MCP boundaries of every function: the installed
+    container's when there is one, otherwise quotas over the store alone, built once."""
+    from knowledge.settings import get_settings
+
+    global _quota_service
+    with _lock:
+        if _container is not None:
+            return _container.quotas
+        if _quota_service is None:
+            settings = get_settings()
+            _quota_service = build_quotas(settings, build_store(settings))
+        return _quota_service
+
+
 def use_container(container: Container | None) -> None:
     """Install ``container`` as the process's container (``None`` resets it and the store-only
     services)."""
     global _container, _token_service, _ingest_service, _note_service_instance, _pin_service_instance
+    global _quota_service
     with _lock:
         _container = container
         _token_service = None
         _note_service_instance = None
         _pin_service_instance = None
         _ingest_service = None
+        _quota_service = None

@@ -100,6 +100,47 @@ class DependencyUnavailableError(KnowledgeError):
     retryable = True
 
 
+class RateLimitedError(KnowledgeError):
+    """The tenant used up one of its quotas for the current window (``knowledge.services.quotas``):
+    ``details`` are ``{"quota": "requests_per_second" | "writes_per_second", "limit": int,
+    "window_seconds": int, "retry_after_seconds": int}``; the HTTP answer carries ``Retry-After``
+    with the same seconds."""
+
+    code = "rate_limited"
+    retryable = True
+
+    def __init__(self, quota: str, *, limit: int, window_seconds: int, retry_after_seconds: int) -> None:
+        super().__init__(
+            f"The tenant's {quota.replace('_', ' ')} quota ({limit}) is used up; "
+            f"retry after {retry_after_seconds} s.",
+            {
+                "quota": quota,
+                "limit": limit,
+                "window_seconds": window_seconds,
+                "retry_after_seconds": retry_after_seconds,
+            },
+        )
+        self.retry_after_seconds = retry_after_seconds
+
+
+class StoredItemsQuotaError(KnowledgeError):
+    """The tenant holds as many stored items (live knowledge items and notes) as its quota allows:
+    429 ``rate_limited`` with ``details`` ``{"quota": "stored_items", "limit": int}``. Not retryable
+    and without ``Retry-After``: room comes back only when the tenant archives items or forgets
+    memories (or the quota is raised), never by waiting."""
+
+    code = "rate_limited"
+    retryable = False
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"The tenant's stored items quota ({limit}) is used up; archive knowledge items or forget "
+            "memories to make room, or ask for a larger quota.",
+            {"quota": "stored_items", "limit": limit},
+        )
+        self.limit = limit
+
+
 class IndexConfigurationError(KnowledgeError):
     """The search index was built with another embedding model or dimension than the one configured."""
 

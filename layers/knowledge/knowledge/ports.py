@@ -86,7 +86,9 @@ class ItemStore(Protocol):
         external_id: str | None,
         publish: bool,
     ) -> tuple[KnowledgeItem, Revision]:
-        """A new item (version 1) with its first revision, published at once when ``publish``."""
+        """A new item (version 1) with its first revision, published at once when ``publish``; it
+        counts against the tenant's stored items quota (``StoredItemsQuotaError`` when full, and
+        nothing is stored), counted in the same atomic write as the item."""
         ...
 
     def add_revision(
@@ -111,9 +113,10 @@ class ItemStore(Protocol):
         set the first time only."""
         ...
 
-    def archive_item(
-        self, tenant_id: str, knowledge_item_id: str, *, expected_version: int
-    ) -> KnowledgeItem: ...
+    def archive_item(self, tenant_id: str, knowledge_item_id: str, *, expected_version: int) -> KnowledgeItem:
+        """Archive the item and release its external id; it stops counting against the tenant's
+        stored items quota in the same atomic write."""
+        ...
 
     def set_indexed_revision(
         self,
@@ -245,7 +248,9 @@ class NoteStore(Protocol):
         ``previous`` is ``None``, else only while stored at ``previous.version``) with its version
         record, each claim of ``claim`` taken (or kept, its expiry refreshed) and each of ``release``
         let go. At most 20 writes (else ``ValueError``), and no claim both released and taken in one
-        commit (DynamoDB refuses two operations on one record in a transaction)."""
+        commit (DynamoDB refuses two operations on one record in a transaction). Each created note
+        counts against the tenant's stored items quota in the same commit: ``StoredItemsQuotaError``
+        when they do not all fit, and nothing is applied."""
         ...
 
     def set_note_indexed_version(self, tenant_id: str, note_id: str, version: int) -> None:
@@ -268,7 +273,8 @@ class NoteStore(Protocol):
     ) -> None:
         """Delete every record of the note, only while it is at ``expected_version``: the note
         itself first (``ConflictError`` otherwise, and then nothing is removed), then its versions,
-        pin and those of ``claims`` it holds. ``expected_version=None`` leaves the note record
+        pin and those of ``claims`` it holds; removing the note and taking it off the tenant's
+        stored items count are one atomic write. ``expected_version=None`` leaves the note record
         alone: it is already gone (a TTL sweep), and what remains of it is removed."""
         ...
 
@@ -305,6 +311,17 @@ class PinStore(Protocol):
         ...
 
 
+class QuotaStore(Protocol):
+    """Per-tenant fixed-window counters (``knowledge.services.quotas``), shared by every process."""
+
+    def consume_quota(self, tenant_id: str, quota: str, *, window: int, limit: int, expires_at: int) -> bool:
+        """Count one use of ``quota`` for ``tenant_id`` in the window starting at ``window`` (epoch
+        seconds) when fewer than ``limit`` were counted there, atomically; True when counted, False
+        when the window is full (nothing is counted then). ``expires_at`` (epoch seconds) is when
+        the counter may be purged. Raises ``DependencyUnavailableError``."""
+        ...
+
+
 class CatalogStore(BaseStore, ItemStore, Protocol):
     """Bases with their items and revisions: what the write API and the queue change."""
 
@@ -324,7 +341,7 @@ class MemoryStore(NoteStore, PinStore, Protocol):
     """Notes and their pins: what the memory tools read and write."""
 
 
-class KnowledgeStore(CorpusStore, TokenStore, MemoryStore, Protocol):
+class KnowledgeStore(CorpusStore, TokenStore, MemoryStore, QuotaStore, Protocol):
     """The source of truth (DESIGN §3): every aggregate in one store, which ``bootstrap`` builds
     once and hands to each service as the narrowest of the ports above that it needs.
 

@@ -71,6 +71,15 @@ class Settings(BaseSettings):
     runtime_switch_parameter: str | None = None
     runtime_switch_max_age_seconds: int = Field(default=15, ge=0)
 
+    # Per-tenant quotas (``knowledge.services.quotas``): fixed one-second windows counted in the
+    # table; 0 turns a quota off.
+    tenant_requests_per_second: int = Field(default=50, ge=0)
+    """Authenticated requests per second per tenant, over every REST route and MCP together."""
+    tenant_writes_per_second: int = Field(default=10, ge=0)
+    """Writes per second per tenant (write API routes and memory writes), counted on top of requests."""
+    tenant_max_stored_items: int = Field(default=100_000, ge=0)
+    """Stored items per tenant (live knowledge items and notes), counted exactly in the table."""
+
     # Idempotency of write routes (Powertools idempotency on the table).
     idempotency_ttl_seconds: int = Field(default=3600, ge=60)
 

@@ -1,7 +1,7 @@
 """The ``NoteStore`` and ``PinStore`` ports in process memory, as a part of ``InMemoryKnowledgeStore``
-(which holds the lock and the clock). Every method runs under the store's lock, so a commit applies
-whole or not at all, as the DynamoDB transaction does. A note's ``pinned`` is read from its pin, as
-the DynamoDB store reads it."""
+(which holds the lock and the clock), and the tenants' stored items counts. Every method runs under
+the store's lock, so a commit applies whole or not at all, as the DynamoDB transaction does. A
+note's ``pinned`` is read from its pin, as the DynamoDB store reads it."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from knowledge.domain.models import Page
 from knowledge.domain.note_lifecycle import MAX_NOTE_WRITES, NoteWrite, redacted
 from knowledge.domain.notes import Note, NoteClaim
 from knowledge.domain.pins import Pin
-from knowledge.errors import ClaimTakenError, ConflictError, ResourceUnavailableError
+from knowledge.errors import ClaimTakenError, ConflictError, ResourceUnavailableError, StoredItemsQuotaError
 from knowledge.ports import Clock
 
 _RACE_LOST = "The note was changed by another writer; re-read it and retry with its current version."
@@ -35,7 +35,12 @@ class InMemoryNoteStore:
     _lock: threading.RLock
     _clock: Clock
 
-    def _init_notes(self) -> None:
+    def _init_notes(self, stored_items_limit: int) -> None:
+        if stored_items_limit < 0:
+            raise ValueError("stored_items_limit must be 0 (no limit) or more")
+        self._stored_items_limit = stored_items_limit
+        self._stored_items: dict[str, int] = {}
+        """tenant → its live knowledge items and notes, as the table's ``STORED_ITEMS`` counter."""
         self._notes: dict[tuple[str, str], Note] = {}
         self._note_versions: dict[tuple[str, str], dict[int, Note]] = {}
         self._claims: dict[tuple[str, str], _Claim] = {}
@@ -68,6 +73,7 @@ class InMemoryNoteStore:
             now = self._clock()
             for write in writes:
                 self._check_write(tenant_id, write, now)
+            self._count_stored(tenant_id, sum(1 for write in writes if write.previous is None))
             for write in writes:
                 note = write.note.model_copy(update={"indexed_version": None, "pinned": False})
                 self._notes[tenant_id, note.note_id] = note
@@ -118,6 +124,15 @@ class InMemoryNoteStore:
             self._pins.pop((tenant_id, note_id), None)
             if expected_version is not None:
                 del self._notes[tenant_id, note_id]
+                self._count_stored(tenant_id, -1)
+
+    def _count_stored(self, tenant_id: str, delta: int) -> None:
+        """Move the tenant's stored items count by ``delta``; ``StoredItemsQuotaError`` (nothing
+        moves) when a growth would pass the limit. Callers hold the lock."""
+        count = self._stored_items.get(tenant_id, 0) + delta
+        if delta > 0 and 0 < self._stored_items_limit < count:
+            raise StoredItemsQuotaError(self._stored_items_limit)
+        self._stored_items[tenant_id] = count
 
     def get_pin(self, tenant_id: str, note_id: str) -> Pin | None:
         with self._lock:

@@ -52,11 +52,16 @@ class InMemoryKnowledgeStore(InMemoryNoteStore):
     """Bases, items, revisions and their content, tokens, notes and pins (``memory_notes``) in dictionaries.
 
     ``clock`` returns aware UTC datetimes; ``page_size_chars`` (1..90,000, else ``ValueError``) is
-    recorded on new revisions as the DynamoDB store records its page size.
+    recorded on new revisions as the DynamoDB store records its page size; ``stored_items_limit``
+    caps each tenant's live knowledge items and notes (0: counted, not capped).
     """
 
     def __init__(
-        self, *, clock: Clock | None = None, page_size_chars: int = lifecycle.DEFAULT_PAGE_SIZE_CHARS
+        self,
+        *,
+        clock: Clock | None = None,
+        page_size_chars: int = lifecycle.DEFAULT_PAGE_SIZE_CHARS,
+        stored_items_limit: int = 0,
     ) -> None:
         self._clock = clock or _utc_now
         self._page_size = lifecycle.check_page_size(page_size_chars)
@@ -67,7 +72,9 @@ class InMemoryKnowledgeStore(InMemoryNoteStore):
         self._contents: dict[tuple[str, str, str], str] = {}
         self._external_ids: dict[tuple[str, str, str], str] = {}
         self._tokens: dict[str, TokenRecord] = {}
-        self._init_notes()
+        self._quotas: dict[tuple[str, str, int], tuple[int, int]] = {}
+        """``(tenant, quota, window)`` → ``(count, expires_at)``."""
+        self._init_notes(stored_items_limit)
 
     # Bases
 
@@ -140,6 +147,7 @@ class InMemoryKnowledgeStore(InMemoryNoteStore):
                 tenant_id, knowledge_base_id, ids.new_item_id(), title, source, content, publish
             )
             item = lifecycle.new_item(revision, external_id=external_id, publish=publish)
+            self._count_stored(tenant_id, 1)
             self._seal(revision, content, item)
             if external_id is not None:
                 self._external_ids[tenant_id, knowledge_base_id, external_id] = item.knowledge_item_id
@@ -188,6 +196,7 @@ class InMemoryKnowledgeStore(InMemoryNoteStore):
             item = lifecycle.writable_item(self._items.get((tenant_id, knowledge_item_id)), expected_version)
             archived = lifecycle.archived_item(item, now=self._clock())
             self._items[tenant_id, knowledge_item_id] = archived
+            self._count_stored(tenant_id, -1)
             if item.external_id is not None:
                 self._external_ids.pop((tenant_id, item.knowledge_base_id, item.external_id), None)
             return archived
@@ -337,6 +346,22 @@ class InMemoryKnowledgeStore(InMemoryNoteStore):
             if record is None:
                 raise ResourceUnavailableError()
             self._tokens[token_hash] = record.model_copy(update={"revoked": True})
+
+    # Quotas
+
+    def consume_quota(self, tenant_id: str, quota: str, *, window: int, limit: int, expires_at: int) -> bool:
+        """Count one use in the window unless ``limit`` are counted; counters past their
+        ``expires_at`` are dropped, as DynamoDB's TTL would."""
+        keys.quota_key(tenant_id, quota, window)  # the same key rules as the table
+        with self._lock:
+            now = self._clock().timestamp()
+            for key in [key for key, (_, expiry) in self._quotas.items() if expiry < now]:
+                del self._quotas[key]
+            count, _ = self._quotas.get((tenant_id, quota, window), (0, expires_at))
+            if count >= limit:
+                return False
+            self._quotas[(tenant_id, quota, window)] = (count + 1, expires_at)
+            return True
 
     # Internals (callers hold the lock)
 

@@ -32,7 +32,7 @@ from itertools import islice
 from typing import Any, Literal
 
 import boto3
-from opensearchpy import AWSV4SignerAuth, OpenSearch, RequestsHttpConnection, helpers
+from opensearchpy import AWSV4SignerAuth, Connection, OpenSearch, RequestsHttpConnection, helpers
 from opensearchpy.exceptions import ConflictError as OpenSearchConflictError
 from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
 from opensearchpy.exceptions import RequestError, TransportError
@@ -65,6 +65,7 @@ def build_opensearch_client(
     service: str = "es",
     timeout_seconds: float = 10.0,
     max_retries: int = 2,
+    connection_class: type[Connection] = RequestsHttpConnection,
 ) -> Any:
     """An ``OpenSearch`` client for ``url`` (``https://…`` on AWS, ``http://127.0.0.1:…`` locally).
 
@@ -73,6 +74,7 @@ def build_opensearch_client(
     credentials are refreshed by botocore and frozen per request by the signer. Connection errors,
     timeouts and 502/503/504 are retried ``max_retries`` times by the transport; 429 is left to the
     caller (``DependencyUnavailableError`` is retryable) and to the bulk helper's backoff.
+    ``connection_class`` is the HTTP connection (tests inject faults through one).
     Raises ``IndexConfigurationError`` when SigV4 is requested and no credentials are found.
     """
     http_auth: Any = None
@@ -84,7 +86,7 @@ def build_opensearch_client(
     return OpenSearch(
         hosts=[url],
         http_auth=http_auth,
-        connection_class=RequestsHttpConnection,
+        connection_class=connection_class,
         verify_certs=True,
         timeout=timeout_seconds,
         max_retries=max_retries,

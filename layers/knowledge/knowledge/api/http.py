@@ -17,6 +17,11 @@ with request and response validation on and every failure answered in the envelo
 - anything else, a response that fails its own model included → 500 ``internal_error``, logged with
   its traceback and answered without it.
 
+Every request with an authenticated principal counts against its tenant's requests-per-second
+quota (``knowledge.services.quotas``) before its route runs: a full window answers 429
+``rate_limited`` with a ``Retry-After`` header (seconds). A request without a principal is not
+counted; its route answers it (401, or a public route).
+
 Authentication comes before validation: a request that fails validation on a route that takes a
 body answers 401 ``authentication_required`` when it carries no authenticated principal, so callers
 without a valid token learn nothing about the request shape. Every route with a body needs a
@@ -54,11 +59,13 @@ from knowledge.api.error_envelopes import (
     unexpected_error_envelope,
 )
 from knowledge.api.principal import principal_from_event
+from knowledge.bootstrap import get_quota_service
 from knowledge.domain.contract import ErrorResponse
 from knowledge.errors import (
     AuthenticationRequiredError,
     InvalidRequestError,
     KnowledgeError,
+    RateLimitedError,
     RequestValidationError,
 )
 from knowledge.observability import metrics
@@ -77,6 +84,9 @@ _ERROR_DESCRIPTIONS = {
     404: "Absent, unauthorized, inactive or unpublished resource (knowledge_resource_unavailable; "
     "memory_unavailable for notes, forgotten ones included).",
     409: "A version race on a write (knowledge_conflict or memory_conflict; details.current_version).",
+    429: "The tenant's requests or writes per second quota is used up (rate_limited, retryable; "
+    "details.quota, details.limit; a Retry-After header in seconds), or a create finds its stored "
+    "items quota full (rate_limited, not retryable, details.quota stored_items, no Retry-After).",
     500: "An unexpected error (internal_error); no internals are disclosed.",
     503: "The runtime switch is off (knowledge_runtime_disabled, in a knowledge_unavailable envelope) "
     "or a dependency is down or throttled (dependency_unavailable, retryable).",
@@ -84,7 +94,7 @@ _ERROR_DESCRIPTIONS = {
 
 
 def openapi_error_responses(*statuses: int) -> dict[int, OpenAPIResponse]:
-    """OpenAPI ``responses`` entries for ``statuses`` (400, 401, 403, 404, 409, 500, 503), each an
+    """OpenAPI ``responses`` entries for ``statuses`` (400, 401, 403, 404, 409, 429, 500, 503), each an
     ``ErrorResponse`` body, for a route's ``responses=`` next to its 200."""
     return {
         status: {
@@ -202,7 +212,7 @@ def build_resolver(
     )
     for router in routers:
         resolver.include_router(router)
-    resolver.use([_count_request, _require_utf8_query])
+    resolver.use([_count_request, _admit_tenant, _require_utf8_query])
     _ErrorAnswers(resolver, invalid_request).register()
     return resolver
 
@@ -211,6 +221,23 @@ def _count_request(app: APIGatewayHttpResolver, next_middleware: NextMiddleware)
     """Every routed request counts in ``Requests``, so each invocation publishes a metric."""
     metrics.add_metric(name="Requests", unit=MetricUnit.Count, value=1)
     return next_middleware(app)
+
+
+def _admit_tenant(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
+    """Count the request against its tenant's requests-per-second quota (``RateLimitedError``)."""
+    try:
+        principal = principal_from_event(app.current_event.raw_event)
+    except AuthenticationRequiredError:
+        return next_middleware(app)
+    get_quota_service().admit_request(principal.tenant_id)
+    return next_middleware(app)
+
+
+def retry_after_headers(error: KnowledgeError) -> dict[str, str] | None:
+    """``Retry-After`` (whole seconds) for a ``RateLimitedError``; ``None`` for any other error."""
+    if isinstance(error, RateLimitedError):
+        return {"Retry-After": str(error.retry_after_seconds)}
+    return None
 
 
 def _require_utf8_query(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
@@ -298,6 +325,7 @@ class _ErrorAnswers:
 
     def domain_error(self, error: KnowledgeError, headers: dict[str, str] | None = None) -> Response[str]:
         status, body = error_envelope(error)
+        headers = headers or retry_after_headers(error)
         if status == 401:  # RFC 9110 §11.6.1: a 401 names the scheme that would authenticate
             headers = {"WWW-Authenticate": "Bearer", **(headers or {})}
         return error_response(status, body, headers)

@@ -14,6 +14,10 @@ event that Mangum puts at ``scope["aws.event"]`` and resolves the caller with
 is an HTTP 401 with the project's error envelope (``authentication_required``) and
 ``WWW-Authenticate: Bearer``: the standard HTTP signal MCP clients act on, rather than a tool
 result an agent might retry forever.
+Then the tenant's requests-per-second quota (``knowledge.services.quotas``): a full window is an
+HTTP 429 ``rate_limited`` with ``Retry-After``; a write tool's call (``remember``, ``pin_memory``,
+``unpin_memory``, ``forget_memory``) also counts against the writes quota, and a full one is a
+``rate_limited`` tool error.
 The principal then rides the ASGI scope (``scope[PRINCIPAL_SCOPE_KEY]``) to the tool handler,
 which finds it on the SDK's request context (``ctx.request.scope``).
 
@@ -86,13 +90,14 @@ from knowledge.api.error_envelopes import (
     from_validation_errors,
     unexpected_error_envelope,
 )
-from knowledge.api.http import MAX_BODY_BYTES
+from knowledge.api.http import MAX_BODY_BYTES, retry_after_headers
 from knowledge.api.mcp_tools import TOOLS
 from knowledge.api.principal import principal_from_event, unauthenticated
+from knowledge.bootstrap import get_quota_service
 from knowledge.domain.bearer_tokens import TokenRejection
 from knowledge.domain.contract import ErrorResponse
 from knowledge.domain.models import Principal
-from knowledge.errors import AuthenticationRequiredError, KnowledgeError
+from knowledge.errors import AuthenticationRequiredError, KnowledgeError, RateLimitedError
 from knowledge.observability import logger, metrics
 
 SERVER_NAME = "knowledge"
@@ -162,6 +167,11 @@ class McpApp:
             principal = principal_from_event(scope.get(EVENT_SCOPE_KEY) or {})
         except AuthenticationRequiredError as error:
             await _error_response(error, {"WWW-Authenticate": "Bearer"})(scope, receive, send)
+            return
+        try:
+            get_quota_service().admit_request(principal.tenant_id)
+        except RateLimitedError as limited:
+            await _error_response(limited, retry_after_headers(limited) or {})(scope, receive, send)
             return
         if scope["method"] != "POST":
             refusal = MethodNotAllowedError("The MCP endpoint is stateless: use POST.")
@@ -310,6 +320,8 @@ async def _call_tool(
     try:
         principal = _principal(ctx)
         arguments = tool.arguments.model_validate(params.arguments or {})
+        if not tool.annotations.read_only_hint:
+            get_quota_service().admit_write(principal.tenant_id)
         response = await anyio.to_thread.run_sync(tool.run, principal, arguments)
     except ValidationError as error:
         return _error_result(error_envelope(from_validation_errors(error.errors(), tool.invalid_request))[1])

@@ -6,7 +6,8 @@
 
 1. resolves the caller (401 ``authentication_required`` without one);
 2. runs ``check``, the service's read-only authorization of the write (scope, and visibility of its
-   target), which raises ``InsufficientScopeError`` or ``ResourceUnavailableError``;
+   target), which raises ``InsufficientScopeError`` or ``ResourceUnavailableError``, then counts the
+   write against the tenant's writes-per-second quota (429 ``rate_limited`` when it is used up);
 3. with an ``Idempotency-Key`` header on an idempotent route, runs the rest of the request once per
    key: a repeat answers the stored answer with ``Idempotent-Replayed: true``, after the route's
    ``on_replay`` check (if any) of the stored answer against the current state (a memory write's
@@ -37,7 +38,7 @@ from knowledge.api.idempotency import (
     IdempotentWrites,
 )
 from knowledge.api.principal import current_principal
-from knowledge.bootstrap import get_container
+from knowledge.bootstrap import get_container, get_quota_service
 from knowledge.domain.models import Principal
 
 IdempotencyKey = Annotated[
@@ -97,6 +98,7 @@ def _guarded(
     def guard(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
         principal = current_principal(app.request)
         check(principal, app.request)
+        get_quota_service().admit_write(principal.tenant_id)
         event = app.current_event
         key = event.headers.get(IDEMPOTENCY_KEY_HEADER) if idempotent else None
         if key is None:

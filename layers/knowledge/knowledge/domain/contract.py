@@ -186,6 +186,10 @@ class KnowledgeSearchResponse(BaseModel):
     alpha: float
     results: list[SearchResult]
     legs: LegReports = Field(default_factory=LegReports)
+    degraded: bool = Field(default=False, exclude_if=lambda degraded: not degraded)
+    """True when the semantic leg failed (the embedding model or the index's k-NN search was
+    unavailable) and a hybrid query was answered by its lexical leg alone; left out of the JSON when
+    false, so a healthy answer has exactly the contract's fields."""
 
 
 class KnowledgeReadResponse(BaseModel):

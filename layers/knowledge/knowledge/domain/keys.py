@@ -12,6 +12,8 @@
 | note version      | ``T#{tenant}#NOTE#{note}``                | ``VER#{n:06d}``          |
 | pin of a note     | ``T#{tenant}#NOTE#{note}``                | ``PIN``                  |
 | note claim        | ``T#{tenant}#NOTECLAIM#{sha256(claim)}``  | ``META``                 |
+| quota window      | ``T#{tenant}#QUOTA``                      | ``{quota}#{window}``     |
+| stored items      | ``T#{tenant}#QUOTA``                      | ``STORED_ITEMS``         |
 
 GSI1 lists the items of a base (``GSI1PK = T#{tenant}#KB#{kb}``, ``GSI1SK = ITEM#{item}``), the
 bases of a tenant (``GSI1PK = T#{tenant}#BASES``, ``GSI1SK = KB#{kb}``), the tokens of a tenant in
@@ -37,6 +39,7 @@ BASE_INDEX_PREFIX = "KB#"
 TOKEN_INDEX_PREFIX = "TOKEN#"
 NOTE_VERSION_PREFIX = "VER#"
 PIN = "PIN"
+STORED_ITEMS = "STORED_ITEMS"
 PIN_INDEX_PREFIX = "PIN#"
 MAX_PAGE_NUMBER = 999_999
 """Page numbers are zero-padded to six digits so that they sort as numbers."""
@@ -116,6 +119,18 @@ def external_id_key(tenant_id: str, knowledge_base_id: str, external_id: str) ->
 def token_key(token_hash: str) -> TableKey:
     """``TOKEN#{sha256}``: tokens are looked up before the tenant is known, so the key has none."""
     return TableKey(f"TOKEN#{_part(token_hash)}", META)
+
+
+def quota_key(tenant_id: str, quota: str, window: int) -> TableKey:
+    """``T#{tenant}#QUOTA`` / ``{quota}#{window}``: one tenant's counter of one quota in one window
+    (``window`` is the window's start in epoch seconds)."""
+    return TableKey(f"T#{_part(tenant_id)}#QUOTA", f"{_part(quota)}#{window}")
+
+
+def stored_items_key(tenant_id: str) -> TableKey:
+    """``T#{tenant}#QUOTA`` / ``STORED_ITEMS``: the count of a tenant's stored items (live knowledge
+    items and notes), moved in the transaction of every create and removal."""
+    return TableKey(f"T#{_part(tenant_id)}#QUOTA", STORED_ITEMS)
 
 
 def tokens_partition(tenant_id: str) -> str:

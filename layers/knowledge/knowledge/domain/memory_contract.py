@@ -274,6 +274,9 @@ class MemorySearchResponse(BaseModel):
     mode: str
     alpha: float
     results: list[MemorySearchResult]
+    degraded: bool = Field(default=False, exclude_if=lambda degraded: not degraded)
+    """True when the semantic leg failed and a hybrid search was answered by its lexical leg alone;
+    left out of the JSON when false."""
 
 
 class MemoryForgottenResponse(BaseModel):

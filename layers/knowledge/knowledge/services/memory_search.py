@@ -9,6 +9,9 @@ and the index held its current version. Stale candidates are dropped; when the a
 a leg came back full, the legs are asked once more at ``REFILL_DEPTH`` (1,000), as
 ``search_knowledge`` does.
 
+A hybrid search whose semantic leg fails (the embedder, or the index's k-NN leg) is answered by its
+lexical leg alone with ``degraded: true``, as ``search_knowledge`` is.
+
 Errors: ``RuntimeDisabledError``, ``InsufficientScopeError`` (``memory:read``),
 ``MemoryInvalidRequestError`` (blank query, ``limit`` outside 1–50), ``DependencyUnavailableError``.
 """
@@ -24,13 +27,13 @@ from knowledge.domain.models import Permission, Principal, Scope
 from knowledge.domain.note_retrieval import FusedNote, NoteFilter, NoteQuery, fuse_notes
 from knowledge.domain.notes import MemoryType, Note, can_see_note, normalize_path
 from knowledge.domain.retrieval import CANDIDATE_DEPTH, Leg, SearchMode
-from knowledge.errors import MemoryInvalidRequestError, RuntimeDisabledError
+from knowledge.errors import DependencyUnavailableError, MemoryInvalidRequestError, RuntimeDisabledError
 from knowledge.observability import logger
 from knowledge.ports import Clock, Embedder, NoteIndex, NoteStore, RuntimeSwitch
 from knowledge.services.access import require_scope
 from knowledge.services.notes import view
 from knowledge.services.ranking import REFILL_DEPTH
-from knowledge.services.search import legs_for, normalize_mode, scores_of
+from knowledge.services.search import can_degrade, legs_for, normalize_mode, scores_of, semantic_leg_failed
 
 
 class MemorySearchService:
@@ -78,13 +81,15 @@ class MemorySearchService:
             include_superseded=arguments.include_superseded,
             now=self._clock(),
         )
-        accepted = self.ranked_notes(principal, query, note_filter, mode, alpha, arguments.limit)
+        accepted, degraded = self.ranked(principal, query, note_filter, mode, alpha, arguments.limit)
         results = [_result(hit, note, arguments.explain) for hit, note in accepted]
         logger.info(
             "memory searched",
             extra={"mode": mode.value, "results": len(results), "tenant_id": principal.tenant_id},
         )
-        return MemorySearchResponse(query=arguments.query, mode=mode.value, alpha=alpha, results=results)
+        return MemorySearchResponse(
+            query=arguments.query, mode=mode.value, alpha=alpha, results=results, degraded=degraded
+        )
 
     def ranked_notes(
         self,
@@ -96,9 +101,62 @@ class MemorySearchService:
         wanted: int,
     ) -> list[tuple[FusedNote, Note]]:
         """The best ``wanted`` notes for ``query`` (non-blank) under ``note_filter``, truth-checked
-        against the store, with their fused scores, best first."""
+        against the store, with their fused scores, best first (lexical alone when the semantic leg
+        failed, as ``ranked`` says)."""
+        return self.ranked(principal, query, note_filter, mode, alpha, wanted)[0]
+
+    def ranked(
+        self,
+        principal: Principal,
+        query: str,
+        note_filter: NoteFilter,
+        mode: SearchMode,
+        alpha: float,
+        wanted: int,
+    ) -> tuple[list[tuple[FusedNote, Note]], bool]:
+        """``ranked_notes`` and whether it degraded: a hybrid search whose semantic leg failed (the
+        embedder or the index's k-NN leg raised ``DependencyUnavailableError``) is answered by its
+        lexical leg alone, ``(notes, True)``."""
         legs = legs_for(mode)
-        vector = self._embedder.embed([query])[0] if Leg.SEMANTIC in legs else None
+        vector = None
+        if Leg.SEMANTIC in legs:
+            try:
+                vector = self._embedder.embed([query])[0]
+            except DependencyUnavailableError:
+                if not can_degrade(legs):
+                    raise
+                return self._lexical(principal, query, note_filter, mode, alpha, wanted), True
+        try:
+            return self._ranked(principal, query, note_filter, mode, alpha, wanted, legs, vector), False
+        except DependencyUnavailableError as error:
+            if not (can_degrade(legs) and semantic_leg_failed(error)):
+                raise
+        return self._lexical(principal, query, note_filter, mode, alpha, wanted), True
+
+    def _lexical(
+        self,
+        principal: Principal,
+        query: str,
+        note_filter: NoteFilter,
+        mode: SearchMode,
+        alpha: float,
+        wanted: int,
+    ) -> list[tuple[FusedNote, Note]]:
+        logger.warning("memory search degraded to its lexical leg", extra={"mode": mode.value})
+        lexical = frozenset({Leg.LEXICAL})
+        return self._ranked(principal, query, note_filter, mode, alpha, wanted, lexical, None)
+
+    def _ranked(
+        self,
+        principal: Principal,
+        query: str,
+        note_filter: NoteFilter,
+        mode: SearchMode,
+        alpha: float,
+        wanted: int,
+        legs: frozenset[Leg],
+        vector: list[float] | None,
+    ) -> list[tuple[FusedNote, Note]]:
         accepted: list[tuple[FusedNote, Note]] = []
         for k in (CANDIDATE_DEPTH, REFILL_DEPTH):
             hits = self._index.search(

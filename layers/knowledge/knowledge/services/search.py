@@ -5,6 +5,12 @@ Errors (``knowledge.errors``): ``RuntimeDisabledError`` (switch off), ``Insuffic
 (no ``knowledge:read``), ``InvalidRequestError`` / ``QueryRequiredError`` / ``ItemRequiredError``
 (request shape), ``ResourceUnavailableError`` (absent, unauthorized, inactive or unpublished — one
 answer for all), ``DependencyUnavailableError`` (store, index or embedder down).
+
+Degradation: when a hybrid query's semantic leg fails (the embedder raises
+``DependencyUnavailableError``, or the index reports the k-NN leg failed, ``details.leg ==
+"semantic"``), the query is answered by its lexical leg alone with ``degraded: true``. A semantic
+query has no lexical leg to fall back to, and a failure of the lexical leg or of the whole index
+call is ``DependencyUnavailableError``.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from knowledge.domain.models import ItemStatus, KnowledgeBase, Permission, Princ
 from knowledge.domain.retrieval import CANDIDATE_DEPTH, ChunkHit, IndexQuery, Leg, LegHits, SearchMode
 from knowledge.domain.visibility import VisibilityFilter
 from knowledge.errors import (
+    DependencyUnavailableError,
     InsufficientScopeError,
     InvalidRequestError,
     ItemRequiredError,
@@ -97,12 +104,31 @@ class SearchService:
             self._visible_base(principal, narrow_to)
         terms = query_terms(query)
         legs = _legs_for(mode, has_terms=bool(terms))
-        vector = self._embedder.embed([query])[0] if Leg.SEMANTIC in legs else None
         visibility = VisibilityFilter.for_principal(principal, narrow_to=narrow_to)
+        degraded = False
+        vector = None
+        if Leg.SEMANTIC in legs:
+            try:
+                vector = self._embedder.embed([query])[0]
+            except DependencyUnavailableError:
+                if not can_degrade(legs):
+                    raise
+                legs, degraded = _lexical_only(), True
         candidates = IndexQuery(
             text=query, vector=vector, visibility=visibility, k=CANDIDATE_DEPTH, legs=legs
         )
-        ranking = rank(self._store, self._index, principal, candidates, mode, alpha, arguments.max_results)
+        try:
+            ranking = rank(
+                self._store, self._index, principal, candidates, mode, alpha, arguments.max_results
+            )
+        except DependencyUnavailableError as error:
+            if not (can_degrade(legs) and semantic_leg_failed(error)):
+                raise
+            degraded = True
+            lexical = candidates.model_copy(update={"vector": None, "legs": _lexical_only()})
+            ranking = rank(self._store, self._index, principal, lexical, mode, alpha, arguments.max_results)
+        if degraded:
+            logger.warning("knowledge search degraded to its lexical leg", extra={"mode": mode.value})
         results = [_result(entry, query) for entry in ranking.results]
         logger.info(
             "knowledge searched",
@@ -119,6 +145,7 @@ class SearchService:
             alpha=alpha,
             results=results,
             legs=_leg_reports(mode, len(terms), ranking.legs),
+            degraded=degraded,
         )
 
     # -- addressed read ---------------------------------------------------------------------------
@@ -208,6 +235,20 @@ def legs_for(mode: SearchMode) -> frozenset[Leg]:
     if mode is SearchMode.SEMANTIC:
         return frozenset({Leg.SEMANTIC})
     return frozenset({Leg.LEXICAL, Leg.SEMANTIC})
+
+
+def can_degrade(legs: frozenset[Leg]) -> bool:
+    """A search may fall back to its lexical leg when it runs both legs (hybrid with terms)."""
+    return legs == frozenset({Leg.LEXICAL, Leg.SEMANTIC})
+
+
+def semantic_leg_failed(error: DependencyUnavailableError) -> bool:
+    """The index reported that the semantic (k-NN) leg alone failed (``details.leg``)."""
+    return error.details.get("leg") == Leg.SEMANTIC.value
+
+
+def _lexical_only() -> frozenset[Leg]:
+    return frozenset({Leg.LEXICAL})
 
 
 def _legs_for(mode: SearchMode, *, has_terms: bool) -> frozenset[Leg]:

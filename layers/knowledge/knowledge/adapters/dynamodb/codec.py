@@ -52,6 +52,7 @@ class Entity(StrEnum):
     NOTE_VERSION = "note_version"
     NOTE_CLAIM = "note_claim"
     PIN = "pin"
+    QUOTA = "quota"
 
 
 def timestamp(moment: datetime) -> str:

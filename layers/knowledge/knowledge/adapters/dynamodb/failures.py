@@ -3,7 +3,8 @@
 - Throttling, service faults, a missing table and connection errors → ``DependencyUnavailableError``
   (botocore's standard retry mode has already retried them).
 - A failed condition → ``ResourceUnavailableError`` when the target is absent or an archived item,
-  else ``ConflictError`` carrying the ``version`` of the refused item as stored. The adapter asks
+  ``CounterFullError`` (a ``ConflictError``) when it is a quota counter, else ``ConflictError``
+  carrying the ``version`` of the refused item as stored. The adapter asks
   for that item with ``ReturnValuesOnConditionCheckFailure=ALL_OLD``, so no message is parsed.
 - A cancelled transaction → the same, from its per-item ``CancellationReasons``; an absent target
   outranks a version race. ``TransactionConflict`` (another transaction held an item) becomes
@@ -45,6 +46,10 @@ _UNAVAILABLE_CODES = frozenset(
 _THROTTLED_REASONS = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"})
 
 
+class CounterFullError(ConflictError):
+    """The condition of a quota counter failed: the counter is at its limit."""
+
+
 class TransactionRaceError(ConflictError):
     """Another transaction was writing one of the items (``TransactionConflict``); a retry may pass."""
 
@@ -65,6 +70,8 @@ def _refusal(old: Mapping[str, Any] | None) -> Exception:
         return ResourceUnavailableError()
     if entity_of(old) is Entity.NOTE_CLAIM:
         return ClaimTakenError()
+    if entity_of(old) is Entity.QUOTA:
+        return CounterFullError("The quota counter is at its limit.", current_version=None)
     if entity_of(old) is Entity.ITEM and old.get("status", {}).get("S") == ItemStatus.ARCHIVED:
         return ResourceUnavailableError()
     version = old.get("version", {}).get("N")

@@ -15,6 +15,9 @@ Write protocol:
   of two concurrent creators with one external id, one gets ``ConflictError``; it may re-read with
   ``find_item_by_external_id`` and add a revision instead. Archiving deletes the guard.
 - Archived items drop out of ``list_items`` (their GSI1 keys are removed).
+- A live item counts against its tenant's stored items quota: the create's transaction adds one to
+  the tenant's count under the limit (else ``StoredItemsQuotaError``, and nothing is written), the
+  archive's transaction takes one off.
 
 Reads of single records are strongly consistent; ``list_items`` reads GSI1 (eventually consistent),
 ``list_revisions`` the table.
@@ -26,12 +29,14 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from knowledge.adapters.dynamodb import codec
+from knowledge.adapters.dynamodb.failures import CounterFullError
 from knowledge.adapters.dynamodb.page_records import discard_pages, revision_ids, write_pages
 from knowledge.adapters.dynamodb.paging import INDEX_KEY, TABLE_KEY, Listing
+from knowledge.adapters.dynamodb.quota_records import stored_items_write
 from knowledge.adapters.dynamodb.table import EXISTS, VERSION_IS_EXPECTED, TableRecords, all_of
 from knowledge.domain import ids, keys, lifecycle
 from knowledge.domain.models import ItemStatus, KnowledgeItem, Page, Revision, Source
-from knowledge.errors import ConflictError, ResourceUnavailableError
+from knowledge.errors import ConflictError, ResourceUnavailableError, StoredItemsQuotaError
 from knowledge.observability import logger
 
 if TYPE_CHECKING:
@@ -63,7 +68,8 @@ class DynamoDBItemStore(TableRecords):
         """A new item with its first revision, published at once when ``publish``.
 
         Raises ``ResourceUnavailableError`` when the base does not exist in the tenant, and
-        ``ConflictError`` (``current_version`` of the existing item) when ``external_id`` is taken.
+        ``ConflictError`` (``current_version`` of the existing item) when ``external_id`` is taken,
+        and ``StoredItemsQuotaError`` when the tenant holds as many items as its quota allows.
         """
         if self._table.get(keys.base_key(tenant_id, knowledge_base_id)) is None:
             raise ResourceUnavailableError()
@@ -81,7 +87,10 @@ class DynamoDBItemStore(TableRecords):
             now=self._clock(),
         )
         item = lifecycle.new_item(revision, external_id=external_id, publish=publish)
-        writes = [self._table.put_new_write(codec.encode_item(item))]
+        writes = [
+            self._table.put_new_write(codec.encode_item(item)),
+            stored_items_write(self._table, tenant_id, 1, self._stored_items_limit),
+        ]
         if external_id is not None:
             guard = codec.encode_external_id(
                 tenant_id, knowledge_base_id, external_id, item.knowledge_item_id
@@ -89,6 +98,8 @@ class DynamoDBItemStore(TableRecords):
             writes.append(self._table.put_new_write(guard))
         try:
             self._write_revision(revision, content, writes)
+        except CounterFullError:
+            raise StoredItemsQuotaError(self._stored_items_limit) from None
         except ConflictError:
             # Only the guard can be taken (the item and revision ids are fresh): report the winner's version.
             if external_id is not None:
@@ -183,7 +194,8 @@ class DynamoDBItemStore(TableRecords):
         item = lifecycle.writable_item(self.get_item(tenant_id, knowledge_item_id), expected_version)
         updated = lifecycle.archived_item(item, now=self._clock())
         writes: list[TransactWriteItemTypeDef] = [
-            {"Update": self._item_update(item, updated, remove=("GSI1PK", "GSI1SK"))}
+            {"Update": self._item_update(item, updated, remove=("GSI1PK", "GSI1SK"))},
+            stored_items_write(self._table, tenant_id, -1, self._stored_items_limit),
         ]
         if item.external_id is not None:
             guard = keys.external_id_key(tenant_id, item.knowledge_base_id, item.external_id)

@@ -3,7 +3,7 @@
 One module per aggregate: ``base_records``, ``item_records`` (items, revisions and external-id
 guards), ``candidate_records`` (a search's truth check: items, bases and revisions in one batch),
 ``page_records`` (revision content), ``token_records``, ``note_records`` (notes, their versions
-and claims) and ``pin_records``; they share the table's calls
+and claims), ``pin_records`` and ``quota_records``; they share the table's calls
 (``table``), the record layout (``codec``), listings' ``next_token`` (``paging``) and one
 translation of DynamoDB failures into domain errors (``failures``): throttling, outages and
 connection errors → ``DependencyUnavailableError``; a write whose target is absent (or archived) →
@@ -25,6 +25,7 @@ from knowledge.adapters.dynamodb.item_records import DynamoDBItemStore
 from knowledge.adapters.dynamodb.note_records import DynamoDBNoteStore
 from knowledge.adapters.dynamodb.page_records import DynamoDBContentStore
 from knowledge.adapters.dynamodb.pin_records import DynamoDBPinStore
+from knowledge.adapters.dynamodb.quota_records import DynamoDBQuotaStore
 from knowledge.adapters.dynamodb.table import DynamoDBTable
 from knowledge.adapters.dynamodb.token_records import DynamoDBTokenStore
 from knowledge.domain.lifecycle import DEFAULT_PAGE_SIZE_CHARS
@@ -46,13 +47,15 @@ class DynamoDBKnowledgeStore(
     DynamoDBTokenStore,
     DynamoDBNoteStore,
     DynamoDBPinStore,
+    DynamoDBQuotaStore,
 ):
-    """Bases, items, revisions, pages, tokens, notes and pins in one DynamoDB table.
+    """Bases, items, revisions, pages, tokens, notes, pins and quota counters in one DynamoDB table.
 
     ``dynamodb_client`` defaults to a boto3 client with botocore's standard retry mode; ``clock``
     returns aware UTC datetimes; ``page_size_chars`` (1..90,000 code points) sizes the pages of new
     revisions; each revision records its own page size, so a change never breaks older content.
-    Raises ``ValueError`` for a page size outside that range.
+    ``stored_items_limit`` caps each tenant's live knowledge items and notes (0: counted, not capped).
+    Raises ``ValueError`` for a page size outside that range or a negative limit.
     """
 
     def __init__(
@@ -62,8 +65,12 @@ class DynamoDBKnowledgeStore(
         dynamodb_client: DynamoDBClient | None = None,
         clock: Clock | None = None,
         page_size_chars: int = DEFAULT_PAGE_SIZE_CHARS,
+        stored_items_limit: int = 0,
     ) -> None:
         client = dynamodb_client or boto3.client("dynamodb", config=Config(retries={"mode": "standard"}))
         super().__init__(
-            DynamoDBTable(table_name, client), clock=clock or _utc_now, page_size_chars=page_size_chars
+            DynamoDBTable(table_name, client),
+            clock=clock or _utc_now,
+            page_size_chars=page_size_chars,
+            stored_items_limit=stored_items_limit,
         )

@@ -5,7 +5,9 @@ record of its own, ``T#{tenant}#NOTECLAIM#{sha256}`` / ``META``, naming the note
 A commit is one ``TransactWriteItems``: per note, the ``META`` put conditioned on the version read
 (or on no record, for a new note), the new version record (write-once), each claim taken while free,
 already this note's, or held by a note that expired, and each released claim deleted while it is
-this note's (or gone).
+this note's (or gone), and for new notes the tenant's stored items count grown under its quota
+(``StoredItemsQuotaError`` refuses the whole commit). A hard delete removes ``META`` and takes one
+off the count in one transaction.
 """
 
 from __future__ import annotations
@@ -15,12 +17,15 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from knowledge.adapters.dynamodb import codec
+from knowledge.adapters.dynamodb.failures import CounterFullError
 from knowledge.adapters.dynamodb.paging import TABLE_KEY, Listing
+from knowledge.adapters.dynamodb.quota_records import refuse_over_limit, stored_items_write
 from knowledge.adapters.dynamodb.table import EXISTS, VERSION_IS_EXPECTED, TableRecords, all_of
 from knowledge.domain import keys
 from knowledge.domain.models import Page
 from knowledge.domain.note_lifecycle import MAX_NOTE_WRITES, NoteWrite, redacted
 from knowledge.domain.notes import Note, NoteClaim, expiration
+from knowledge.errors import StoredItemsQuotaError
 from knowledge.observability import logger
 
 if TYPE_CHECKING:
@@ -66,7 +71,14 @@ class DynamoDBNoteStore(TableRecords):
             transaction.append(self._table.put_new_write(codec.encode_note_version(note)))
             transaction.extend(self._claim_put(note, claim, now) for claim in write.claim)
             transaction.extend(self._claim_delete(note, claim) for claim in write.release)
-        self._table.transact(transaction)
+        created = sum(1 for write in writes if write.previous is None)
+        if created:
+            refuse_over_limit(created, self._stored_items_limit)
+            transaction.append(stored_items_write(self._table, tenant_id, created, self._stored_items_limit))
+        try:
+            self._table.transact(transaction)
+        except CounterFullError:
+            raise StoredItemsQuotaError(self._stored_items_limit) from None
         for write in writes:
             logger.info(
                 "note written",
@@ -112,15 +124,20 @@ class DynamoDBNoteStore(TableRecords):
         # ConflictError before anything is removed. Once it is gone no version can be added (every
         # write is conditioned on META), so the versions, pin and claims are then purged.
         if expected_version is not None:
-            self._table.delete(
-                {
-                    "TableName": self._table.name,
-                    "Key": codec.key(keys.note_key(tenant_id, note_id)),
-                    "ConditionExpression": all_of(EXISTS, VERSION_IS_EXPECTED),
-                    "ExpressionAttributeNames": {"#version": "version"},
-                    "ExpressionAttributeValues": codec.serialize({":expected": expected_version}),
-                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                }
+            self._table.transact(
+                [
+                    {
+                        "Delete": {
+                            "TableName": self._table.name,
+                            "Key": codec.key(keys.note_key(tenant_id, note_id)),
+                            "ConditionExpression": all_of(EXISTS, VERSION_IS_EXPECTED),
+                            "ExpressionAttributeNames": {"#version": "version"},
+                            "ExpressionAttributeValues": codec.serialize({":expected": expected_version}),
+                            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                        }
+                    },
+                    stored_items_write(self._table, tenant_id, -1, self._stored_items_limit),
+                ]
             )
         partition = keys.note_partition(tenant_id, note_id)
         versions = self._table.query_range(

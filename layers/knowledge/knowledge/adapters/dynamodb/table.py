@@ -234,12 +234,18 @@ class DynamoDBTable:
 
 class TableRecords:
     """What the aggregates of the store share: the table, the clock of every timestamp (aware UTC
-    datetimes) and the page size of new revisions (1..90,000 code points, else ``ValueError``)."""
+    datetimes), the page size of new revisions (1..90,000 code points, else ``ValueError``) and the
+    stored items quota of each tenant (0: counted, never refused)."""
 
-    def __init__(self, table: DynamoDBTable, *, clock: Clock, page_size_chars: int) -> None:
+    def __init__(
+        self, table: DynamoDBTable, *, clock: Clock, page_size_chars: int, stored_items_limit: int = 0
+    ) -> None:
+        if stored_items_limit < 0:
+            raise ValueError("stored_items_limit must be 0 (no limit) or more")
         self._table = table
         self._clock = clock
         self._page_size = check_page_size(page_size_chars)
+        self._stored_items_limit = stored_items_limit
 
 
 def all_of(*clauses: str) -> str:
