@@ -713,7 +713,7 @@ def test_remove_item_writes_tombstone_version_then_deletes_chunks(
     assert refresh.url == "/chunks/_refresh"
     assert (delete.url, delete.params["routing"]) == ("/chunks/_delete_by_query", "t4")
     assert delete.body["query"]["bool"]["filter"] == [
-        {"terms": {"doc_type": ["chunk", "passage"]}},
+        {"terms": {"doc_type": ["chunk", "passage", "part"]}},
         {"term": {"tenant_id": "t4"}},
         {"term": {"knowledge_item_id": "ki_1"}},
     ]
@@ -739,7 +739,7 @@ def test_remove_base_deletes_base_chunks_routed_to_tenant(
     assert (refresh.url, delete.url) == ("/chunks/_refresh", "/chunks/_delete_by_query")
     assert delete.params == {"routing": "t4", "conflicts": "proceed"}
     assert delete.body["query"]["bool"]["filter"] == [
-        {"terms": {"doc_type": ["chunk", "passage"]}},
+        {"terms": {"doc_type": ["chunk", "passage", "part"]}},
         {"term": {"tenant_id": "t4"}},
         {"term": {"knowledge_base_id": "kb_q"}},
     ]
