@@ -42,7 +42,7 @@ typecheck: install  ## mypy on the package, the local runtime, the handlers and 
 	@for handler in functions/*/app.py; do $(BIN)/mypy --no-error-summary $$handler || exit 1; done
 
 test: lint typecheck lint-template  ## every gate: ruff, mypy, cfn-lint, sam validate, pytest with branch coverage
-	$(BIN)/pytest --cov --cov-fail-under=$(COVERAGE_FLOOR)
+	$(BIN)/pytest --numprocesses=2 --dist=loadfile --cov --cov-fail-under=$(COVERAGE_FLOOR)
 
 unit: install  ## unit tests only
 	$(BIN)/pytest tests/unit -q
