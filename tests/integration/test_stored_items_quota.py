@@ -1,9 +1,12 @@
 """The stored items quota over the real handlers on moto: a tenant at its cap is answered 429
 ``rate_limited`` (not retryable, no ``Retry-After``) for a new knowledge item or memory; forgetting
-or archiving frees room; an idempotent retry counts once; another tenant is unaffected."""
+or archiving frees room; an idempotent retry counts once; another tenant is unaffected. A note
+removed by its own expiry (DynamoDB's TTL sweep, reported on the stream and fed to the indexer's
+handler) frees its slot once, however often its record is delivered."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,6 +17,7 @@ from tests.support.admin import AdminClient
 from tests.support.memory import call, forget, memory_token, remember
 from tests.support.rest import SearchWorld, error_body
 from tests.support.store import make_store, new_client
+from tests.support.streams import StreamReader, drain, run_indexer, ttl_sweep
 
 LIMIT = 3
 READ = "knowledge:read"
@@ -110,3 +114,91 @@ def test_stored_items_quota_of_one_tenant_leaves_another_unaffected(world: Searc
 
     assert remember(neighbour, "Fact number 0.").status == 201
     assert _new_item(curator, items, "First").status == 201
+
+
+AFTER_EXPIRY = 3600.0
+"""Seconds past now at which the simulated TTL sweep runs: after every note remembered with
+``ttl_seconds=60`` has expired."""
+
+
+@pytest.fixture
+def reader(world: SearchWorld) -> StreamReader:
+    return StreamReader()
+
+
+def _fill_with_an_expiring_note(agent: str, reader: StreamReader) -> dict[str, Any]:
+    """Remember ``LIMIT`` notes, the first expiring in a minute; the stream drained through the indexer."""
+    expiring = remember(agent, "The staging cluster is called kestrel.", ttl_seconds=60)
+    assert expiring.status == 201
+    assert remember(agent, "Deployments go out on Tuesdays.").status == 201
+    assert remember(agent, "Releases are tagged from main.").status == 201
+    assert remember(agent, "Builds run on arm64.").status == 429
+    drain(reader)
+    note: dict[str, Any] = expiring.body["note"]
+    return note
+
+
+def _sweep(reader: StreamReader) -> list[dict[str, Any]]:
+    return ttl_sweep(reader, now=time.time() + AFTER_EXPIRY)
+
+
+def _entity(record: dict[str, Any]) -> str:
+    return str(record["dynamodb"]["OldImage"]["entity"]["S"])
+
+
+def test_stored_items_quota_note_removed_by_its_expiry_frees_exactly_one_slot(
+    world: SearchWorld, reader: StreamReader
+) -> None:
+    agent = memory_token(world, "alice")
+    _fill_with_an_expiring_note(agent, reader)
+
+    removals = _sweep(reader)
+
+    assert sorted(_entity(record) for record in removals) == ["note", "note_claim", "note_version"]
+    assert run_indexer(removals) == []
+    assert remember(agent, "Builds run on arm64.").status == 201
+    assert remember(agent, "The wiki lives in the ops space.").status == 429
+
+
+def test_stored_items_quota_expiry_record_delivered_again_frees_one_slot(
+    world: SearchWorld, reader: StreamReader
+) -> None:
+    agent = memory_token(world, "alice")
+    _fill_with_an_expiring_note(agent, reader)
+    removals = _sweep(reader)
+
+    assert run_indexer(removals + removals) == []  # a duplicate within one batch
+    assert run_indexer(removals) == []  # and a replay in a later invocation
+
+    assert remember(agent, "Builds run on arm64.").status == 201
+    assert remember(agent, "The wiki lives in the ops space.").status == 429
+
+
+def test_stored_items_quota_removals_of_other_expired_records_free_nothing(
+    world: SearchWorld, reader: StreamReader
+) -> None:
+    agent = memory_token(world, "alice")
+    _fill_with_an_expiring_note(agent, reader)
+    removals = _sweep(reader)
+    others = [record for record in removals if _entity(record) != "note"]
+
+    assert others
+    assert run_indexer(others) == []
+    assert remember(agent, "Builds run on arm64.").status == 429
+
+
+def test_stored_items_quota_hard_forget_of_an_expiring_note_frees_one_slot_not_two(
+    world: SearchWorld, reader: StreamReader
+) -> None:
+    agent = memory_token(world, "alice")
+    note = _fill_with_an_expiring_note(agent, reader)
+
+    assert forget(agent, note["note_id"], "hard").status == 200
+    forgotten = reader.read()
+    meta = [record for record in forgotten if record["dynamodb"]["Keys"]["SK"]["S"] == "META"]
+    assert [(record["eventName"], "userIdentity" in record) for record in meta][-1:] == [("REMOVE", False)]
+    assert run_indexer(forgotten) == []  # the writer's REMOVE, already counted in its transaction
+    assert run_indexer(_sweep(reader)) == []  # nothing of the note is left for the sweep
+
+    assert remember(agent, "Builds run on arm64.").status == 201
+    assert remember(agent, "The wiki lives in the ops space.").status == 429

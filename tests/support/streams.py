@@ -4,7 +4,9 @@
 source mapping does, and turns each record into the Lambda record shape (``eventSourceARN`` added,
 ``ApproximateCreationDateTime`` in epoch seconds, binary values in base64). ``apply_to_table``
 writes the images of recorded changes into a table, so a stream event saved under ``events/`` can
-be replayed onto an empty one.
+be replayed onto an empty one. ``ttl_sweep`` does what DynamoDB's TTL does (moto has no TTL): it
+deletes the records whose ``expiration`` has passed, and their ``REMOVE`` records carry the
+service's ``userIdentity`` (``as_ttl_removal``).
 """
 
 from __future__ import annotations
@@ -100,6 +102,34 @@ def drain(reader: StreamReader, rounds: int = 5) -> int:
         assert run_indexer(records) == []
         fed += len(records)
     raise AssertionError("the stream did not settle: the indexer keeps producing changes")
+
+
+TTL_IDENTITY = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
+"""The ``userIdentity`` DynamoDB gives the stream record of a TTL deletion."""
+
+
+def as_ttl_removal(record: Mapping[str, Any]) -> dict[str, Any]:
+    """``record`` (a ``REMOVE``) as DynamoDB delivers it when its TTL deleted the item."""
+    assert record["eventName"] == "REMOVE"
+    return {**copy.deepcopy(dict(record)), "userIdentity": dict(TTL_IDENTITY)}
+
+
+def ttl_sweep(reader: StreamReader, *, now: float, table_name: str = TABLE_NAME) -> list[dict[str, Any]]:
+    """Delete every record whose ``expiration`` (epoch seconds) is at or before ``now``, as the TTL
+    sweep does, and return the stream's new records with every ``REMOVE`` as the sweep's (drain the
+    stream first, so that only the sweep's records are new)."""
+    client = boto3.client("dynamodb", region_name=REGION)
+    pages = client.get_paginator("scan").paginate(
+        TableName=table_name,
+        FilterExpression="#expiration <= :now",
+        ExpressionAttributeNames={"#expiration": "expiration"},
+        ExpressionAttributeValues={":now": {"N": str(int(now))}},
+        ProjectionExpression="PK, SK",
+    )
+    for page in pages:
+        for key in page["Items"]:
+            client.delete_item(TableName=table_name, Key=key)
+    return [as_ttl_removal(record) if record["eventName"] == "REMOVE" else record for record in reader.read()]
 
 
 def apply_to_table(records: Iterable[Mapping[str, Any]], table_name: str = TABLE_NAME) -> None:

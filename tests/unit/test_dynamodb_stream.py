@@ -61,3 +61,24 @@ def test_decode_stream_record_unknown_event_name_raises_value_error() -> None:
 
     with pytest.raises(ValueError, match="TRUNCATE"):
         decode_stream_record(record)
+
+
+TTL_IDENTITY = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}
+
+
+def test_decode_stream_record_removal_by_ttl_is_expired_and_a_writers_is_not() -> None:
+    _, removed = _records("indexer_item_archive")
+    other_service = {"type": "Service", "principalId": "replication.dynamodb.amazonaws.com"}
+
+    by_ttl = decode_stream_record({**removed, "userIdentity": TTL_IDENTITY})
+    by_writer = decode_stream_record(removed)
+    by_other = decode_stream_record({**removed, "userIdentity": other_service})
+
+    assert (by_ttl.kind, by_ttl.expired) == (ChangeKind.REMOVE, True)
+    assert (by_writer.expired, by_other.expired) == (False, False)
+
+
+def test_decode_stream_record_only_a_removal_is_expired() -> None:
+    modified = _records("indexer_item_modify")[-1]
+
+    assert decode_stream_record({**modified, "userIdentity": TTL_IDENTITY}).expired is False

@@ -230,3 +230,21 @@ def test_production_opensearch_profile_is_zone_aware_audited_and_access_controll
     assert props["DomainEndpointOptions"]["EnforceHTTPS"] is True
     rule = load_template()["Rules"]["ProductionOpenSearchNeedsMasterUser"]
     assert rule["Assertions"][0]["Assert"] == {"Not": [{"Equals": [{"Ref": "OpenSearchMasterUserArn"}, ""]}]}
+
+
+def test_indexer_writes_only_marks_expiry_marks_the_stored_items_count_and_the_embedding_cache() -> None:
+    writes = {
+        statement["Sid"]: (_actions(statement), _leading_keys(statement))
+        for statement in _dynamodb_statements("IndexerFunction")
+        if _actions(statement) - {"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"}
+    }
+    tenant, note = "acme", "nt_01M8RVT4MEBVXY7634BCZKXYZK"
+
+    assert writes == {
+        "IndexedRevisionMarks": ({"dynamodb:UpdateItem"}, ["T#*#ITEM#*", "T#*#NOTE#*"]),
+        "ExpiredNoteMarks": ({"dynamodb:PutItem"}, ["T#*#NOTE#*"]),
+        "StoredItemsCountedOut": ({"dynamodb:UpdateItem"}, ["T#*#QUOTA"]),
+        "EmbeddingCacheWrites": ({"dynamodb:BatchWriteItem"}, ["EMB#*"]),
+    }
+    assert fnmatchcase(keys.expiry_counted_key(tenant, note).pk, "T#*#NOTE#*")
+    assert fnmatchcase(keys.stored_items_key(tenant).pk, "T#*#QUOTA")

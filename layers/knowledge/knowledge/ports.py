@@ -278,6 +278,13 @@ class NoteStore(Protocol):
         alone: it is already gone (a TTL sweep), and what remains of it is removed."""
         ...
 
+    def release_expired_note(self, tenant_id: str, note_id: str) -> bool:
+        """Take a note that its expiry removed (the table's TTL sweep, reported by the stream) off
+        the tenant's stored items count, exactly once however often it is called for that note:
+        ``True`` when this call took it off; ``False`` when an earlier call did, or when the count is
+        already 0 (it never goes below). The note itself is not read or touched."""
+        ...
+
 
 class PinStore(Protocol):
     """Pins (DESIGN §9): at most one per note, beside it, listed per tenant in pin order

@@ -176,3 +176,41 @@ def test_stored_items_quota_of_zero_counts_without_a_limit(new_store: StoreFacto
     for n in range(LIMIT + 2):
         _item(store, base, f"Item {n}")
         _remember(store, f"Fact number {n}.")
+
+
+def test_stored_items_quota_note_removed_by_its_expiry_frees_one_slot_once(capped: KnowledgeStore) -> None:
+    expired = _remember(capped, "The build runs on Python 3.11.")
+    _remember(capped, "Deployments go out on Tuesdays.")
+    _remember(capped, "Releases are tagged from main.")
+
+    first = capped.release_expired_note(TENANT, expired.note_id)
+    again = capped.release_expired_note(TENANT, expired.note_id)
+
+    assert (first, again) == (True, False)
+    _remember(capped, "Builds run on arm64.")
+    with pytest.raises(StoredItemsQuotaError):
+        _remember(capped, "The wiki lives in the ops space.")
+
+
+def test_stored_items_quota_expired_note_never_takes_the_count_below_zero(capped: KnowledgeStore) -> None:
+    uncounted = _new_note(TENANT, "Stored before the counter existed.")
+
+    assert capped.release_expired_note(TENANT, uncounted.note_id) is False
+    for n in range(LIMIT):
+        _remember(capped, f"Fact number {n}.")
+    assert capped.release_expired_note(TENANT, uncounted.note_id) is False  # counted out once already
+    with pytest.raises(StoredItemsQuotaError):
+        _remember(capped, "One fact too many.")
+
+
+def test_stored_items_quota_expired_notes_of_one_tenant_free_none_of_another(
+    capped: KnowledgeStore,
+) -> None:
+    note = _remember(capped, "Fact number 0.", tenant_id=OTHER_TENANT)
+    for n in range(LIMIT):
+        _remember(capped, f"Fact number {n}.")
+
+    assert capped.release_expired_note(OTHER_TENANT, note.note_id) is True
+
+    with pytest.raises(StoredItemsQuotaError):
+        _remember(capped, "One fact too many.")

@@ -45,6 +45,8 @@ class InMemoryNoteStore:
         self._note_versions: dict[tuple[str, str], dict[int, Note]] = {}
         self._claims: dict[tuple[str, str], _Claim] = {}
         self._pins: dict[tuple[str, str], Pin] = {}
+        self._expiry_counted: set[tuple[str, str]] = set()
+        """(tenant, note) of notes removed by their expiry and counted out, as ``EXPIRY_COUNTED``."""
 
     def get_note(self, tenant_id: str, note_id: str) -> Note | None:
         with self._lock:
@@ -125,6 +127,16 @@ class InMemoryNoteStore:
             if expected_version is not None:
                 del self._notes[tenant_id, note_id]
                 self._count_stored(tenant_id, -1)
+
+    def release_expired_note(self, tenant_id: str, note_id: str) -> bool:
+        with self._lock:
+            if (tenant_id, note_id) in self._expiry_counted:
+                return False
+            self._expiry_counted.add((tenant_id, note_id))
+            if self._stored_items.get(tenant_id, 0) <= 0:
+                return False
+            self._count_stored(tenant_id, -1)
+            return True
 
     def _count_stored(self, tenant_id: str, delta: int) -> None:
         """Move the tenant's stored items count by ``delta``; ``StoredItemsQuotaError`` (nothing

@@ -29,11 +29,13 @@ class ChangeKind(StrEnum):
 @dataclass(frozen=True)
 class StoreChange:
     """One write: ``old`` is ``None`` for an insert, ``new`` is ``None`` for a removal (or when the
-    record is not a domain record)."""
+    record is not a domain record). ``expired`` marks a removal made by the table's own expiry
+    sweep (DynamoDB TTL) rather than by a writer."""
 
     kind: ChangeKind
     old: StoredRecord | None
     new: StoredRecord | None
+    expired: bool = False
 
     @property
     def item(self) -> tuple[KnowledgeItem | None, KnowledgeItem | None] | None:

@@ -39,6 +39,7 @@ BASE_INDEX_PREFIX = "KB#"
 TOKEN_INDEX_PREFIX = "TOKEN#"
 NOTE_VERSION_PREFIX = "VER#"
 PIN = "PIN"
+EXPIRY_COUNTED = "EXPIRY_COUNTED"
 STORED_ITEMS = "STORED_ITEMS"
 PIN_INDEX_PREFIX = "PIN#"
 MAX_PAGE_NUMBER = 999_999
@@ -182,6 +183,12 @@ def note_version_key(tenant_id: str, note_id: str, version: int) -> TableKey:
 def pin_key(tenant_id: str, note_id: str) -> TableKey:
     """The pin of a note (DESIGN §9): one per note, beside it."""
     return TableKey(note_partition(tenant_id, note_id), PIN)
+
+
+def expiry_counted_key(tenant_id: str, note_id: str) -> TableKey:
+    """The mark that the removal of a note by its expiry was taken off the tenant's stored items
+    count, beside the note (it sorts before ``META``, so ``META``..``PIN`` still hold nothing else)."""
+    return TableKey(note_partition(tenant_id, note_id), EXPIRY_COUNTED)
 
 
 def pins_partition(tenant_id: str) -> str:

@@ -11,6 +11,10 @@ or out-of-order records cannot regress anything.
 - forgotten note → removed (``remove_note`` at its version, a tombstone);
 - note gone (a hard forget, a TTL sweep) → removed at the last version the stream reported.
 
+A note removed by its own expiry (the TTL sweep: ``StoreChange.expired``) is also taken off the
+tenant's stored items count, which a hard forget does in its own transaction; the store counts each
+note out once (``release_expired_note``), so redelivered and replayed records change nothing more.
+
 Writes that left ``version`` unchanged (the indexer's own mark) are ignored. Errors propagate.
 """
 
@@ -49,6 +53,8 @@ class NoteIndexingService:
             and old.version == new.version
         ):
             return IndexAction.IGNORED
+        if change.kind is ChangeKind.REMOVE and change.expired and old is not None:
+            self._store.release_expired_note(old.tenant_id, old.note_id)
         known = new or old
         assert known is not None  # a note change carries at least one image
         return self.sync_note(known.tenant_id, known.note_id, last_known_version=known.version)

@@ -53,6 +53,7 @@ class Entity(StrEnum):
     NOTE_CLAIM = "note_claim"
     PIN = "pin"
     QUOTA = "quota"
+    EXPIRY_COUNTED = "expiry_counted"
 
 
 def timestamp(moment: datetime) -> str:

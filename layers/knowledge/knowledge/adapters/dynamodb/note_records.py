@@ -8,24 +8,35 @@ already this note's, or held by a note that expired, and each released claim del
 this note's (or gone), and for new notes the tenant's stored items count grown under its quota
 (``StoredItemsQuotaError`` refuses the whole commit). A hard delete removes ``META`` and takes one
 off the count in one transaction.
+
+A note removed by its expiry (TTL deletes ``META`` with no transaction) is taken off the count by
+the stream consumer (``release_expired_note``): one transaction puts the write-once mark
+``EXPIRY_COUNTED`` beside the note and takes one off the count while it is above 0. A redelivered
+or replayed record meets the mark, so the count moves once per note. The mark carries its own
+``expiration``, ``EXPIRY_MARK_SECONDS`` later, far past any redelivery (the stream keeps records
+24 hours).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from knowledge.adapters.dynamodb import codec
-from knowledge.adapters.dynamodb.failures import CounterFullError
+from knowledge.adapters.dynamodb.failures import CounterFullError, TransactionRaceError
 from knowledge.adapters.dynamodb.paging import TABLE_KEY, Listing
-from knowledge.adapters.dynamodb.quota_records import refuse_over_limit, stored_items_write
+from knowledge.adapters.dynamodb.quota_records import (
+    refuse_over_limit,
+    stored_items_release,
+    stored_items_write,
+)
 from knowledge.adapters.dynamodb.table import EXISTS, VERSION_IS_EXPECTED, TableRecords, all_of
 from knowledge.domain import keys
 from knowledge.domain.models import Page
 from knowledge.domain.note_lifecycle import MAX_NOTE_WRITES, NoteWrite, redacted
 from knowledge.domain.notes import Note, NoteClaim, expiration
-from knowledge.errors import StoredItemsQuotaError
+from knowledge.errors import ConflictError, ResourceUnavailableError, StoredItemsQuotaError
 from knowledge.observability import logger
 
 if TYPE_CHECKING:
@@ -33,6 +44,10 @@ if TYPE_CHECKING:
 
 CLAIM_IS_TAKEABLE = "attribute_not_exists(PK) OR #note_id = :note_id OR #expiration <= :now"
 """Condition clause of a claim to take: free, this note's, or held by a note that has expired."""
+
+EXPIRY_MARK_SECONDS = 30 * 24 * 3600
+"""Lifetime of the ``EXPIRY_COUNTED`` mark: longer than the stream keeps a record (24 hours) and
+than any queue keeps a failed one (14 days)."""
 
 CLAIM_IS_OURS = "attribute_not_exists(PK) OR #note_id = :note_id"
 """Condition clause of a claim to release: this note's, or gone already."""
@@ -151,6 +166,32 @@ class DynamoDBNoteStore(TableRecords):
         leftovers = [keys.TableKey(record["PK"]["S"], record["SK"]["S"]) for record in versions]
         self._table.delete_quietly([*leftovers, keys.pin_key(tenant_id, note_id), *held])
         logger.info("note deleted", extra={"tenant_id": tenant_id, "note_id": note_id})
+
+    def release_expired_note(self, tenant_id: str, note_id: str) -> bool:
+        table_key = keys.expiry_counted_key(tenant_id, note_id)
+        mark = {
+            **codec.key(table_key),
+            "entity": {"S": codec.Entity.EXPIRY_COUNTED.value},
+            "expiration": {"N": str(expiration(self._clock() + timedelta(seconds=EXPIRY_MARK_SECONDS)))},
+        }
+        try:
+            self._table.transact(
+                [self._table.put_new_write(mark), stored_items_release(self._table, tenant_id)]
+            )
+        except TransactionRaceError:
+            raise
+        except (ConflictError, ResourceUnavailableError):
+            # The mark was there (counted out before), or the count is at 0 (or absent): the mark
+            # alone, so that a later delivery does not count the note out once the count has grown.
+            if self._table.get(table_key) is None:
+                self._table.put_new(mark)
+                logger.warning(
+                    "stored items count already at zero for an expired note",
+                    extra={"tenant_id": tenant_id, "note_id": note_id},
+                )
+            return False
+        logger.info("expired note counted out", extra={"tenant_id": tenant_id, "note_id": note_id})
+        return True
 
     def _note_put(self, note: Note, previous: Note | None) -> TransactWriteItemTypeDef:
         if previous is None:

@@ -6,7 +6,8 @@ A request costs one write capacity unit whether it is counted or refused (a fail
 still a write), and one round trip; the counter is shared by every execution environment.
 
 The stored items count (``T#{tenant}#QUOTA`` / ``STORED_ITEMS``, no TTL) is not a window: it is one
-``Update`` inside the transaction that creates or removes items (``stored_items_write``).
+``Update`` inside the transaction that creates or removes items (``stored_items_write``), or that
+marks a note removed by its expiry as counted out (``stored_items_release``).
 """
 
 from __future__ import annotations
@@ -83,6 +84,22 @@ def stored_items_write(
         update["ConditionExpression"] = "attribute_not_exists(#count) OR #count <= :most"
         values[":most"] = {"N": str(limit - delta)}
     return {"Update": update}
+
+
+def stored_items_release(table: DynamoDBTable, tenant_id: str) -> TransactWriteItemTypeDef:
+    """One off ``tenant_id``'s stored items count, conditioned on the count being above 0, so it
+    never goes below (a record stored before the counter existed is not in it)."""
+    return {
+        "Update": {
+            "TableName": table.name,
+            "Key": codec.key(keys.stored_items_key(tenant_id)),
+            "UpdateExpression": "ADD #count :minus_one",
+            "ConditionExpression": "#count > :zero",
+            "ExpressionAttributeNames": {"#count": "count"},
+            "ExpressionAttributeValues": {":minus_one": {"N": "-1"}, ":zero": {"N": "0"}},
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+    }
 
 
 def refuse_over_limit(delta: int, limit: int) -> None:
