@@ -18,7 +18,7 @@ import pytest
 from knowledge_local import processes
 from knowledge_local.invoker import InvocationError, InvocationTimeoutError, Invoker, InvokerClosedError
 from knowledge_local.routes import FunctionSpec
-from tests.fixtures.invoker.setup import mark
+from tests.fixtures.invoker.setup import mark, mark_slowly
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "invoker"
 
@@ -177,14 +177,19 @@ def _environment_processes() -> set[int]:
     return processes.descendants(pid) if pid else set()
 
 
-def test_invoker_closed_while_an_environment_starts_ends_that_process_too(invoker: Invoker) -> None:
-    invoker.invoke(WHERE, {})  # the fork server runs
-    before = _environment_processes()
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        starting = pool.submit(invoker.invoke, OTHER, {})
-        time.sleep(0.05)
-        invoker.close(timeout=0)
-        with pytest.raises(InvokerClosedError):
-            starting.result(timeout=30)
+def test_invoker_closed_while_an_environment_starts_ends_that_process_too() -> None:
+    # every environment takes 1.5 s to start, so the close lands while the second one starts
+    invoker = Invoker(max_environments=2, setup=functools.partial(mark_slowly, "done", 1.5))
+    try:
+        invoker.invoke(WHERE, {})  # the fork server runs
+        before = _environment_processes()
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            starting = pool.submit(invoker.invoke, OTHER, {})
+            time.sleep(0.3)
+            invoker.close(timeout=0)
+            with pytest.raises(InvokerClosedError):
+                starting.result(timeout=30)
+    finally:
+        invoker.close(timeout=5)
 
     assert _environment_processes() <= before
