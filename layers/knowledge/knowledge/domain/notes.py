@@ -37,6 +37,8 @@ LABEL_MAX_CHARS = 128
 """Team, agent and key labels."""
 SEMANTIC_KEY_MAX_CHARS = 256
 DEFAULT_IMPORTANCE = 0.5
+VERSIONS_LIMIT_DEFAULT, VERSIONS_LIMIT_MAX = 20, 100
+"""Page size of a note's version list."""
 REDACTED = "[redacted]"
 """What ``forget_memory`` with ``mode: "redact"`` leaves of every version's content."""
 ROOT_PATH = "/"

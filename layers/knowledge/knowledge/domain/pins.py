@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 ORDER_MAX = 999_999
 """Pin orders are 0..999,999 (zero-padded to six digits in the listing's sort key)."""
 REASON_MAX_CHARS = 500
+PINS_LIMIT_DEFAULT, PINS_LIMIT_MAX = 20, 100
+"""Page size of a pin list."""
 
 
 class Pin(BaseModel):

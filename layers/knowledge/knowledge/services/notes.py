@@ -46,6 +46,8 @@ from knowledge.domain.note_lifecycle import (
 )
 from knowledge.domain.notes import (
     REDACTED,
+    VERSIONS_LIMIT_DEFAULT,
+    VERSIONS_LIMIT_MAX,
     ForgetMode,
     MemoryType,
     Note,
@@ -73,7 +75,6 @@ from knowledge.services.access import require_scope
 
 ATTEMPTS = 4
 """Decisions a write makes before a claim race is reported as ``memory_conflict``."""
-VERSIONS_LIMIT_DEFAULT, VERSIONS_LIMIT_MAX = 20, 100
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from knowledge.domain.memory_contract import (
 from knowledge.domain.models import Permission, Principal
 from knowledge.domain.note_retrieval import NoteFilter, admits
 from knowledge.domain.notes import Note, can_see_note
-from knowledge.domain.pins import Pin
+from knowledge.domain.pins import PINS_LIMIT_DEFAULT, PINS_LIMIT_MAX, Pin
 from knowledge.errors import (
     ConflictError,
     MemoryConflictError,
@@ -52,7 +52,6 @@ from knowledge.ports import Clock, MemoryStore
 from knowledge.services.notes import NoteService, Remembered
 
 ATTEMPTS = 4
-PINS_LIMIT_DEFAULT, PINS_LIMIT_MAX = 20, 100
 _SCAN_PAGE = 100
 """Pins read per store call while collecting the pins of a recall."""
 

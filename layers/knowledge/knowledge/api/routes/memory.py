@@ -23,7 +23,7 @@ content. Errors are mapped by
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from aws_lambda_powertools.event_handler import Request, Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
@@ -55,10 +55,13 @@ from knowledge.domain.memory_contract import (
     UnpinnedResponse,
 )
 from knowledge.domain.models import Permission, Principal
+from knowledge.domain.notes import VERSIONS_LIMIT_MAX
+from knowledge.domain.pins import PINS_LIMIT_MAX
 from knowledge.domain.text import Text
 from knowledge.observability import metrics
-from knowledge.services.notes import VERSIONS_LIMIT_MAX, NoteService
-from knowledge.services.pins import PINS_LIMIT_MAX
+
+if TYPE_CHECKING:  # the services are imported when the container builds them (first request)
+    from knowledge.services.notes import NoteService
 
 REMEMBER_PATH = "/v1/tools/remember"
 SEARCH_MEMORY_PATH = "/v1/tools/search_memory"
