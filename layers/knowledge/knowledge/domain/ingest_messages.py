@@ -28,15 +28,11 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 from knowledge.domain import ids
 from knowledge.domain.memory_contract import ForgetMemoryArguments, RememberArguments
-from knowledge.domain.models import Source
+from knowledge.domain.models import EXTERNAL_ID_MAX_CHARS, TENANT_ID_PATTERN, TITLE_MAX_CHARS, Source
 from knowledge.domain.notes import LABEL_MAX_CHARS
 from knowledge.domain.sources import SafeSource
 from knowledge.domain.text import Text
 
-TENANT_ID_PATTERN = r"^[^#\s]{1,128}$"
-"""Tenant ids are part of every key: non-empty, no ``#`` and no whitespace."""
-EXTERNAL_ID_MAX_CHARS = 1_024
-TITLE_MAX_CHARS = 1_000
 _TENANT_ID = re.compile(TENANT_ID_PATTERN)
 
 TenantId = Annotated[Text, Field(pattern=TENANT_ID_PATTERN)]

@@ -13,6 +13,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from knowledge.domain.text import Text
 
+TENANT_ID_PATTERN = r"^[^#\s]{1,128}$"
+"""Tenant ids are part of every key: non-empty, no ``#`` and no whitespace."""
+EXTERNAL_ID_MAX_CHARS = 1_024
+TITLE_MAX_CHARS = 1_000
+
 
 class Scope(StrEnum):
     """Who may see a knowledge base besides its owner (DESIGN §5, visibility)."""

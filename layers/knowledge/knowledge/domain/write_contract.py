@@ -27,8 +27,10 @@ from pydantic import (
 
 from knowledge.domain import ids
 from knowledge.domain.bounds import VERSION_MAX, VERSION_MIN
-from knowledge.domain.ingest_messages import EXTERNAL_ID_MAX_CHARS, TENANT_ID_PATTERN, TITLE_MAX_CHARS
 from knowledge.domain.models import (
+    EXTERNAL_ID_MAX_CHARS,
+    TENANT_ID_PATTERN,
+    TITLE_MAX_CHARS,
     BaseStatus,
     ItemStatus,
     KnowledgeBase,

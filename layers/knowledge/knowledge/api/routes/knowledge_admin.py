@@ -40,8 +40,7 @@ from knowledge.api.http import openapi_error_responses
 from knowledge.api.principal import CallerPrincipal
 from knowledge.api.writes import IdempotencyKey, write_route
 from knowledge.bootstrap import get_container
-from knowledge.domain.ingest_messages import EXTERNAL_ID_MAX_CHARS, TENANT_ID_PATTERN
-from knowledge.domain.models import Principal
+from knowledge.domain.models import EXTERNAL_ID_MAX_CHARS, TENANT_ID_PATTERN, Principal
 from knowledge.domain.text import Text
 from knowledge.domain.write_contract import (
     LIST_LIMIT_DEFAULT,
