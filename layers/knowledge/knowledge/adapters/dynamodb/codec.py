@@ -9,7 +9,8 @@ their versions and their claims carry ``expiration`` too, once the note has an `
 floats (a note's ``importance``) are stored as numbers.
 
 Items travel as low-level attribute values (``{"S": "..."}``), converted with boto3's
-``TypeSerializer`` / ``TypeDeserializer``.
+``TypeSerializer`` / ``TypeDeserializer``, imported with boto3 by the first conversion (the stream
+function decodes records at its first call, not at import).
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from enum import StrEnum
-from typing import Any, TypeVar
+from functools import cache
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from pydantic import BaseModel
 
 from knowledge.domain import keys
@@ -30,13 +31,27 @@ from knowledge.domain.models import ItemStatus, KnowledgeBase, KnowledgeItem, Re
 from knowledge.domain.notes import Note, NoteClaim, expiration
 from knowledge.domain.pins import Pin
 
+if TYPE_CHECKING:
+    from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+
 RawItem = dict[str, Any]
 """A DynamoDB item in low-level form: attribute name → attribute value (``{"S": ...}``, ``{"N": ...}``)."""
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
-_serializer = TypeSerializer()
-_deserializer = TypeDeserializer()
+
+@cache
+def _serializer() -> TypeSerializer:
+    from boto3.dynamodb.types import TypeSerializer
+
+    return TypeSerializer()
+
+
+@cache
+def _deserializer() -> TypeDeserializer:
+    from boto3.dynamodb.types import TypeDeserializer
+
+    return TypeDeserializer()
 
 
 class Entity(StrEnum):
@@ -89,12 +104,14 @@ def _native(value: Any) -> Any:
 
 def serialize(values: Mapping[str, Any]) -> RawItem:
     """Plain Python values → attribute values; ``None`` values are dropped (the attribute is absent)."""
-    return {name: _serializer.serialize(_plain(value)) for name, value in values.items() if value is not None}
+    serializer = _serializer()
+    return {name: serializer.serialize(_plain(value)) for name, value in values.items() if value is not None}
 
 
 def deserialize(item: Mapping[str, Any]) -> dict[str, Any]:
     """Attribute values → plain Python values; integral numbers become ``int``."""
-    return {name: _native(_deserializer.deserialize(value)) for name, value in item.items()}
+    deserializer = _deserializer()
+    return {name: _native(deserializer.deserialize(value)) for name, value in item.items()}
 
 
 def key(table_key: keys.TableKey) -> RawItem:
