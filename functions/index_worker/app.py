@@ -9,7 +9,7 @@ Duplicated and replayed messages are harmless: a part already held is not writte
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
@@ -20,7 +20,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from knowledge.bootstrap import get_container
 from knowledge.domain.index_work import IndexWork
 from knowledge.observability import logger, metrics, tracer
-from knowledge.services.indexing import IndexAction
+
+if TYPE_CHECKING:  # the indexing service is imported when the container builds it (first message)
+    from knowledge.services.indexing import IndexAction
 
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
