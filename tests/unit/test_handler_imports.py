@@ -1,5 +1,6 @@
-"""Handlers import only what their function needs: the search and authorizer functions load no search
-engine, model, OpenSearch client, MCP SDK or X-Ray SDK at import time (checked in a fresh process)."""
+"""Handlers import only what their function needs: no function but the MCP one loads a search engine,
+model, OpenSearch client, the MCP SDK, the X-Ray SDK, tiktoken or boto3 at import time (checked in a
+fresh process); the adapters that need them import them when the container first builds them."""
 
 from __future__ import annotations
 
@@ -21,7 +22,12 @@ HEAVY_MODULES = (
     "opensearchpy",
     "mcp",
     "tiktoken",
+    "boto3",
 )
+LIGHT_FUNCTIONS = sorted(
+    path.parent.name for path in (ROOT / "functions").glob("*/app.py") if path.parent.name != "mcp"
+)
+"""Every function but the MCP one, which cannot serve without the MCP SDK."""
 PROBE = """
 import json, sys
 sys.path[:0] = [sys.argv[1], sys.argv[2]]
@@ -55,9 +61,14 @@ def _heavy_modules_after_import(function: str) -> list[str]:
     return loaded
 
 
-@pytest.mark.parametrize("function", ["search_knowledge", "authorizer"])
+@pytest.mark.parametrize("function", LIGHT_FUNCTIONS)
 def test_handler_import_loads_no_heavy_module(function: str) -> None:
     assert _heavy_modules_after_import(function) == []
+
+
+def test_light_functions_are_all_the_functions_but_mcp() -> None:
+    assert len(LIGHT_FUNCTIONS) >= 12
+    assert "remember" in LIGHT_FUNCTIONS and "indexer" in LIGHT_FUNCTIONS
 
 
 def test_heavy_module_probe_sees_what_a_handler_loads() -> None:
