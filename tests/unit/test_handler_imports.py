@@ -68,7 +68,8 @@ def test_handler_import_loads_no_heavy_module(function: str) -> None:
 
 def test_light_functions_are_all_the_functions_but_mcp() -> None:
     assert len(LIGHT_FUNCTIONS) >= 12
-    assert "remember" in LIGHT_FUNCTIONS and "indexer" in LIGHT_FUNCTIONS
+    assert "remember" in LIGHT_FUNCTIONS
+    assert "indexer" in LIGHT_FUNCTIONS
 
 
 def test_heavy_module_probe_sees_what_a_handler_loads() -> None:
