@@ -5,12 +5,18 @@ Every method returns the decoded JSON answer (``{}`` for a 204) or raises ``ApiE
 answer it carries the HTTP status and the envelope's ``code``, ``message`` and ``details`` (API
 Gateway's own ``{"message"}`` answers get the code ``gateway_error``); for an unreachable server the
 code ``unreachable``.
+
+A retryable 429 (a tenant's requests or writes quota, every environment of a function busy) is
+refused before any work is done, so every call, writes included, is sent again after the answer's
+``Retry-After`` (at most ``MAX_RETRY_AFTER_SECONDS``), up to ``RATE_LIMIT_ATTEMPTS`` sends in all;
+then, or for a 429 that is not retryable (the stored items quota), it raises as any error.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from types import TracebackType
 from typing import Any
 
@@ -18,6 +24,10 @@ import httpx2
 
 DEFAULT_TIMEOUT_SECONDS = 60.0
 LIST_PAGE_SIZE = 100
+RATE_LIMIT_ATTEMPTS = 6
+"""Sends of one call while it is answered a retryable 429."""
+MAX_RETRY_AFTER_SECONDS = 10
+"""The longest ``Retry-After`` waited for; a longer one is raised at once."""
 
 
 class ApiError(Exception):
@@ -53,11 +63,23 @@ def _field_line(problem: Any) -> str:
 class KnowledgeClient:
     """The API at ``api_url`` (e.g. ``http://127.0.0.1:3000``) as ``token``'s holder."""
 
-    def __init__(self, api_url: str, token: str, *, timeout: float = DEFAULT_TIMEOUT_SECONDS) -> None:
+    def __init__(
+        self,
+        api_url: str,
+        token: str,
+        *,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        transport: httpx2.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.api_url = api_url.rstrip("/")
         self._http = httpx2.Client(
-            base_url=self.api_url, headers={"Authorization": f"Bearer {token}"}, timeout=timeout
+            base_url=self.api_url,
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=timeout,
+            transport=transport,
         )
+        self._sleep = sleep
 
     def close(self) -> None:
         self._http.close()
@@ -193,18 +215,23 @@ class KnowledgeClient:
     def _send(
         self, method: str, path: str, *, json: Any = None, params: Mapping[str, Any] | None = None
     ) -> tuple[int, dict[str, Any]]:
-        try:
-            response = self._http.request(method, path, json=json, params=params)
-        except httpx2.TransportError as error:
-            raise ApiError(
-                None,
-                "unreachable",
-                f"cannot reach the knowledge API at {self.api_url} ({error}); is `make run` running?",
-            ) from None
-        try:
-            body = response.json()
-        except ValueError:
-            body = None
+        for attempt in range(1, RATE_LIMIT_ATTEMPTS + 1):
+            try:
+                response = self._http.request(method, path, json=json, params=params)
+            except httpx2.TransportError as error:
+                raise ApiError(
+                    None,
+                    "unreachable",
+                    f"cannot reach the knowledge API at {self.api_url} ({error}); is `make run` running?",
+                ) from None
+            try:
+                body = response.json()
+            except ValueError:
+                body = None
+            delay = _retry_after(response, body)
+            if delay is None or attempt == RATE_LIMIT_ATTEMPTS:
+                break
+            self._sleep(delay)
         if response.status_code == 204:
             return response.status_code, {}
         if response.is_success and isinstance(body, dict):
@@ -219,6 +246,19 @@ class KnowledgeClient:
             if not page.get("next_token"):
                 return
             query["next_token"] = page["next_token"]
+
+
+def _retry_after(response: httpx2.Response, body: Any) -> float | None:
+    """Seconds to wait before sending again a call answered a retryable 429; ``None``: do not."""
+    if response.status_code != 429:
+        return None
+    error = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(error, dict) or error.get("retryable") is not True:
+        return None
+    header = response.headers.get("Retry-After", "1").strip()
+    if not header.isdigit() or int(header) > MAX_RETRY_AFTER_SECONDS:
+        return None
+    return float(int(header))
 
 
 def _api_error(status: int, body: Any, text: str) -> ApiError:

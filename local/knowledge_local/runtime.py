@@ -123,7 +123,10 @@ def _serve(stack: LocalStack, plan: SeedPlan | None) -> None:
         except IndexWaitTimeoutError as error:
             print(f"Seeding {plan.base_name}: {error}.", file=sys.stderr)
         except ApiError as error:
-            print(f"Seeding {plan.base_name} failed ({error}); serving without it.", file=sys.stderr)
+            print(
+                f"Seeding {plan.base_name} stopped ({error}); serving what it stored before.",
+                file=sys.stderr,
+            )
     print(f"Ready in {time.monotonic() - started:.1f} s: {endpoints.api_url}")
     print(_ready_message(endpoints.api_url, state_dir), flush=True)
     while True:
