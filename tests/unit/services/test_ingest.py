@@ -435,7 +435,10 @@ def test_ingest_message_whose_token_lacks_the_scope_of_its_op_writes_nothing(
     ("message", "field"),
     [
         ("upsert", "tenant_id"),
+        ("upsert-subject", "subject_id"),
+        ("upsert-teams", "team_ids"),
         ("archive", "tenant_id"),
+        ("archive-subject", "subject_id"),
         ("remember-tenant", "tenant_id"),
         ("remember-subject", "subject_id"),
         ("remember-teams", "team_ids"),
@@ -455,7 +458,10 @@ def test_ingest_message_naming_another_principal_than_its_token_writes_nothing(
     [note] = store._notes.values()
     body = {
         "upsert": _upsert(base, tenant_id="globex", content="Changed."),
+        "upsert-subject": _upsert(base, subject_id="someone-else", content="Changed."),
+        "upsert-teams": _upsert(base, team_ids=["team-finance"], content="Changed."),
         "archive": json.dumps({**json.loads(_archive(base)), "tenant_id": "globex"}),
+        "archive-subject": json.dumps({**json.loads(_archive(base)), "subject_id": "someone-else"}),
         "remember-tenant": _memory("remember", content="A fact.", tenant_id="globex"),
         "remember-subject": _memory("remember", content="A fact.", subject_id="someone-else"),
         "remember-teams": _memory("remember", content="A fact.", team_ids=[TEAM, "team-finance"]),
@@ -499,6 +505,22 @@ def test_ingest_signed_message_naming_the_token_principal_in_any_team_order_is_a
 
     assert ingest.ingest(body, message_id="m-1", authorization=authorization) is IngestAction.REMEMBERED
     assert [note.owner_id for note in store._notes.values()] == [SUBJECT]
+
+
+def test_ingest_knowledge_messages_naming_the_token_principal_are_applied(
+    ingest: IngestService, store: InMemoryKnowledgeStore, base: KnowledgeBase
+) -> None:
+    principal = {"tenant_id": TENANT, "subject_id": SUBJECT, "team_ids": [TEAM]}
+    upsert = {**json.loads(_upsert(base)), **principal}
+    archive = {**json.loads(_archive(base)), **principal}
+
+    created = ingest.ingest(json.dumps(upsert), message_id="m-1", authorization=WRITER)
+    item = store.find_item_by_external_id(TENANT, base.knowledge_base_id, "doc-1")
+    archived = ingest.ingest(json.dumps(archive), message_id="m-2", authorization=WRITER)
+
+    assert (created, archived) == (IngestAction.CREATED, IngestAction.ARCHIVED)
+    assert item is not None
+    assert item.tenant_id == TENANT
 
 
 def test_ingest_token_of_another_tenant_cannot_write_into_this_tenants_base(

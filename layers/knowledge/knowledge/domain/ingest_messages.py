@@ -6,10 +6,12 @@ authorizer does and writes as the token's principal (tenant, subject, teams), ne
 says. The body's ``tenant_id``, ``subject_id`` and ``team_ids`` are optional statements of whom the
 producer means to write as; when given they must agree with the token, or the message is rejected.
 
-- ``{"op": "upsert", "tenant_id"?, "knowledge_base_id", "external_id", "title", "content",
-  "source": {"uri", "title"}, "publish": true}``: the item with ``external_id`` in the base gets this
-  content (a new item, or a new revision when the content, title or source differ);
-- ``{"op": "archive", "tenant_id"?, "knowledge_base_id", "external_id"}``: that item is archived;
+- ``{"op": "upsert", "tenant_id"?, "subject_id"?, "team_ids"?, "knowledge_base_id", "external_id",
+  "title", "content", "source": {"uri", "title"}, "publish": true}``: the item with ``external_id``
+  in the base gets this content (a new item, or a new revision when the content, title or source
+  differ);
+- ``{"op": "archive", "tenant_id"?, "subject_id"?, "team_ids"?, "knowledge_base_id",
+  "external_id"}``: that item is archived;
 - ``{"op": "remember", "tenant_id"?, "subject_id"?, "team_ids"?, ...}`` with the arguments of the
   ``remember`` tool (DESIGN §9), written as the token's subject;
 - ``{"op": "forget", "tenant_id"?, "subject_id"?, "team_ids"?, "note_id", "mode"}``: ``forget_memory``.
@@ -38,11 +40,18 @@ _TENANT_ID = re.compile(TENANT_ID_PATTERN)
 TenantId = Annotated[Text, Field(pattern=TENANT_ID_PATTERN)]
 
 
-class _Message(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+class _Writer(BaseModel):
+    """Whom a message means to write as; the token decides, and each field given must agree with it
+    (``team_ids``: the token's teams, in any order)."""
 
     tenant_id: TenantId | None = None
-    """The tenant the producer means to write into; when given, it must be the token's."""
+    subject_id: Annotated[Text, Field(min_length=1, max_length=LABEL_MAX_CHARS)] | None = None
+    team_ids: list[Text] | None = None
+
+
+class _Message(_Writer):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
     knowledge_base_id: Text
     external_id: Text = Field(min_length=1, max_length=EXTERNAL_ID_MAX_CHARS)
 
@@ -68,15 +77,6 @@ class ArchiveMessage(_Message):
     """Archive the item with ``external_id``; an unknown or already archived one is a no-op."""
 
     op: Literal["archive"]
-
-
-class _Writer(BaseModel):
-    """Whom a memory message means to write as; the token decides, and each field given must agree
-    with it (``team_ids``: the token's teams, in any order)."""
-
-    tenant_id: TenantId | None = None
-    subject_id: Annotated[Text, Field(min_length=1, max_length=LABEL_MAX_CHARS)] | None = None
-    team_ids: list[Text] | None = None
 
 
 class RememberMessage(RememberArguments, _Writer):

@@ -290,11 +290,10 @@ def _disagreements(principal: Principal, message: AnyMessage) -> list[str]:
     fields = []
     if message.tenant_id is not None and message.tenant_id != principal.tenant_id:
         fields.append("tenant_id")
-    if isinstance(message, RememberMessage | ForgetMessage):
-        if message.subject_id is not None and message.subject_id != principal.subject_id:
-            fields.append("subject_id")
-        if message.team_ids is not None and frozenset(message.team_ids) != principal.team_ids:
-            fields.append("team_ids")
+    if message.subject_id is not None and message.subject_id != principal.subject_id:
+        fields.append("subject_id")
+    if message.team_ids is not None and frozenset(message.team_ids) != principal.team_ids:
+        fields.append("team_ids")
     return fields
 
 
