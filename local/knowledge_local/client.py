@@ -73,11 +73,9 @@ class KnowledgeClient:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.api_url = api_url.rstrip("/")
+        options: dict[str, Any] = {} if transport is None else {"transport": transport}
         self._http = httpx2.Client(
-            base_url=self.api_url,
-            headers={"Authorization": f"Bearer {token}"},
-            timeout=timeout,
-            transport=transport,
+            base_url=self.api_url, headers={"Authorization": f"Bearer {token}"}, timeout=timeout, **options
         )
         self._sleep = sleep
 
