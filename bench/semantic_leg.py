@@ -75,7 +75,7 @@ class CopyingLeg:
             keep = np.flatnonzero(scores >= kth)
             rows, scores = rows[keep], scores[keep]
         hits = [
-            self.chunks[row].model_copy(update={"score": max(-1.0, min(1.0, score))})
+            self.chunks[row]._replace(score=max(-1.0, min(1.0, score)))
             for row, score in zip(rows.tolist(), scores.tolist(), strict=True)
         ]
         hits.sort(key=lambda hit: (-hit.score, hit.knowledge_item_id, hit.ordinal))

@@ -113,14 +113,14 @@ class _Chunk:
 
     def hit(self, score: float) -> ChunkHit:
         return ChunkHit(
-            knowledge_base_id=self.knowledge_base_id,
-            knowledge_item_id=self.knowledge_item_id,
-            knowledge_revision_id=self.knowledge_revision_id,
-            ordinal=self.ordinal,
-            start=self.start,
-            end=self.end,
-            text=self.text,
-            score=score,
+            self.knowledge_base_id,
+            self.knowledge_item_id,
+            self.knowledge_revision_id,
+            self.ordinal,
+            self.start,
+            self.end,
+            self.text,
+            score,
         )
 
 
@@ -140,8 +140,11 @@ _Group = tuple[str, str, str, str | None, str]  # tenant, base, scope, team, own
 _Key = tuple[str, str]  # tenant, item or base
 
 
-def _sort_key(hit: ChunkHit) -> tuple[float, str, int]:
-    return -hit.score, hit.knowledge_item_id, hit.ordinal
+def _best(candidates: list[tuple[float, _Chunk]], k: int) -> list[ChunkHit]:
+    """The ``k`` best ``(score, span)`` candidates as hits: score descending, ties by item id, then
+    ordinal. Hits are built for those ``k`` only."""
+    candidates.sort(key=lambda pair: (-pair[0], pair[1].knowledge_item_id, pair[1].ordinal))
+    return [span.hit(score) for score, span in candidates[:k]]
 
 
 def _joined(tenant_id: str, other_id: str) -> str:
@@ -366,21 +369,21 @@ class EmbeddedIndex:
                 (tantivy.Occur.Must, tantivy.Query.const_score_query(visible, 0.0)),
             ]
         )
-        # Widen the window until the k-th score is not tied past its end, so ties resolve by id.
-        limit = k
+        # One past k shows whether the k-th score is tied beyond the window; widen until it is not,
+        # so every hit tied with the k-th is fetched and ties resolve by id.
+        limit = k + 1
         while True:
             found = self._searcher.search(query, limit, count=False).hits
             if len(found) < limit or found[-1][0] < found[k - 1][0]:
                 break
             limit *= 2
         rows = self._searcher.fast_field_values("row", [address for _, address in found])
-        hits = []
+        candidates = []
         for (score, _), row in zip(found, rows, strict=True):
             passage = self._passages.get(row) if isinstance(row, int) else None
             if passage is not None:
-                hits.append(passage.hit(float(score)))
-        hits.sort(key=_sort_key)
-        return hits[:k]
+                candidates.append((float(score), passage))
+        return _best(candidates, k)
 
     def _semantic(self, vector: Sequence[float] | None, groups: list[int], k: int) -> list[ChunkHit]:
         if vector is None:
@@ -405,13 +408,13 @@ class EmbeddedIndex:
             kth = scores[np.argpartition(-scores, k - 1)[:k]].min()
             keep = np.flatnonzero(scores >= kth)
             rows, scores = rows[keep], scores[keep]
-        hits = []
+        np.clip(scores, -1.0, 1.0, out=scores)
+        candidates = []
         for row, score in zip(rows.tolist(), scores.tolist(), strict=True):
             chunk = self._chunks[row]
             if chunk is not None:
-                hits.append(chunk.hit(max(-1.0, min(1.0, score))))
-        hits.sort(key=_sort_key)
-        return hits[:k]
+                candidates.append((score, chunk))
+        return _best(candidates, k)
 
     # Storage
 

@@ -48,8 +48,6 @@ _KEYWORDS = (
     "team_id",
     "scope",
 )
-_HIT_FIELDS = ("knowledge_base_id", "knowledge_item_id", "knowledge_revision_id", "ordinal", "start", "end")
-
 
 TEXT_ANALYZER = "knowledge_text"
 QUERY_ANALYZER = "knowledge_query"
@@ -440,11 +438,15 @@ def parse_hits(response: Mapping[str, Any], *, semantic: bool) -> list[ChunkHit]
     for hit in response["hits"]["hits"]:
         source = hit["_source"]
         raw = float(hit["_score"])
-        fields = {name: source[name] for name in _HIT_FIELDS}
         hits.append(
             ChunkHit(
-                **fields,
-                text=source.get("chunk_text" if semantic else "text", ""),
+                knowledge_base_id=str(source["knowledge_base_id"]),
+                knowledge_item_id=str(source["knowledge_item_id"]),
+                knowledge_revision_id=str(source["knowledge_revision_id"]),
+                ordinal=int(source["ordinal"]),
+                start=int(source["start"]),
+                end=int(source["end"]),
+                text=str(source.get("chunk_text" if semantic else "text", "")),
                 score=cosine_from_score(raw) if semantic else raw,
             )
         )

@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from knowledge.domain.retrieval import ChunkHit, Leg, LegHits, SearchMode
 
@@ -65,22 +65,21 @@ NORMALIZATION = MinMaxWithLowerBounds(lexical=0.0, semantic=0.0)
 """The normalization of hybrid search: each leg's score over its best score, clipped to [0, 1]."""
 
 
-@dataclass(frozen=True, slots=True)
-class LegScore:
+class LegScore(NamedTuple):
     """One leg's view of an item: its best chunk's raw score, its normalized score over the collapsed
     leg (in [0, 1] for ``NORMALIZATION``), and its rank (from 1) in the collapsed leg.
 
-    ``LegScore`` and ``FusedHit`` are plain frozen values, not pydantic models: fusion builds one of
-    each per candidate item (hundreds per query) from values the index already validated, and only
-    the few that reach the answer become pydantic models (``domain.contract.Scores``)."""
+    ``LegScore`` and ``FusedHit`` are named tuples, not pydantic models or frozen dataclasses: fusion
+    builds one of each per candidate item (hundreds per query) from values the index already typed,
+    a named tuple is the cheapest immutable value to build, and only the few that reach the answer
+    become pydantic models (``domain.contract.Scores``)."""
 
     raw: float
     normalized: float
     rank: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FusedHit:
+class FusedHit(NamedTuple):
     """One item after fusion. ``lexical`` / ``semantic`` are set for each leg that returned the item,
     whatever the mode. ``chunk`` is the chunk to excerpt: the best chunk of the leg contributing more
     to ``final`` (lexical on a tie); the revision id is that chunk's."""
@@ -89,13 +88,12 @@ class FusedHit:
     knowledge_item_id: str
     knowledge_revision_id: str
     final: float
+    chunk: ChunkHit
     lexical: LegScore | None = None
     semantic: LegScore | None = None
-    chunk: ChunkHit
 
 
-@dataclass(frozen=True)
-class _Ranked:
+class _Ranked(NamedTuple):
     score: LegScore
     hit: ChunkHit
 
@@ -141,40 +139,42 @@ def fuse(
         members = list(semantic)
     else:
         members = list(dict.fromkeys([*lexical, *semantic]))
-    fused = [_fuse_item(lexical.get(item), semantic.get(item), mode, weight) for item in members]
-    return sorted(fused, key=lambda hit: (-hit.final, hit.knowledge_item_id))
+    lexical_parts = _contributions(lexical, mode, SearchMode.LEXICAL, weight)
+    semantic_parts = _contributions(semantic, mode, SearchMode.SEMANTIC, 1.0 - weight)
+    fused = []
+    for item in members:
+        lexical_part, semantic_part = lexical_parts.get(item), semantic_parts.get(item)
+        use_lexical = lexical_part is not None and (semantic_part is None or lexical_part >= semantic_part)
+        source = lexical[item] if use_lexical else semantic[item]  # a leg the mode uses returned it
+        lexical_rank, semantic_rank = lexical.get(item), semantic.get(item)
+        fused.append(
+            FusedHit(
+                knowledge_base_id=source.hit.knowledge_base_id,
+                knowledge_item_id=item,
+                knowledge_revision_id=source.hit.knowledge_revision_id,
+                final=(lexical_part or 0.0) + (semantic_part or 0.0),
+                chunk=source.hit,
+                lexical=lexical_rank.score if lexical_rank else None,
+                semantic=semantic_rank.score if semantic_rank else None,
+            )
+        )
+    fused.sort(key=lambda hit: (-hit.final, hit.knowledge_item_id))
+    return fused
 
 
-def _fuse_item(
-    lexical: _Ranked | None, semantic: _Ranked | None, mode: SearchMode, weight: float
-) -> FusedHit:
-    lexical_part = _contribution(lexical, mode, SearchMode.LEXICAL, weight)
-    semantic_part = _contribution(semantic, mode, SearchMode.SEMANTIC, 1.0 - weight)
-    use_lexical = lexical_part is not None and (semantic_part is None or lexical_part >= semantic_part)
-    source = lexical if use_lexical else semantic
-    assert source is not None  # every member was returned by a leg its mode uses
-    return FusedHit(
-        knowledge_base_id=source.hit.knowledge_base_id,
-        knowledge_item_id=source.hit.knowledge_item_id,
-        knowledge_revision_id=source.hit.knowledge_revision_id,
-        final=(lexical_part or 0.0) + (semantic_part or 0.0),
-        lexical=lexical.score if lexical else None,
-        semantic=semantic.score if semantic else None,
-        chunk=source.hit,
-    )
-
-
-def _contribution(
-    ranked: _Ranked | None, mode: SearchMode, leg_mode: SearchMode, weight: float
-) -> float | None:
-    """What one leg adds to ``final`` in ``mode``; ``None`` when the leg does not count for the item."""
-    if ranked is None or mode not in (leg_mode, SearchMode.HYBRID, SearchMode.RRF):
-        return None
+def _contributions(
+    ranked: Mapping[str, _Ranked], mode: SearchMode, leg_mode: SearchMode, weight: float
+) -> dict[str, float]:
+    """Item id → what one leg adds to ``final`` in ``mode``; empty when the leg does not count in
+    ``mode``: its raw score alone, ``weight`` × its normalized score in ``hybrid``, ``1 / (k + rank)``
+    in ``rrf``."""
     if mode is leg_mode:
-        return ranked.score.raw
+        return {item: entry.score.raw for item, entry in ranked.items()}
     if mode is SearchMode.HYBRID:
-        return weight * ranked.score.normalized
-    return 1.0 / (RRF_K + ranked.score.rank)
+        return {item: weight * entry.score.normalized for item, entry in ranked.items()}
+    if mode is SearchMode.RRF:
+        return {item: 1.0 / (RRF_K + entry.score.rank) for item, entry in ranked.items()}
+    return {}
 
 
 def _rank(leg: Leg, collapsed: Sequence[ChunkHit], normalize: Normalizer) -> Mapping[str, _Ranked]:
@@ -201,4 +201,4 @@ def _finite(hits: Sequence[ChunkHit]) -> list[ChunkHit]:
     if len(finite) == len(hits):
         return list(hits)
     floor = min(finite, default=0.0)
-    return [hit if math.isfinite(hit.score) else hit.model_copy(update={"score": floor}) for hit in hits]
+    return [hit if math.isfinite(hit.score) else hit._replace(score=floor) for hit in hits]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -104,10 +106,14 @@ class IndexQuery(_Frozen):
     legs: frozenset[Leg] = frozenset({Leg.LEXICAL, Leg.SEMANTIC})
 
 
-class ChunkHit(_Frozen):
+class ChunkHit(NamedTuple):
     """A span returned by one leg (a passage of the lexical leg, a chunk of the semantic leg).
     ``score`` is the leg's raw score: BM25 for lexical, cosine similarity in [-1, 1] for semantic
-    (OpenSearch's ``cosinesimil`` space scores are converted back)."""
+    (OpenSearch's ``cosinesimil`` space scores are converted back).
+
+    A named tuple, not a pydantic model: a search builds one per leg candidate (up to 2 × 200 per
+    round) from values its adapter already typed, and a tuple costs a sixth of a validated model
+    to build. Adapters convert what they read (``str``, ``int``, ``float``) before building one."""
 
     knowledge_base_id: str
     knowledge_item_id: str
@@ -119,8 +125,9 @@ class ChunkHit(_Frozen):
     score: float
 
 
-class LegHits(_Frozen):
+@dataclass(frozen=True, slots=True)
+class LegHits:
     """Each leg's hits, best first; a leg that was not run is an empty list."""
 
-    lexical: list[ChunkHit] = []
-    semantic: list[ChunkHit] = []
+    lexical: list[ChunkHit] = field(default_factory=list)
+    semantic: list[ChunkHit] = field(default_factory=list)
