@@ -58,7 +58,12 @@ class MinMaxWithLowerBounds:
         high = scores[0]
         bound = self.lexical if leg is Leg.LEXICAL else self.semantic
         low = bound if bound is not None and bound < high else scores[-1]
-        return [_min_max(score, low, high) for score in scores]
+        if high <= low:
+            return [1.0] * len(scores)
+        if not math.isfinite(high - low):  # scores near the float limits: halve them, the span is finite
+            return [_min_max(score / 2, low / 2, high / 2) for score in scores]
+        span = high - low
+        return [min(1.0, max(0.0, (score - low) / span)) for score in scores]
 
 
 NORMALIZATION = MinMaxWithLowerBounds(lexical=0.0, semantic=0.0)
@@ -93,9 +98,9 @@ class FusedHit(NamedTuple):
     semantic: LegScore | None = None
 
 
-class _Ranked(NamedTuple):
-    score: LegScore
-    hit: ChunkHit
+_Ranked = tuple[LegScore, ChunkHit]
+"""An item's leg score and its best chunk in that leg (a plain pair: fusion builds one per leg
+candidate)."""
 
 
 def collapse(hits: Sequence[ChunkHit]) -> list[ChunkHit]:
@@ -145,17 +150,17 @@ def fuse(
     for item in members:
         lexical_part, semantic_part = lexical_parts.get(item), semantic_parts.get(item)
         use_lexical = lexical_part is not None and (semantic_part is None or lexical_part >= semantic_part)
-        source = lexical[item] if use_lexical else semantic[item]  # a leg the mode uses returned it
+        _, chunk = lexical[item] if use_lexical else semantic[item]  # a leg the mode uses returned it
         lexical_rank, semantic_rank = lexical.get(item), semantic.get(item)
         fused.append(
             FusedHit(
-                knowledge_base_id=source.hit.knowledge_base_id,
+                knowledge_base_id=chunk.knowledge_base_id,
                 knowledge_item_id=item,
-                knowledge_revision_id=source.hit.knowledge_revision_id,
+                knowledge_revision_id=chunk.knowledge_revision_id,
                 final=(lexical_part or 0.0) + (semantic_part or 0.0),
-                chunk=source.hit,
-                lexical=lexical_rank.score if lexical_rank else None,
-                semantic=semantic_rank.score if semantic_rank else None,
+                chunk=chunk,
+                lexical=lexical_rank[0] if lexical_rank else None,
+                semantic=semantic_rank[0] if semantic_rank else None,
             )
         )
     fused.sort(key=lambda hit: (-hit.final, hit.knowledge_item_id))
@@ -169,11 +174,11 @@ def _contributions(
     ``mode``: its raw score alone, ``weight`` × its normalized score in ``hybrid``, ``1 / (k + rank)``
     in ``rrf``."""
     if mode is leg_mode:
-        return {item: entry.score.raw for item, entry in ranked.items()}
+        return {item: entry[0].raw for item, entry in ranked.items()}
     if mode is SearchMode.HYBRID:
-        return {item: weight * entry.score.normalized for item, entry in ranked.items()}
+        return {item: weight * entry[0].normalized for item, entry in ranked.items()}
     if mode is SearchMode.RRF:
-        return {item: 1.0 / (RRF_K + entry.score.rank) for item, entry in ranked.items()}
+        return {item: 1.0 / (RRF_K + entry[0].rank) for item, entry in ranked.items()}
     return {}
 
 
@@ -183,16 +188,12 @@ def _rank(leg: Leg, collapsed: Sequence[ChunkHit], normalize: Normalizer) -> Map
         return {}
     normalized = normalize(leg, [hit.score for hit in collapsed])
     return {
-        hit.knowledge_item_id: _Ranked(LegScore(raw=hit.score, normalized=value, rank=rank), hit)
+        hit.knowledge_item_id: (LegScore(hit.score, value, rank), hit)
         for rank, (hit, value) in enumerate(zip(collapsed, normalized, strict=True), start=1)
     }
 
 
 def _min_max(score: float, low: float, high: float) -> float:
-    if high <= low:
-        return 1.0
-    if not math.isfinite(high - low):  # scores near the float limits: halve them to keep the span finite
-        score, low, high = score / 2, low / 2, high / 2
     return min(1.0, max(0.0, (score - low) / (high - low)))
 
 
