@@ -152,15 +152,15 @@ def fuse(
         use_lexical = lexical_part is not None and (semantic_part is None or lexical_part >= semantic_part)
         _, chunk = lexical[item] if use_lexical else semantic[item]  # a leg the mode uses returned it
         lexical_rank, semantic_rank = lexical.get(item), semantic.get(item)
-        fused.append(
+        fused.append(  # positional, in field order: a keyword call costs twice as much here
             FusedHit(
-                knowledge_base_id=chunk.knowledge_base_id,
-                knowledge_item_id=item,
-                knowledge_revision_id=chunk.knowledge_revision_id,
-                final=(lexical_part or 0.0) + (semantic_part or 0.0),
-                chunk=chunk,
-                lexical=lexical_rank[0] if lexical_rank else None,
-                semantic=semantic_rank[0] if semantic_rank else None,
+                chunk.knowledge_base_id,
+                item,
+                chunk.knowledge_revision_id,
+                (lexical_part or 0.0) + (semantic_part or 0.0),
+                chunk,
+                lexical_rank[0] if lexical_rank else None,
+                semantic_rank[0] if semantic_rank else None,
             )
         )
     fused.sort(key=lambda hit: (-hit.final, hit.knowledge_item_id))
