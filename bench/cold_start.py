@@ -3,6 +3,7 @@
 ```sh
 python -m bench.cold_start                     # every functions/*/app.py, 3 fresh processes each
 python -m bench.cold_start --runs 5 search_knowledge mcp
+python -m bench.cold_start --runs 1 --profile mcp   # and where each first call spends its time
 git archive main | tar -x -C /tmp/main-tree && python -m bench.cold_start --baseline /tmp/main-tree
 ```
 
@@ -23,7 +24,11 @@ shows both (``baseline → this``).
 from __future__ import annotations
 
 import argparse
+import cProfile
+import io
 import json
+import os
+import pstats
 import statistics
 import subprocess
 import sys
@@ -87,6 +92,9 @@ EVENTS: dict[str, Callable[[], dict[str, Any]]] = {
     ),
 }
 """The event each function is invoked with (twice); a function not listed is only imported."""
+PROFILE_ENV = "COLD_START_PROFILE"
+"""Set (to anything) in a child's environment by ``--profile``: the first call runs under cProfile."""
+PROFILE_ROWS = 25
 EVENT_NAMES = {
     "mcp": "tools/list",
     "remember": "remember",
@@ -143,16 +151,22 @@ def child(function: str, root: Path) -> None:
     if build is not None:
         for run in ("first", "second"):
             event = build()
+            profile = cProfile.Profile() if run == "first" and os.environ.get(PROFILE_ENV) else None
             started = time.perf_counter()
+            if profile is not None:
+                profile.enable()
             answer = app.handler(event, _Context())
             figures[f"{run}_ms"] = 1000 * (time.perf_counter() - started)
+            if profile is not None:
+                profile.disable()
+                report = io.StringIO()
+                pstats.Stats(profile, stream=report).sort_stats("cumulative").print_stats(PROFILE_ROWS)
+                figures["first_call_profile"] = report.getvalue()
             figures["outcome"] = _outcome(answer)
     print(json.dumps(figures))
 
 
 def _environment(endpoint_url: str, table_name: str, state_dir: Path) -> dict[str, str]:
-    import os
-
     from knowledge_local.config import RuntimeSettings, function_environment
 
     forced, defaults = function_environment(RuntimeSettings(knowledge_state_dir=state_dir))
@@ -199,6 +213,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("functions", nargs="*", help="function directories (default: all)")
     parser.add_argument("--runs", type=int, default=3, help="fresh processes per function")
     parser.add_argument("--baseline", type=Path, help="another checkout to measure alongside")
+    parser.add_argument(
+        "--profile", action="store_true", help="cProfile each first call (the last run's, on stdout)"
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--root", type=Path, default=ROOT, help=argparse.SUPPRESS)
     arguments = parser.parse_args(argv)
@@ -221,6 +238,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         table_name = next(iter(stack.tables.values())).name
         with tempfile.TemporaryDirectory(prefix="cold-start-") as state_dir:
             environment = _environment(endpoint_url, table_name, Path(state_dir))
+            if arguments.profile:
+                environment[PROFILE_ENV] = "1"
             trees = {
                 "this": ROOT,
                 **({"baseline": arguments.baseline.resolve()} if arguments.baseline else {}),
@@ -242,7 +261,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             print(file=sys.stderr)
     finally:
         server.stop()
-    print(f"median of {arguments.runs} fresh processes per handler, milliseconds")
+    _report(rows, arguments.runs)
+
+
+def _report(rows: Sequence[tuple[str, dict[str, list[dict[str, Any]]]]], count: int) -> None:
+    print(f"median of {count} fresh processes per handler, milliseconds")
     print("| handler | import | first call | second call | event → answer | heavy modules imported |")
     print("|---|---|---|---|---|---|")
     for function, runs in rows:
@@ -255,6 +278,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"| {function} | {_cell(runs, 'import_ms')} | {_cell(runs, 'first_ms')} | "
             f"{_cell(runs, 'second_ms')} | {event} → {last.get('outcome', '—')} | {heavy} |"
         )
+    for function, runs in rows:
+        if "first_call_profile" in runs["this"][-1]:
+            print(f"\n### {function}: first call, cProfile (cumulative)\n")
+            print(runs["this"][-1]["first_call_profile"])
 
 
 if __name__ == "__main__":

@@ -12,6 +12,10 @@ from typing import Any
 
 from mangum import Mangum
 
+# The MCP SDK's own import makes this function's init phase long whatever else it loads, so the
+# DynamoDB store's module (with boto3) is imported at init too, where AWS advises SDK clients be
+# set up: the first call then builds the store instead of importing it (docs/benchmarks.md).
+import knowledge.adapters.dynamodb.knowledge_store  # noqa: F401
 from knowledge.api.mcp import create_app
 from knowledge.observability import logger, metrics, tracer
 
