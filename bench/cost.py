@@ -21,6 +21,7 @@ from pathlib import Path
 from bench.relevance import _read_jsonl
 from knowledge.domain.chunking import Chunker, embedding_text
 from knowledge.domain.context_pack import count_cl100k
+from knowledge.services.ranking import window
 
 PRICES = {
     "dynamodb_read_unit": 0.125 / 1e6,  # on-demand, per read request unit
@@ -39,6 +40,8 @@ PRICE_NOTE = (
 OPENSEARCH_NODES = 2
 """A managed domain of two r6g.large.search data nodes (one replica): billed per hour, not per request."""
 HOURS_PER_MONTH = 730
+WINDOW = window(10)
+"""Fused candidates one truth-check read covers for a page of 10 results."""
 
 
 @dataclass(frozen=True)
@@ -109,14 +112,10 @@ def search_lines(figures: dict[str, float]) -> list[Line]:
         ),
         Line("one _msearch (BM25 leg + knn leg)", "adapters/opensearch_index.py", opensearch_requests=1),
         Line(
-            "truth check: BatchGetItem of 25 items + 1 base (consistent)",
-            "services/ranking.py: _BATCH = 25, get_items, get_bases",
-            read_units=26,
-        ),
-        Line(
-            "results: BatchGetItem of 10 revisions (consistent)",
-            "services/search.py: get_revisions",
-            read_units=10,
+            f"truth check: one BatchGetItem of {WINDOW} items, their {WINDOW} revisions and the base"
+            " (consistent)",
+            "services/ranking.py: window(10), store.read_candidates",
+            read_units=2 * WINDOW + 1,
         ),
         Line(
             "SearchKnowledgeFunction, 1,024 MB, ~150 ms",
