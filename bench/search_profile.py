@@ -154,6 +154,7 @@ def child(root: Path, items: int, queries: int) -> dict[str, Any]:
             times.append(time.perf_counter() - started)
             results.append([result["title"] for result in json.loads(answer["body"])["results"]])
         searches = len(requests) / queries
+        kinds = {kind: requests.count(kind) / queries for kind in sorted(set(requests))}
         profile = cProfile.Profile()
         for body in bodies:
             profile.enable()
@@ -173,7 +174,7 @@ def child(root: Path, items: int, queries: int) -> dict[str, Any]:
             "median_ms": 1000 * statistics.median(ordered),
             "p95_ms": 1000 * ordered[round(0.95 * (len(ordered) - 1))],
             "dynamodb_requests_per_search": searches,
-            "request_kinds": sorted(set(requests)),
+            "request_kinds": kinds,
             "parts_ms": parts,
             "results": results,
         }
@@ -227,6 +228,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     print("|---|" + "---|" * len(names))
     for key in ("median_ms", "p95_ms", "dynamodb_requests_per_search"):
         print(f"| {key} | " + " | ".join(f"{figures[name][key]:.1f}" for name in names) + " |")
+    print(
+        "| DynamoDB requests per search, by operation | "
+        + " | ".join(
+            ", ".join(f"{kind} {count:.1f}" for kind, count in figures[name]["request_kinds"].items())
+            for name in names
+        )
+        + " |"
+    )
     for part in PARTS:
         print(
             f"| {part} ms | " + " | ".join(f"{figures[name]['parts_ms'][part]:.1f}" for name in names) + " |"
