@@ -74,10 +74,11 @@ $(BENCH_STAMP): $(STAMP) requirements/bench.txt
 
 bench-install: $(BENCH_STAMP)  ## add LanceDB and matplotlib (requirements/bench.txt) to .venv; `make test` never needs them
 
-bench: bench-install  ## ours vs LanceDB on SciFact (nDCG@10, p50/p95/p99) and at 1k-200k chunks (p50/p99, RSS), the semantic leg at 200k, store reads per search, cold starts, the cost model; JSON and plots in docs/benchmarks/ (DATA_DIR, BENCH_SIZES override)
+bench: bench-install  ## ours vs LanceDB on SciFact (nDCG@10, p50/p95/p99) and at 1k-200k chunks (p50/p99, RSS), the semantic leg at 200k, store reads per search, ingest docs/s and chunks/s per phase, cold starts, the cost model; JSON and plots in docs/benchmarks/ (DATA_DIR, BENCH_SIZES override)
 	POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/python -m bench.peer --data-dir "$${DATA_DIR:-../shared/data}/scifact" --sizes "$${BENCH_SIZES:-1000,10000,50000,200000}" --out docs/benchmarks
 	POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/python -m bench.semantic_leg
 	POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/python -m bench.search_profile
+	POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/python -m bench.ingest_path --data-dir "$${DATA_DIR:-../shared/data}/scifact"
 	$(BIN)/python -m bench.cold_start
 	$(BIN)/python -m bench.cost
 
