@@ -19,7 +19,10 @@ events in the batch sizes of the template's event source mappings:
 
 A phase's figure is the wall time spent inside its handler; **total** is the wall time of the whole
 run, with reading the stream and receiving and deleting the work messages (moto in process, so
-these are not AWS's latencies). The stream is drained at the end (the worker's indexed marks are
+these are not AWS's latencies). moto backs up the whole table before every operation of a
+``TransactWriteItems`` (``copy.deepcopy``), so the ingest phase, whose store writes are
+transactions, slows as the table grows: its figure is an upper bound that depends on
+``--documents``, unlike DynamoDB's. The stream is drained at the end (the worker's indexed marks are
 records too). Embedders: ``model``, the product's offline all-MiniLM-L6-v2 (behind the embedding
 cache at ``--cache`` when that file exists; loaded before the clock starts), and ``hashing``, a
 feature-hashing bag of words of the same dimension (``bench.memory.HashingVectors``), so the
