@@ -19,10 +19,10 @@ events in the batch sizes of the template's event source mappings:
 
 A phase's figure is the wall time spent inside its handler; **total** is the wall time of the whole
 run, with reading the stream and receiving and deleting the work messages (moto in process, so
-these are not AWS's latencies). moto backs up the whole table before every operation of a
-``TransactWriteItems`` (``copy.deepcopy``), so the ingest phase, whose store writes are
-transactions, slows as the table grows: its figure is an upper bound that depends on
-``--documents``, unlike DynamoDB's. The stream is drained at the end (the worker's indexed marks are
+these are not AWS's latencies). moto runs with the local runtime's fixes, as ``make run`` does:
+transactions roll back by journal (``knowledge_local.transactions``) instead of moto's copy of the
+whole table before each one, which made every write slower as the table grew, and moto's instance
+tracking is off. The stream is drained at the end (the worker's indexed marks are
 records too). Embedders: ``model``, the product's offline all-MiniLM-L6-v2 (behind the embedding
 cache at ``--cache`` when that file exists; loaded before the clock starts), and ``hashing``, a
 feature-hashing bag of words of the same dimension (``bench.memory.HashingVectors``), so the
@@ -363,7 +363,11 @@ def ingest_path(
     from tqdm import tqdm
 
     from knowledge.bootstrap import use_container
+    from knowledge_local import transactions
+    from knowledge_local.aws_server import stop_tracking_instances
 
+    stop_tracking_instances()
+    transactions.install()
     with mock_aws():
         try:
             pipeline = _Pipeline(embedder)
