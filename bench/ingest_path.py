@@ -36,7 +36,6 @@ on stderr.
 from __future__ import annotations
 
 import argparse
-import base64
 import importlib.util
 import json
 import os
@@ -45,7 +44,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -169,19 +167,6 @@ def _sqs_record(body: str, arn: str, attributes: Mapping[str, str] | None = None
     }
 
 
-def _as_event_json(value: Any) -> Any:
-    """A GetRecords value as Lambda delivers it: binary as base64, datetimes as epoch seconds."""
-    if isinstance(value, Mapping):
-        return {key: _as_event_json(entry) for key, entry in value.items()}
-    if isinstance(value, list):
-        return [_as_event_json(entry) for entry in value]
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode("ascii")
-    if isinstance(value, datetime):
-        return int(value.timestamp())
-    return value
-
-
 class _Stream:
     """New records of a table's stream since the last ``read``, every shard, oldest first."""
 
@@ -191,6 +176,8 @@ class _Stream:
         self._iterators: dict[str, str] = {}
 
     def read(self) -> list[dict[str, Any]]:
+        from knowledge_local.stream_poller import as_event_json
+
         records: list[dict[str, Any]] = []
         for shard in self._streams.describe_stream(StreamArn=self._arn)["StreamDescription"]["Shards"]:
             shard_id = shard["ShardId"]
@@ -204,7 +191,7 @@ class _Stream:
                 answer = self._streams.get_records(ShardIterator=iterator, Limit=1000)
                 iterator = answer["NextShardIterator"]
                 records.extend(
-                    {**_as_event_json(record), "eventSourceARN": self._arn} for record in answer["Records"]
+                    {**as_event_json(record), "eventSourceARN": self._arn} for record in answer["Records"]
                 )
                 if not answer["Records"]:
                     break

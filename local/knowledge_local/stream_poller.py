@@ -209,7 +209,7 @@ class StreamPoller(Poller):
     def _event_record(self, record: Mapping[str, Any]) -> dict[str, Any]:
         """A GetRecords record as Lambda delivers it: binary values base64, creation time in epoch
         seconds, the stream's ARN as ``eventSourceARN``."""
-        event: dict[str, Any] = _as_event_json(record)
+        event: dict[str, Any] = as_event_json(record)
         event["eventVersion"] = "1.1"
         event["eventSourceARN"] = self._stream_arn
         event.setdefault("awsRegion", REGION)
@@ -224,11 +224,13 @@ def _iso(epoch_seconds: float) -> str:
     return datetime.fromtimestamp(epoch_seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
-def _as_event_json(value: Any) -> Any:
+def as_event_json(value: Any) -> Any:
+    """A DynamoDB Streams ``GetRecords`` value as Lambda delivers it in an event: binary as base64,
+    sets and tuples as lists, datetimes as epoch seconds."""
     if isinstance(value, Mapping):
-        return {key: _as_event_json(item) for key, item in value.items()}
+        return {key: as_event_json(item) for key, item in value.items()}
     if isinstance(value, list | set | tuple):
-        return [_as_event_json(item) for item in value]
+        return [as_event_json(item) for item in value]
     if isinstance(value, bytes | bytearray):
         return base64.b64encode(value).decode("ascii")
     if isinstance(value, datetime):
