@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import multiprocessing
 import statistics
 import sys
 import threading
@@ -28,6 +29,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,7 +53,6 @@ class Phase:
     probe: list[float] = field(default_factory=list)
     probe_statuses: Counter[int] = field(default_factory=Counter)
     flood_statuses: Counter[int] = field(default_factory=Counter)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def percentile(self, fraction: float) -> float:
         ordered = sorted(self.probe)
@@ -123,6 +124,38 @@ def _searcher(api_url: str, token: str) -> Callable[[int], int]:
     return search
 
 
+def _ready() -> bool:
+    return True
+
+
+def _flood(api_url: str, token: str, rps: float, threads: int, seconds: float) -> Counter[int]:
+    """The noisy tenant's searches: ``threads`` threads at ``rps`` in total for ``seconds``; the
+    answers by status. Runs in a process of its own (``_run_phase``), so the flood's threads never
+    hold the probe's interpreter lock while the probe is timing an answer."""
+    statuses: Counter[int] = Counter()
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def sender() -> Callable[[int], None]:
+        noisy = _searcher(api_url, token)
+
+        def send(n: int) -> None:
+            status = noisy(n)
+            with lock:
+                statuses[status] += 1
+
+        return send
+
+    workers = [threading.Thread(target=_paced, args=(rps / threads, stop, sender())) for _ in range(threads)]
+    for worker in workers:
+        worker.start()
+    time.sleep(seconds)
+    stop.set()
+    for worker in workers:
+        worker.join()
+    return statuses
+
+
 def _run_phase(
     phase: Phase,
     api_url: str,
@@ -132,6 +165,8 @@ def _run_phase(
     seconds: float,
     flood: bool,
 ) -> Phase:
+    """The probe at ``--probe-rps`` in this process for ``seconds``, and with ``flood`` the noisy
+    tenant's flood in a child process at the same time."""
     stop = threading.Event()
     quiet_token, noisy_token = tokens
     quiet = _searcher(api_url, quiet_token)
@@ -140,33 +175,23 @@ def _run_phase(
         began = time.perf_counter()
         status = quiet(n)
         elapsed = time.perf_counter() - began
-        with phase._lock:
-            phase.probe.append(elapsed)
-            phase.probe_statuses[status] += 1
+        phase.probe.append(elapsed)
+        phase.probe_statuses[status] += 1
 
-    def flooder() -> Callable[[int], None]:
-        noisy = _searcher(api_url, noisy_token)
-
-        def send(n: int) -> None:
-            status = noisy(n)
-            with phase._lock:
-                phase.flood_statuses[status] += 1
-
-        return send
-
-    threads = [threading.Thread(target=_paced, args=(args.probe_rps, stop, probe))]
-    if flood:
-        per_thread = args.flood_rps / args.flood_threads
-        threads += [
-            threading.Thread(target=_paced, args=(per_thread, stop, flooder()))
-            for _ in range(args.flood_threads)
-        ]
-    for thread in threads:
-        thread.start()
-    time.sleep(seconds)
-    stop.set()
-    for thread in threads:
-        thread.join()
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        pool.submit(_ready).result()  # the child has started and imported this module: the phase begins
+        flooding = (
+            pool.submit(_flood, api_url, noisy_token, args.flood_rps, args.flood_threads, seconds)
+            if flood
+            else None
+        )
+        prober = threading.Thread(target=_paced, args=(args.probe_rps, stop, probe))
+        prober.start()
+        time.sleep(seconds)
+        stop.set()
+        prober.join()
+        if flooding is not None:
+            phase.flood_statuses.update(flooding.result())
     return phase
 
 

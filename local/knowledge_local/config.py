@@ -78,6 +78,11 @@ class RuntimeSettings(BaseSettings):
     knowledge_persist: bool = Field(
         default=False, description="keep the table in the state directory across restarts"
     )
+    knowledge_authorizer_cache: bool = Field(
+        default=False,
+        description="replay each token's authorizer answer for the template's ReauthorizeEvery "
+        "seconds, as API Gateway does; false: every request is authorized afresh, so a revoke counts at once",
+    )
     knowledge_runtime_enabled: bool = Field(
         default=True,
         description="false switches the tools off: each answers 503 knowledge_runtime_disabled "

@@ -25,7 +25,10 @@ these with its own ``{"message": ...}`` bodies):
   invocation the stop ends; the listening socket is closed first, so new connections are refused;
 - and what the HTTP server answers before routing (``gateway_server``): 400, 408, 413, 431, 500.
 
-Authorizer answers are not cached (``ReauthorizeEvery`` is ignored), so revocations apply at once.
+Authorizer answers are not cached by default, so a revocation applies at once. With
+``authorizer_cache=True`` the gateway caches them as API Gateway does (``authorizer_cache``): for
+the authorizer's ``ReauthorizeEvery`` seconds per identity-source value, context included, failures
+not cached.
 """
 
 from __future__ import annotations
@@ -33,11 +36,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from knowledge.domain.bearer_tokens import TokenRejection
+from knowledge_local.authorizer_cache import AuthorizerCache
 from knowledge_local.gateway_server import GatewayServer
 from knowledge_local.http_api import (
     HttpRequest,
@@ -74,6 +79,9 @@ class Gateway:
     thread, invoking functions through ``invoker`` (default: an ``Invoker`` of its own, closed by
     ``stop()``; one passed in is left to its owner).
 
+    ``authorizer_cache`` replays an authorizer's answers for its ``ReauthorizeEvery`` seconds, as
+    API Gateway does (``clock``: monotonic seconds, for the cache's expiry).
+
     Use ``with Gateway(path) as gateway:`` or ``start()``/``stop()``; ``url`` is the base URL.
     Raises ``routes.TemplateError`` at construction for an HTTP API it cannot serve.
     """
@@ -85,8 +93,11 @@ class Gateway:
         port: int = 0,
         *,
         invoker: Invocations | None = None,
+        authorizer_cache: bool = False,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.routes: RouteTable = load_routes(template_path)
+        self._authorizer_cache = AuthorizerCache(clock=clock) if authorizer_cache else None
         self._host, self._port = host, port
         self._given_invoker = invoker
         self._invoker: Invocations | None = None
@@ -242,22 +253,28 @@ class Gateway:
             return gateway_error(
                 401, "authentication_required", missing.message, details={"reason": missing.value}
             )
-        event = authorizer_event(
-            request,
-            route_key=match.route.route_key,
-            path_parameters=match.path_parameters,
-            identity_source=[value for value in identity if value],
-            port=port,
-        )
-        try:
-            allowed, context = authorization(
-                self._invoke(authorizer.function, event), simple_responses=authorizer.simple_responses
+        cache, key = self._authorizer_cache, (authorizer.name, *identity)
+        decision = cache.get(key) if cache is not None and authorizer.result_ttl_seconds else None
+        if decision is None:
+            event = authorizer_event(
+                request,
+                route_key=match.route.route_key,
+                path_parameters=match.path_parameters,
+                identity_source=[value for value in identity if value],
+                port=port,
             )
-        except InvokerClosedError:
-            return _stopping()
-        except (InvocationError, InvalidResponseError) as error:
-            log.error("authorizer failed", extra={"authorizer": authorizer.name, "error": str(error)})
-            return gateway_error(500, "internal_error", "The authorizer failed.", retryable=True)
+            try:
+                decision = authorization(
+                    self._invoke(authorizer.function, event), simple_responses=authorizer.simple_responses
+                )
+            except InvokerClosedError:
+                return _stopping()
+            except (InvocationError, InvalidResponseError) as error:
+                log.error("authorizer failed", extra={"authorizer": authorizer.name, "error": str(error)})
+                return gateway_error(500, "internal_error", "The authorizer failed.", retryable=True)
+            if cache is not None:
+                cache.put(key, decision, authorizer.result_ttl_seconds)
+        allowed, context = decision
         return context if allowed else gateway_error(403, "forbidden", "The authorizer denied the request.")
 
     def _invoke(self, function: FunctionSpec, event: dict[str, Any]) -> Any:

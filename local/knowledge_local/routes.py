@@ -6,7 +6,8 @@ Read from the template: every ``AWS::Serverless::Function`` (with ``Globals.Func
 ``AWS::Serverless::HttpApi`` resource, or ``Globals.HttpApi`` for the implicit API): its
 ``DefaultAuthorizer`` and its Lambda ``Authorizers`` (``FunctionArn: !GetAtt Fn.Arn``,
 ``AuthorizerPayloadFormatVersion``, ``EnableSimpleResponses``, ``Identity.Headers`` /
-``Identity.QueryStrings``). An event without ``Path``/``Method`` is the ``$default`` route.
+``Identity.QueryStrings``, ``Identity.ReauthorizeEvery``: the answers' cache TTL, 0 when absent).
+An event without ``Path``/``Method`` is the ``$default`` route.
 
 Matching follows API Gateway HTTP APIs: a literal path segment beats a ``{param}``, which beats a
 greedy ``{proxy+}``; an explicit method beats ``ANY``; ``$default`` catches the rest. Path
@@ -30,6 +31,7 @@ ANY_METHOD = "ANY"
 NO_AUTHORIZER = "NONE"
 DEFAULT_TIMEOUT_SECONDS = 3
 DEFAULT_MEMORY_MB = 128
+MAX_RESULT_TTL_SECONDS = 3600
 _PARAMETER = re.compile(r"^\{([A-Za-z0-9_.-]+)(\+?)\}$")
 
 
@@ -67,6 +69,8 @@ class AuthorizerSpec:
     simple_responses: bool = False
     identity_headers: tuple[str, ...] = ()
     identity_query_strings: tuple[str, ...] = ()
+    result_ttl_seconds: int = 0
+    """How long API Gateway caches an answer (``Identity.ReauthorizeEvery``); 0: not cached."""
 
 
 @dataclass(frozen=True)
@@ -207,7 +211,17 @@ def _authorizer(
         simple_responses=bool(config.get("EnableSimpleResponses", False)),
         identity_headers=tuple(str(header).lower() for header in identity.get("Headers") or ()),
         identity_query_strings=tuple(str(query) for query in identity.get("QueryStrings") or ()),
+        result_ttl_seconds=_result_ttl(name, identity.get("ReauthorizeEvery", 0)),
     )
+
+
+def _result_ttl(name: str, value: Any) -> int:
+    """``ReauthorizeEvery`` as API Gateway takes it: whole seconds from 0 to 3600."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_RESULT_TTL_SECONDS:
+        raise TemplateError(
+            f"Authorizer {name!r}: ReauthorizeEvery must be whole seconds from 0 to {MAX_RESULT_TTL_SECONDS}."
+        )
+    return value
 
 
 def _function_of(arn: Any) -> str:

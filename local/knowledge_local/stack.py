@@ -143,7 +143,13 @@ class LocalStack:
         self._aws = _bind(AwsServer(settings.host, settings.aws_port).start, "AWS_PORT", settings.aws_port)
         self._services = services = SharedServices()
         self._invoker = invoker = Invoker(max_environments=settings.max_environments, setup=services.setup)
-        gateway = Gateway(self.template, settings.host, settings.port, invoker=invoker)
+        gateway = Gateway(
+            self.template,
+            settings.host,
+            settings.port,
+            invoker=invoker,
+            authorizer_cache=settings.knowledge_authorizer_cache,
+        )
         self._gateway = _bind(gateway.bind, "PORT", settings.port)
         created = _make_directory(settings.knowledge_state_dir)
         try:

@@ -732,3 +732,61 @@ def test_gateway_stop_ends_an_invocation_past_the_drain_with_503(caplog: pytest.
     assert _error(response) == STOPPING
     assert response.headers["retry-after"] == "5"
     assert [record for record in caplog.records if record.levelno >= logging.ERROR] == []
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _authorizer_context(response: httpx2.Response) -> dict[str, Any]:
+    context: dict[str, Any] = _event(response)["requestContext"]["authorizer"]["lambda"]
+    return context
+
+
+def test_gateway_authorizer_cache_replays_a_token_answer_on_every_route_until_it_expires() -> None:
+    clock = _Clock()
+    alice = {"Authorization": "Bearer alice"}
+    with (
+        Gateway(FIXTURES / "template.yaml", authorizer_cache=True, clock=clock) as running,
+        httpx2.Client(base_url=running.url, timeout=10) as client,
+    ):
+        first = _authorizer_context(client.get("/items/a", headers=alice))
+        replayed = _authorizer_context(client.post("/echo", headers=alice, content=b"{}"))
+        bob = _authorizer_context(
+            client.post("/echo", headers={"Authorization": "Bearer bob"}, content=b"{}")
+        )
+        clock.now += 60
+        fresh = _authorizer_context(client.post("/echo", headers=alice, content=b"{}"))
+
+    assert first["route_key"] == "GET /items/{item}"
+    assert replayed == first  # API Gateway replays the context the authorizer gave on the first route
+    assert bob == {"subject": "bob", "route_key": "POST /echo", "identity": ["Bearer bob"]}
+    assert fresh == {"subject": "alice", "route_key": "POST /echo", "identity": ["Bearer alice"]}
+
+
+def test_gateway_without_authorizer_cache_authorizes_every_request_afresh(http: httpx2.Client) -> None:
+    alice = {"Authorization": "Bearer alice"}
+
+    first = _authorizer_context(http.get("/items/a", headers=alice))
+    second = _authorizer_context(http.post("/echo", headers=alice, content=b"{}"))
+
+    assert (first["route_key"], second["route_key"]) == ("GET /items/{item}", "POST /echo")
+
+
+def test_gateway_authorizer_cache_keeps_no_failure() -> None:
+    with (
+        Gateway(FIXTURES / "template.yaml", authorizer_cache=True, clock=_Clock()) as running,
+        httpx2.Client(base_url=running.url, timeout=10) as client,
+    ):
+        statuses = [
+            client.get("/items/a", headers={"Authorization": "Bearer boom"}).status_code for _ in range(2)
+        ]
+        denied = client.get("/items/a", headers={"Authorization": "Bearer deny"})
+
+    assert statuses == [500, 500]
+    assert denied.status_code == 403
+    assert _error(denied)["code"] == "forbidden"

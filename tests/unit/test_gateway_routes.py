@@ -111,3 +111,27 @@ Resources:
 
     with pytest.raises(TemplateError, match="only those run locally"):
         load_routes(template)
+
+
+def test_routes_authorizer_result_ttl_is_read_from_reauthorize_every() -> None:
+    project = load_routes(TEMPLATE).match("POST", "/v1/tools/search_knowledge")
+    fixture = load_routes(FIXTURE).match("GET", "/items/a")
+
+    assert project is not None
+    assert project.route.authorizer is not None
+    assert project.route.authorizer.result_ttl_seconds == 300
+    assert fixture is not None
+    assert fixture.route.authorizer is not None
+    assert fixture.route.authorizer.result_ttl_seconds == 60
+
+
+@pytest.mark.parametrize("value", ["-1", "3601", "1.5", "true", "soon"])
+def test_routes_reauthorize_every_outside_whole_seconds_0_to_3600_is_refused(
+    tmp_path: Path, value: str
+) -> None:
+    text = FIXTURE.read_text(encoding="utf-8").replace("ReauthorizeEvery: 60", f"ReauthorizeEvery: {value}")
+    template = tmp_path / "template.yaml"
+    template.write_text(text, encoding="utf-8")
+
+    with pytest.raises(TemplateError, match="ReauthorizeEvery must be whole seconds from 0 to 3600"):
+        load_routes(template)
