@@ -23,6 +23,7 @@ from knowledge.domain.note_lifecycle import NoteWrite
 from knowledge.domain.note_retrieval import IndexedNote, NoteFilter, NoteHit, NoteLegHits, NoteQuery
 from knowledge.domain.notes import Note, NoteClaim
 from knowledge.domain.pins import Pin
+from knowledge.domain.rates import Rate, RateDecision
 from knowledge.domain.retrieval import IndexedItem, IndexQuery, LegHits
 from knowledge.domain.truth import CandidateKey, CandidateRecords
 
@@ -319,13 +320,18 @@ class PinStore(Protocol):
 
 
 class QuotaStore(Protocol):
-    """Per-tenant fixed-window counters (``knowledge.services.quotas``), shared by every process."""
+    """Per-tenant rate quotas (``knowledge.services.quotas``, GCRA: ``knowledge.domain.rates``),
+    shared by every process."""
 
-    def consume_quota(self, tenant_id: str, quota: str, *, window: int, limit: int, expires_at: int) -> bool:
-        """Count one use of ``quota`` for ``tenant_id`` in the window starting at ``window`` (epoch
-        seconds) when fewer than ``limit`` were counted there, atomically; True when counted, False
-        when the window is full (nothing is counted then). ``expires_at`` (epoch seconds) is when
-        the counter may be purged. Raises ``DependencyUnavailableError``."""
+    def consume_rate(
+        self, tenant_id: str, quota: str, rate: Rate, *, now: int, expires_at: int, expect_idle: bool
+    ) -> RateDecision:
+        """One use of ``quota`` by ``tenant_id`` at ``now`` (epoch microseconds), decided by
+        ``rate.decide`` on the stored theoretical arrival time and stored with it atomically when
+        admitted (nothing changes when refused). ``expires_at`` (epoch seconds) is when the record
+        may be purged. ``expect_idle`` is a hint, true when the caller saw no use in the last burst:
+        an adapter that needs one conditional write per case tries the idle case first. Raises
+        ``DependencyUnavailableError``; ``ValueError`` for a tenant id with ``#``."""
         ...
 
 

@@ -71,8 +71,8 @@ class Settings(BaseSettings):
     runtime_switch_parameter: str | None = None
     runtime_switch_max_age_seconds: int = Field(default=15, ge=0)
 
-    # Per-tenant quotas (``knowledge.services.quotas``): fixed one-second windows counted in the
-    # table; 0 turns a quota off.
+    # Per-tenant quotas (``knowledge.services.quotas``): GCRA rates kept in the table (a burst of
+    # the limit, then evenly spaced); 0 turns a quota off.
     tenant_requests_per_second: int = Field(default=50, ge=0)
     """Authenticated requests per second per tenant, over every REST route and MCP together."""
     tenant_writes_per_second: int = Field(default=10, ge=0)

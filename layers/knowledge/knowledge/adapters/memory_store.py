@@ -34,6 +34,7 @@ from knowledge.domain.models import (
     Source,
     TokenRecord,
 )
+from knowledge.domain.rates import Rate, RateDecision
 from knowledge.domain.truth import CandidateKey, CandidateRecords
 from knowledge.errors import ConflictError, DependencyUnavailableError, ResourceUnavailableError
 from knowledge.ports import Clock
@@ -72,8 +73,8 @@ class InMemoryKnowledgeStore(InMemoryNoteStore):
         self._contents: dict[tuple[str, str, str], str] = {}
         self._external_ids: dict[tuple[str, str, str], str] = {}
         self._tokens: dict[str, TokenRecord] = {}
-        self._quotas: dict[tuple[str, str, int], tuple[int, int]] = {}
-        """``(tenant, quota, window)`` → ``(count, expires_at)``."""
+        self._quotas: dict[tuple[str, str], tuple[int, int]] = {}
+        """``(tenant, quota)`` → ``(theoretical arrival time, expires_at)``."""
         self._init_notes(stored_items_limit)
 
     # Bases
@@ -349,19 +350,21 @@ class InMemoryKnowledgeStore(InMemoryNoteStore):
 
     # Quotas
 
-    def consume_quota(self, tenant_id: str, quota: str, *, window: int, limit: int, expires_at: int) -> bool:
-        """Count one use in the window unless ``limit`` are counted; counters past their
-        ``expires_at`` are dropped, as DynamoDB's TTL would."""
-        keys.quota_key(tenant_id, quota, window)  # the same key rules as the table
+    def consume_rate(
+        self, tenant_id: str, quota: str, rate: Rate, *, now: int, expires_at: int, expect_idle: bool
+    ) -> RateDecision:
+        """``rate.decide`` on the kept arrival time, under the store's lock; records past their
+        ``expires_at`` are dropped, as DynamoDB's TTL would. ``expect_idle`` changes nothing here."""
+        keys.quota_key(tenant_id, quota)  # the same key rules as the table
         with self._lock:
-            now = self._clock().timestamp()
-            for key in [key for key, (_, expiry) in self._quotas.items() if expiry < now]:
+            seconds = self._clock().timestamp()
+            for key in [key for key, (_, expiry) in self._quotas.items() if expiry < seconds]:
                 del self._quotas[key]
-            count, _ = self._quotas.get((tenant_id, quota, window), (0, expires_at))
-            if count >= limit:
-                return False
-            self._quotas[(tenant_id, quota, window)] = (count + 1, expires_at)
-            return True
+            kept = self._quotas.get((tenant_id, quota))
+            decision = rate.decide(kept[0] if kept else None, now)
+            if decision.admitted:
+                self._quotas[(tenant_id, quota)] = (decision.tat, expires_at)
+            return decision
 
     # Internals (callers hold the lock)
 

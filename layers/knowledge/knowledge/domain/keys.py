@@ -122,10 +122,10 @@ def token_key(token_hash: str) -> TableKey:
     return TableKey(f"TOKEN#{_part(token_hash)}", META)
 
 
-def quota_key(tenant_id: str, quota: str, window: int) -> TableKey:
-    """``T#{tenant}#QUOTA`` / ``{quota}#{window}``: one tenant's counter of one quota in one window
-    (``window`` is the window's start in epoch seconds)."""
-    return TableKey(f"T#{_part(tenant_id)}#QUOTA", f"{_part(quota)}#{window}")
+def quota_key(tenant_id: str, quota: str) -> TableKey:
+    """``T#{tenant}#QUOTA`` / ``RATE#{quota}``: one tenant's theoretical arrival time for one rate
+    quota (``knowledge.domain.rates``)."""
+    return TableKey(f"T#{_part(tenant_id)}#QUOTA", f"RATE#{_part(quota)}")
 
 
 def stored_items_key(tenant_id: str) -> TableKey:

@@ -1,19 +1,20 @@
-"""Per-tenant quotas: requests per second and writes per second, each a fixed one-second window
-counted in the store (``QuotaStore``), so every execution environment of every function shares it.
+"""Per-tenant quotas: requests per second and writes per second, each a GCRA rate
+(``knowledge.domain.rates``) kept in the store (``QuotaStore``), so every execution environment of
+every function shares it.
 
 ``admit_request`` runs for every authenticated REST and MCP request, ``admit_write`` in addition for
-every write (``knowledge.api.writes`` and the MCP write tools). A full window raises
-``RateLimitedError`` (429 ``rate_limited``, ``Retry-After``: the seconds until the next window);
-a limit of 0 turns that quota off. A counter expires (TTL) ``COUNTER_TTL_SECONDS`` after its window.
+every write (``knowledge.api.writes`` and the MCP write tools). A refused use raises
+``RateLimitedError`` (429 ``rate_limited``, ``Retry-After``: the whole seconds, at least 1, until
+a use is admitted again); a limit of 0 turns that quota off. A tenant may send ``limit`` uses at
+once; one that keeps sending is admitted one use every ``1/limit`` seconds, spread evenly, so what
+a flooding tenant is still allowed never arrives as one burst at the start of each second. The
+record expires (TTL) ``COUNTER_TTL_SECONDS`` after its last admitted use.
 
-A window refused once stays refused until it ends (its count only grows), so each service
-remembers, per tenant and quota, the last window it saw full and refuses the rest of that window
-in memory: a flooding tenant costs one store write per window and execution environment, not one
-per request, and its refusals are answered before any other work.
-
-Why fixed windows: one conditional ``UpdateItem`` per quota per request (1 WCU, one round trip),
-against a read and a conditional write for a token bucket. A burst of up to twice the limit can
-straddle a window edge; for quotas meant to shield tenants from each other that is acceptable.
+Each service remembers, per tenant and quota, the last arrival time the store answered. A tenant's
+arrival time only grows, so while the remembered one refuses, every use is refused in memory before
+any other work: a flooding tenant costs one store write per admitted use and per refusal that
+learns a later arrival time, not one per request. The remembered time also tells the store which
+of its two writes to try first (``expect_idle``).
 """
 
 from __future__ import annotations
@@ -22,10 +23,12 @@ import math
 import threading
 from collections.abc import Callable
 
+from knowledge.domain.rates import MICROS, Rate
 from knowledge.errors import RateLimitedError
 from knowledge.ports import QuotaStore
 
 WINDOW_SECONDS = 1
+"""The period the limits are given in (``details.window_seconds``)."""
 COUNTER_TTL_SECONDS = 300
 REQUESTS = "requests_per_second"
 WRITES = "writes_per_second"
@@ -45,14 +48,17 @@ class QuotaService:
         clock: Callable[[], float],
     ) -> None:
         self._store = store
-        self._limits = {REQUESTS: requests_per_second, WRITES: writes_per_second}
+        self._rates = {
+            quota: Rate(limit) if limit > 0 else None
+            for quota, limit in ((REQUESTS, requests_per_second), (WRITES, writes_per_second))
+        }
         self._clock = clock
-        self._full: dict[tuple[str, str], int] = {}
-        """``(tenant, quota)`` → the start of the last window seen full."""
-        self._full_lock = threading.Lock()
+        self._arrivals: dict[tuple[str, str], int] = {}
+        """``(tenant, quota)`` → the last theoretical arrival time the store answered (epoch µs)."""
+        self._arrivals_lock = threading.Lock()
 
     def admit_request(self, tenant_id: str) -> None:
-        """Count one request of ``tenant_id``; raises ``RateLimitedError`` when its window is full,
+        """Count one request of ``tenant_id``; raises ``RateLimitedError`` when its rate is used up,
         ``DependencyUnavailableError`` when the store is down."""
         self._admit(tenant_id, REQUESTS)
 
@@ -61,22 +67,29 @@ class QuotaService:
         self._admit(tenant_id, WRITES)
 
     def _admit(self, tenant_id: str, quota: str) -> None:
-        limit = self._limits[quota]
-        if limit <= 0:
+        rate = self._rates[quota]
+        if rate is None:
             return
-        now = self._clock()
-        window = int(now // WINDOW_SECONDS) * WINDOW_SECONDS
-        with self._full_lock:
-            known_full = self._full.get((tenant_id, quota)) == window
-        if not known_full:
-            counted = self._store.consume_quota(
-                tenant_id, quota, window=window, limit=limit, expires_at=window + COUNTER_TTL_SECONDS
+        now = int(self._clock() * MICROS)
+        with self._arrivals_lock:
+            known = self._arrivals.get((tenant_id, quota))
+        if known is not None and rate.admitted_from(known) > now:
+            tat = known  # refused in memory: the stored arrival time is at least this one
+        else:
+            decision = self._store.consume_rate(
+                tenant_id,
+                quota,
+                rate,
+                now=now,
+                expires_at=now // MICROS + COUNTER_TTL_SECONDS,
+                expect_idle=known is None or known < now,
             )
-            if counted:
+            with self._arrivals_lock:
+                self._arrivals[tenant_id, quota] = decision.tat
+            if decision.admitted:
                 return
-            with self._full_lock:
-                self._full[tenant_id, quota] = window
-        retry_after = max(1, math.ceil(window + WINDOW_SECONDS - now))
+            tat = decision.tat
+        retry_after = max(1, math.ceil((rate.admitted_from(tat) - now) / MICROS))
         raise RateLimitedError(
-            quota, limit=limit, window_seconds=WINDOW_SECONDS, retry_after_seconds=retry_after
+            quota, limit=rate.limit, window_seconds=WINDOW_SECONDS, retry_after_seconds=retry_after
         )

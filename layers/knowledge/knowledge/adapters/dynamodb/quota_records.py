@@ -1,13 +1,23 @@
-"""Quota counters on the table (``T#{tenant}#QUOTA`` / ``{quota}#{window}``): one item per tenant,
-quota and fixed window, counted by one conditional ``UpdateItem`` (``ADD`` under ``count < limit``)
-and purged by DynamoDB TTL through ``expiration`` (epoch seconds).
+"""Rate quotas and the stored items count on the table (``T#{tenant}#QUOTA``).
 
-A request costs one write capacity unit whether it is counted or refused (a failed condition is
-still a write), and one round trip; the counter is shared by every execution environment.
+Each rate quota of a tenant is one item, ``RATE#{quota}``, holding its theoretical arrival time
+``tat`` (GCRA, ``knowledge.domain.rates``; epoch microseconds) and an ``expiration`` (epoch
+seconds) for DynamoDB's TTL to purge it once idle. ``rate.decide`` has two admitting cases, each one
+conditional ``UpdateItem``, so no use needs a read:
 
-The stored items count (``T#{tenant}#QUOTA`` / ``STORED_ITEMS``, no TTL) is not a window: it is one
-``Update`` inside the transaction that creates or removes items (``stored_items_write``), or that
-marks a note removed by its expiry as counted out (``stored_items_release``).
+- steady (``now ≤ tat ≤ now + τ``): ``SET tat = tat + T`` under ``tat BETWEEN :now AND :ceiling``;
+- idle (no ``tat``, or ``tat < now``): ``SET tat = :now + T`` under
+  ``attribute_not_exists(tat) OR tat < :now``.
+
+The write the caller expects (``expect_idle``) goes first; when its condition fails, the stored
+item it returns (``ALL_OLD``) says which case holds: ``tat > now + τ`` is the refusal, otherwise the
+other write is sent. A use costs one write capacity unit and one round trip when the guess is
+right (a failed condition is still a write), two when it is wrong; a concurrent writer that moves
+``tat`` between the two is answered by deciding again, at most ``ATTEMPTS`` writes in all.
+
+The stored items count (``STORED_ITEMS``, no TTL) is one ``Update`` inside the transaction that
+creates or removes items (``stored_items_write``), or that marks a note removed by its expiry as
+counted out (``stored_items_release``).
 """
 
 from __future__ import annotations
@@ -17,7 +27,8 @@ from typing import TYPE_CHECKING
 from knowledge.adapters.dynamodb import codec
 from knowledge.adapters.dynamodb.table import DynamoDBTable, TableRecords
 from knowledge.domain import keys
-from knowledge.errors import ConflictError, StoredItemsQuotaError
+from knowledge.domain.rates import Rate, RateDecision
+from knowledge.errors import StoredItemsQuotaError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import (
@@ -26,38 +37,66 @@ if TYPE_CHECKING:
         UpdateTypeDef,
     )
 
-_UNDER_LIMIT = "attribute_not_exists(#count) OR #count < :limit"
+ATTEMPTS = 4
+"""Conditional writes per use at most; past them a use is refused (a tenant whose arrival time
+moves under every attempt is sending hard enough to be told to slow down)."""
 
 
 class DynamoDBQuotaStore(TableRecords):
-    """The ``QuotaStore`` port: fixed-window counters updated atomically with a condition."""
+    """The ``QuotaStore`` port: GCRA arrival times moved by conditional writes (module doc)."""
 
-    def consume_quota(self, tenant_id: str, quota: str, *, window: int, limit: int, expires_at: int) -> bool:
-        try:
-            self._table.update(
+    def consume_rate(
+        self, tenant_id: str, quota: str, rate: Rate, *, now: int, expires_at: int, expect_idle: bool
+    ) -> RateDecision:
+        def number(value: int) -> AttributeValueTypeDef:
+            return {"N": str(value)}
+
+        steady = (
+            "SET #tat = #tat + :interval",
+            "#tat BETWEEN :now AND :ceiling",
+            {
+                ":interval": number(rate.interval),
+                ":now": number(now),
+                ":ceiling": number(now + rate.tolerance),
+            },
+        )
+        idle = (
+            "SET #tat = :next",
+            "attribute_not_exists(#tat) OR #tat < :now",
+            {":next": number(now + rate.interval), ":now": number(now)},
+        )
+        case = idle if expect_idle else steady
+        for _ in range(ATTEMPTS):
+            update, condition, values = case
+            applied, item = self._table.update_if(
                 {
                     "TableName": self._table.name,
-                    "Key": codec.key(keys.quota_key(tenant_id, quota, window)),
-                    "UpdateExpression": "ADD #count :one SET #entity = :entity, #expiration = :expiration",
-                    "ConditionExpression": _UNDER_LIMIT,
+                    "Key": codec.key(keys.quota_key(tenant_id, quota)),
+                    "UpdateExpression": f"{update}, #entity = :entity, #expiration = :expiration",
+                    "ConditionExpression": condition,
                     "ExpressionAttributeNames": {
-                        "#count": "count",
+                        "#tat": "tat",
                         "#entity": "entity",
                         "#expiration": "expiration",
                     },
                     "ExpressionAttributeValues": {
-                        ":one": {"N": "1"},
-                        ":limit": {"N": str(limit)},
+                        **values,
                         ":entity": {"S": codec.Entity.QUOTA.value},
-                        ":expiration": {"N": str(expires_at)},
+                        ":expiration": number(expires_at),
                     },
+                    "ReturnValues": "UPDATED_NEW",
                     "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                 }
             )
-        except ConflictError:
-            # The condition failed on a stored counter (``failures._refusal`` of a versionless record).
-            return False
-        return True
+            if applied:
+                return RateDecision(admitted=True, tat=int(item["tat"]["N"]))
+            stored = int(item["tat"]["N"]) if "tat" in item else None
+            decision = rate.decide(stored, now)
+            if not decision.admitted:
+                return decision
+            case = idle if stored is None or stored < now else steady
+        # Every attempt lost a race with another writer: refused, and admitted again at once.
+        return RateDecision(admitted=False, tat=now + rate.tolerance + 1)
 
 
 def stored_items_write(

@@ -7,8 +7,10 @@ and range queries are strongly consistent; GSI queries cannot be.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
 
 from knowledge.adapters.dynamodb.codec import RawItem, key, serialize
 from knowledge.adapters.dynamodb.failures import (
@@ -130,6 +132,21 @@ class DynamoDBTable:
         with translated_errors():
             response = self._client.update_item(**request)
         return dict(response.get("Attributes", {}))
+
+    def update_if(self, request: UpdateItemInputTypeDef) -> tuple[bool, RawItem]:
+        """One conditional ``UpdateItem`` whose refusal is an answer, not an error: ``(True,
+        Attributes)`` when it applied, ``(False, the stored item)`` when its condition failed (the
+        request should ask for ``ReturnValuesOnConditionCheckFailure: ALL_OLD``; an absent item is
+        ``{}``). Other failures raise as ``update``."""
+        try:
+            response = self._client.update_item(**request)
+        except (ClientError, BotoCoreError) as error:
+            failure: Mapping[str, Any] = error.response if isinstance(error, ClientError) else {}
+            if failure.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False, dict(failure.get("Item", {}))
+            with translated_errors():
+                raise
+        return True, dict(response.get("Attributes", {}))
 
     def transact(self, writes: list[TransactWriteItemTypeDef]) -> None:
         """One ``TransactWriteItems``, retried while another transaction holds one of its items.
