@@ -63,7 +63,10 @@ class MinMaxWithLowerBounds:
         if not math.isfinite(high - low):  # scores near the float limits: halve them, the span is finite
             return [_min_max(score / 2, low / 2, high / 2) for score in scores]
         span = high - low
-        return [min(1.0, max(0.0, (score - low) / span)) for score in scores]
+        normalized = [(score - low) / span for score in scores]  # at most 1: ``high`` is the best score
+        if normalized[-1] < 0.0:  # a bound above the leg's weakest score: clip from below
+            normalized = [value if value > 0.0 else 0.0 for value in normalized]
+        return normalized
 
 
 NORMALIZATION = MinMaxWithLowerBounds(lexical=0.0, semantic=0.0)
