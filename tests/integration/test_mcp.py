@@ -677,3 +677,20 @@ def test_mcp_accept_without_json_answers_fixed_jsonrpc_error(gateway: Gateway, r
         "id": None,
         "error": {"code": -32600, "message": "Not Acceptable"},
     }
+
+
+def test_mcp_unknown_method_answers_method_not_found_without_echoing_it(
+    gateway: Gateway, reader: str
+) -> None:
+    method = "<img src=x onerror=alert(1)>" + "A" * 20_000
+    content = json.dumps({"jsonrpc": "2.0", "id": 7, "method": method}).encode()
+
+    response = _post_raw(gateway, reader, content)
+
+    assert response.json() == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "error": {"code": -32601, "message": "Method not found"},
+    }
+    assert "onerror" not in response.text
+    assert int(response.headers["content-length"]) == len(response.content)

@@ -46,7 +46,8 @@ Headers, before the SDK sees them (it would answer in its own words, some of it 
   ``application/json``.
 
 These JSON-RPC errors have ``"id": null`` and no ``data`` unless said. The body is then handed
-on unchanged.
+on unchanged. From the SDK's answers, a ``Method not found`` error (-32601) loses its ``data``, the
+method name the caller sent (of any length); nothing else is changed.
 
 Tool calls: arguments are validated by the tool's arguments model (the SDK does not validate
 them), so malformed input carries the project's codes (``validation_error``,
@@ -75,7 +76,7 @@ import pydantic_core
 from aws_lambda_powertools.metrics import MetricUnit
 from mcp.server import Server, ServerRequestContext
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp_types import INVALID_REQUEST, PARSE_ERROR, jsonrpc_message_adapter
+from mcp_types import INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, jsonrpc_message_adapter
 from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from starlette.responses import JSONResponse
@@ -190,7 +191,7 @@ class McpApp:
             return
         scope["headers"] = _as_json_request(scope["headers"])
         scope[PRINCIPAL_SCOPE_KEY] = principal
-        await self._app(scope, _replay(body, receive), send)
+        await self._app(scope, _replay(body, receive), _without_method_echo(send))
 
 
 async def _read_body(receive: Receive, limit: int) -> bytes | None:
@@ -217,6 +218,44 @@ def _replay(body: bytes, receive: Receive) -> Receive:
         return await receive()
 
     return replayed
+
+
+def _without_method_echo(send: Send) -> Send:
+    """``send`` for the SDK's answer, with the ``data`` of a ``Method not found`` error dropped: the
+    SDK puts the method name the caller sent there, of any length. Every other answer, and every
+    answer in more than one body message, goes out unchanged."""
+    held: list[Message] = []
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            held.append(message)
+            return
+        if held and message["type"] == "http.response.body":
+            start = held.pop()
+            body = message.get("body", b"")
+            if not message.get("more_body", False):
+                body = _without_echo(body)
+                headers = [
+                    (key, value) for key, value in start["headers"] if key.lower() != b"content-length"
+                ]
+                start = {**start, "headers": [*headers, (b"content-length", str(len(body)).encode())]}
+                message = {**message, "body": body}
+            await send(start)
+        await send(message)
+
+    return sending
+
+
+def _without_echo(body: bytes) -> bytes:
+    try:
+        answer = pydantic_core.from_json(body)
+    except ValueError:
+        return body
+    error = answer.get("error") if isinstance(answer, dict) else None
+    if not isinstance(error, dict) or error.get("code") != METHOD_NOT_FOUND or "data" not in error:
+        return body
+    error.pop("data")
+    return pydantic_core.to_json(answer)
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
