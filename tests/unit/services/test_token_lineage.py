@@ -98,9 +98,13 @@ def test_a_revoked_token_cannot_mint_even_while_the_authorizer_cache_still_accep
     cached = _as(tokens, child.token)
     token_admin.revoke(_as(tokens, root), child.token_id)
 
-    with pytest.raises(AuthenticationRequiredError):
+    with pytest.raises(AuthenticationRequiredError) as refused:
         token_admin.issue(cached, CreateTokenRequest(subject_id="late", scopes=[READ]))
 
+    assert (refused.value.message, refused.value.details) == (
+        "The bearer token has been revoked.",
+        {"reason": "revoked"},
+    )
     assert [record.subject_id for record in store.list_tokens(TENANT, limit=10, next_token=None).entries] == [
         "root",
         "agent",

@@ -37,7 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
-from knowledge.domain.bearer_tokens import is_token_id
+from knowledge.domain.bearer_tokens import TokenRejection, is_token_id
 from knowledge.domain.models import Permission, Principal, TokenRecord
 from knowledge.domain.write_contract import CreateTokenRequest, TokenEntry, TokenList, TokenResponse
 from knowledge.errors import AuthenticationRequiredError, InsufficientScopeError, ResourceUnavailableError
@@ -116,8 +116,11 @@ class TokenAdministration:
         if principal.token_id is None:
             return ()
         issuer = self._store.get_token(principal.token_id) if is_token_id(principal.token_id) else None
-        if issuer is None or not self._tokens.is_valid(issuer):
-            raise AuthenticationRequiredError("A valid bearer token is required.")
+        rejection = self._tokens.rejection(issuer)
+        if rejection is not None or issuer is None:
+            # The same fixed 401 as the authorizer's: API Gateway may still be replaying its answer.
+            reason = rejection or TokenRejection.UNKNOWN
+            raise AuthenticationRequiredError(reason.message, {"reason": reason.value})
         if len(issuer.ancestor_token_ids) >= MAX_LINEAGE_DEPTH:
             raise InsufficientScopeError(
                 f"A token {MAX_LINEAGE_DEPTH} issuances below its root cannot issue tokens.",

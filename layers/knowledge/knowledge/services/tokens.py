@@ -50,6 +50,14 @@ class TokenService:
         if not token or token.lower() == BEARER_PREFIX.strip():
             return TokenRejection.MISSING
         record = self._store.get_token(hash_token(token))
+        rejection = self.rejection(record)
+        if rejection is not None or record is None:
+            return rejection or TokenRejection.UNKNOWN
+        return record
+
+    def rejection(self, record: TokenRecord | None) -> TokenRejection | None:
+        """Why ``record`` is not valid now (``unknown`` for ``None``, then ``revoked``, ``expired``,
+        ``revoked`` for an invalid ancestor, as ``authenticate``), or ``None`` when it is."""
         if record is None:
             return TokenRejection.UNKNOWN
         if record.revoked:
@@ -59,7 +67,7 @@ class TokenService:
             return TokenRejection.EXPIRED
         if not self._lineage_is_valid(record, now):
             return TokenRejection.REVOKED
-        return record
+        return None
 
     def is_valid(self, record: TokenRecord) -> bool:
         """True when ``record`` and every one of its ancestors are valid now (one batched read)."""
