@@ -3,12 +3,15 @@ tenant floods the service beyond its requests-per-second quota, against a runnin
 (the same handlers, quota counters in moto's table, each function in execution environments of its
 own):
 
-    TENANT_REQUESTS_PER_SECOND=10 PORT=3192 AWS_PORT=5192 make run       # in one terminal
-    .venv/bin/python -m bench.quotas --seconds 20 --flood-rps 60         # in another
+    # in one terminal; the authorizer cache as on API Gateway (docs/reliability.md)
+    KNOWLEDGE_AUTHORIZER_CACHE=true TENANT_REQUESTS_PER_SECOND=6 PORT=3192 AWS_PORT=5192 make run
+    # in another
+    .venv/bin/python -m bench.quotas --seconds 80 --flood-rps 40 --flood-threads 8 --probe-rps 3
 
 Two tenants are minted with the dev token, each with a base and a few published items. A probe
 thread sends the quiet tenant's lexical searches at ``--probe-rps`` on one keep-alive connection;
-``--flood-threads`` threads send the noisy tenant's at ``--flood-rps`` in total. Phases: warm-up,
+``--flood-threads`` threads of a child process send the noisy tenant's at ``--flood-rps`` in total.
+Both are Poisson arrivals (random gaps, seeded), the usual open-loop load. Phases: warm-up,
 unloaded (the probe alone), flood (probe and flood together).
 
 Prints each phase's probe p50/p99 and the flood's answers by status, and the ratio of the flooded
@@ -22,6 +25,7 @@ from __future__ import annotations
 import argparse
 import math
 import multiprocessing
+import random
 import statistics
 import sys
 import threading
@@ -45,6 +49,8 @@ DOCUMENTS = [
 ]
 QUERIES = ["deployment traffic", "cache outage", "pager rota", "release notes"]
 SCOPES = ["knowledge:read", "knowledge:write", "knowledge:admin"]
+PROBE_SEED = 1
+FLOOD_SEED = 100
 
 
 @dataclass
@@ -101,17 +107,20 @@ def _tenant(api_url: str, admin: httpx2.Client, tenant_id: str) -> str:
     raise RuntimeError(f"the items of {tenant_id} were not indexed within two minutes")
 
 
-def _paced(rate: float, stop: threading.Event, send: Callable[[int], None]) -> None:
-    """Call ``send(n)`` at ``rate`` per second (catching up when late) until ``stop`` is set."""
-    interval = 1.0 / rate
-    start = time.perf_counter()
+def _paced(rate: float, stop: threading.Event, send: Callable[[int], None], seed: int) -> None:
+    """Call ``send(n)`` as Poisson arrivals at ``rate`` per second (exponential gaps drawn from
+    ``seed``; catching up when late) until ``stop`` is set. Random gaps keep senders from firing in
+    step, which evenly paced threads started together would."""
+    gaps = random.Random(seed)
+    due = time.perf_counter()
     sent = 0
     while not stop.is_set():
-        delay = start + sent * interval - time.perf_counter()
+        delay = due - time.perf_counter()
         if delay > 0:
             time.sleep(delay)
         send(sent)
         sent += 1
+        due += gaps.expovariate(rate)
 
 
 def _searcher(api_url: str, token: str) -> Callable[[int], int]:
@@ -146,7 +155,10 @@ def _flood(api_url: str, token: str, rps: float, threads: int, seconds: float) -
 
         return send
 
-    workers = [threading.Thread(target=_paced, args=(rps / threads, stop, sender())) for _ in range(threads)]
+    workers = [
+        threading.Thread(target=_paced, args=(rps / threads, stop, sender(), FLOOD_SEED + n))
+        for n in range(threads)
+    ]
     for worker in workers:
         worker.start()
     time.sleep(seconds)
@@ -185,7 +197,7 @@ def _run_phase(
             if flood
             else None
         )
-        prober = threading.Thread(target=_paced, args=(args.probe_rps, stop, probe))
+        prober = threading.Thread(target=_paced, args=(args.probe_rps, stop, probe, PROBE_SEED))
         prober.start()
         time.sleep(seconds)
         stop.set()
