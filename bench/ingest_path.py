@@ -36,13 +36,12 @@ on stderr.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -63,8 +62,6 @@ INGEST_FUNCTION, INDEXER_FUNCTION, WORKER_FUNCTION = (
 )
 PHASE_FUNCTION = {"ingest": INGEST_FUNCTION, "indexer": INDEXER_FUNCTION, "worker": WORKER_FUNCTION}
 """The function whose handler each measured phase invokes."""
-
-Handler = Callable[[dict[str, Any], Any], Any]
 
 
 @dataclass(frozen=True)
@@ -136,17 +133,6 @@ def _environment() -> None:
     os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "KnowledgeBench")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(ROOT / ".cache" / "tiktoken"))
-
-
-def _handler(module_file: Path) -> Handler:
-    """``handler`` of a function's ``app.py``, imported under a name of its own."""
-    spec = importlib.util.spec_from_file_location(f"bench_{module_file.parent.name}_app", module_file)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    handler: Handler = module.handler
-    return handler
 
 
 def _sqs_record(body: str, arn: str, attributes: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -223,12 +209,13 @@ class _Pipeline:
         from knowledge_local import execution_environment
         from knowledge_local.event_filter import EventFilter
         from knowledge_local.resources import load_stack
+        from knowledge_local.worker import import_handler
 
         execution_environment.install()
         stack = load_stack(ROOT / "template.yaml")
         self._sources = {source.function.logical_id: source for source in stack.event_sources}
         self._handlers = {
-            name: _handler(self._sources[name].function.module_file) for name in PHASE_FUNCTION.values()
+            name: import_handler(self._sources[name].function) for name in PHASE_FUNCTION.values()
         }
         self._admits = EventFilter(self._sources[INDEXER_FUNCTION].filter_patterns).admits
         self._context = _Context()

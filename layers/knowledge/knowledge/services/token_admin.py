@@ -15,7 +15,7 @@ Lineage: a token minted by a token records it as its issuer, after the issuer's 
 (``TokenRecord.ancestor_token_ids``). The issuer's record is re-read (strongly consistent) before
 minting, so a token revoked since the authorizer cached its answer cannot mint; and a token minted
 at the same moment as a revocation still carries the revoked token in its lineage, so it never
-authenticates (``TokenService.is_valid``). A token with ``MAX_LINEAGE_DEPTH`` ancestors cannot mint.
+authenticates (``TokenService.rejection``). A token with ``MAX_LINEAGE_DEPTH`` ancestors cannot mint.
 
 Revocation follows the same rule: a principal revokes exactly the tokens it could have issued
 (its tenant, or any with ``platform:admin``; scopes it holds; an allow-list inside its own when it

@@ -69,11 +69,6 @@ class TokenService:
             return TokenRejection.REVOKED
         return None
 
-    def is_valid(self, record: TokenRecord) -> bool:
-        """True when ``record`` and every one of its ancestors are valid now (one batched read)."""
-        now = self._clock()
-        return record.is_valid_at(now) and self._lineage_is_valid(record, now)
-
     def _lineage_is_valid(self, record: TokenRecord, now: datetime) -> bool:
         ancestors = self._store.get_tokens(record.ancestor_token_ids) if record.ancestor_token_ids else {}
         return invalid_ancestor(record, ancestors, now) is None
