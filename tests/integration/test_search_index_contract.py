@@ -169,6 +169,33 @@ def test_search_equal_scores_order_by_item_then_ordinal(index: SearchIndex, leg:
     assert leg_hits(hits, leg) == [("ki_a", 0), ("ki_a", 1), ("ki_b", 0), ("ki_b", 1)]
 
 
+@every_leg
+@pytest.mark.parametrize("k", [3, 11])
+def test_search_runs_of_equal_scores_order_by_item_then_ordinal_at_every_level(
+    index: SearchIndex, leg: Leg, k: int
+) -> None:
+    # Three levels of score, eight items tied at each, written in an order that is neither by
+    # score nor by id. The k-th hit sits inside a run: with k = 3 the run goes on past 2k hits.
+    levels = {3: 0.9, 2: 0.6, 1: 0.3}
+    ids = {level: [f"ki_{level}{letter}" for letter in "hdbfagce"] for level in levels}
+    items = [
+        item(
+            item_id,
+            (" ".join([MATCH] * level + ["filler"] * (4 - level)),),
+            vectors=[at_angle(levels[level])],
+        )
+        for position in range(8)
+        for level in (2, 1, 3)
+        for item_id in [ids[level][position]]
+    ]
+    index.upsert_many(items)
+
+    hits = index.search(probe(leg, k=k))
+
+    expected = [(item_id, 0) for level in (3, 2) for item_id in sorted(ids[level])][:k]
+    assert leg_hits(hits, leg) == expected
+
+
 @every_adapter
 def test_search_lexical_title_match_counts(index: SearchIndex) -> None:
     index.upsert_many(

@@ -68,6 +68,45 @@ def test_collapse_equal_scores_break_ties_by_item_then_ordinal() -> None:
     assert [(hit.knowledge_item_id, hit.ordinal) for hit in collapsed] == [("a", 2), ("b", 0)]
 
 
+# Chunk hits of a few items and ordinals, scores on a coarse grid (many ties) or not finite.
+_CHUNK_HITS = st.lists(
+    st.builds(
+        _hit,
+        st.sampled_from(["a", "b", "c", "d"]),
+        st.one_of(
+            st.integers(min_value=0, max_value=4).map(float),
+            st.sampled_from([math.nan, math.inf, -math.inf, 1e308]),
+        ),
+        ordinal=st.integers(min_value=0, max_value=3),
+    ),
+    max_size=12,
+)
+
+
+def _reference_collapse(hits: list[ChunkHit]) -> list[tuple[str, int, float]]:
+    """The definition: non-finite scores become the minimum finite one, sort by (-score, item,
+    ordinal), keep the first hit of each item."""
+    finite = [hit.score for hit in hits if math.isfinite(hit.score)]
+    floor = min(finite, default=0.0)
+    scored = [(hit.score if math.isfinite(hit.score) else floor, hit) for hit in hits]
+    kept: dict[str, tuple[str, int, float]] = {}
+    for score, hit in sorted(scored, key=lambda pair: (-pair[0], pair[1].knowledge_item_id, pair[1].ordinal)):
+        kept.setdefault(hit.knowledge_item_id, (hit.knowledge_item_id, hit.ordinal, score))
+    return list(kept.values())
+
+
+@settings(max_examples=300, deadline=None)
+@given(hits=_CHUNK_HITS, presorted=st.booleans())
+def test_collapse_matches_its_definition_for_any_leg_order(hits: list[ChunkHit], presorted: bool) -> None:
+    # Adapters hand legs over in order (the one-pass path); any other order is sorted first.
+    if presorted:
+        hits = sorted(hits, key=lambda hit: (-hit.score, hit.knowledge_item_id, hit.ordinal))
+
+    collapsed = collapse(hits)
+
+    assert [(hit.knowledge_item_id, hit.ordinal, hit.score) for hit in collapsed] == _reference_collapse(hits)
+
+
 def test_fuse_lexical_mode_ranks_that_leg_alone_by_raw_score() -> None:
     legs = LegHits(lexical=_leg({"a": 2.5, "b": 7.0}), semantic=_leg({"b": 0.2, "c": 0.9}))
 

@@ -29,6 +29,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
+from operator import itemgetter
 from typing import NamedTuple, Protocol
 
 from knowledge.domain.retrieval import ChunkHit, Leg, LegHits, SearchMode
@@ -105,13 +107,46 @@ _Ranked = tuple[LegScore, ChunkHit]
 """An item's leg score and its best chunk in that leg (a plain pair: fusion builds one per leg
 candidate)."""
 
+_ITEM_ID = itemgetter(1)  # ChunkHit.knowledge_item_id, FusedHit.knowledge_item_id
+_ITEM_ORDER = itemgetter(1, 3)  # ChunkHit: (knowledge_item_id, ordinal)
+_SCORE = itemgetter(7)  # ChunkHit.score
+_FINAL = itemgetter(3)  # FusedHit.final
+_new = tuple.__new__
+"""Builds a named tuple from a tuple of its fields in order, without the Python-level ``__new__``
+frame of ``FusedHit(...)``: fusion builds one per candidate item."""
+_legscore = partial(_new, LegScore)
+
 
 def collapse(hits: Sequence[ChunkHit]) -> list[ChunkHit]:
     """One hit per item, its best chunk, best first; ties by item id, then chunk ordinal.
 
-    Non-finite scores are first replaced by the minimum finite score of ``hits``.
+    Non-finite scores are first replaced by the minimum finite score of ``hits``. Both index
+    adapters return each leg in this order already, so one pass keeps the first hit of each item
+    and only a leg out of order (or with a non-finite score) is sorted.
     """
-    ordered = sorted(_finite(hits), key=lambda hit: (-hit.score, hit.knowledge_item_id, hit.ordinal))
+    if not math.isfinite(sum(map(_SCORE, hits))):  # a NaN or an infinity (or an overflow)
+        return _collapse_sorted(hits)
+    seen: set[str] = set()
+    best: list[ChunkHit] = []
+    previous: ChunkHit | None = None
+    for hit in hits:
+        if previous is not None and (
+            hit.score > previous.score
+            or (hit.score == previous.score and (hit[1], hit[3]) < (previous[1], previous[3]))
+        ):
+            return _collapse_sorted(hits)
+        previous = hit
+        if hit.knowledge_item_id not in seen:
+            seen.add(hit.knowledge_item_id)
+            best.append(hit)
+    return best
+
+
+def _collapse_sorted(hits: Sequence[ChunkHit]) -> list[ChunkHit]:
+    ordered = _finite(hits)
+    # Two stable sorts give the order (-score, item id, ordinal) with C-level keys only.
+    ordered.sort(key=_ITEM_ORDER)
+    ordered.sort(key=_SCORE, reverse=True)
     seen: set[str] = set()
     best: list[ChunkHit] = []
     for hit in ordered:
@@ -141,32 +176,32 @@ def fuse(
     normalize = normalizer or NORMALIZATION
     lexical = _rank(Leg.LEXICAL, collapse(legs.lexical), normalize)
     semantic = _rank(Leg.SEMANTIC, collapse(legs.semantic), normalize)
-    if mode is SearchMode.LEXICAL:
-        members = list(lexical)
-    elif mode is SearchMode.SEMANTIC:
-        members = list(semantic)
-    else:
-        members = list(dict.fromkeys([*lexical, *semantic]))
     lexical_parts = _contributions(lexical, mode, SearchMode.LEXICAL, weight)
     semantic_parts = _contributions(semantic, mode, SearchMode.SEMANTIC, 1.0 - weight)
-    fused = []
-    for item in members:
-        lexical_part, semantic_part = lexical_parts.get(item), semantic_parts.get(item)
-        use_lexical = lexical_part is not None and (semantic_part is None or lexical_part >= semantic_part)
-        _, chunk = lexical[item] if use_lexical else semantic[item]  # a leg the mode uses returned it
-        lexical_rank, semantic_rank = lexical.get(item), semantic.get(item)
-        fused.append(  # positional, in field order: a keyword call costs twice as much here
-            FusedHit(
-                chunk.knowledge_base_id,
-                item,
-                chunk.knowledge_revision_id,
-                (lexical_part or 0.0) + (semantic_part or 0.0),
-                chunk,
-                lexical_rank[0] if lexical_rank else None,
-                semantic_rank[0] if semantic_rank else None,
-            )
-        )
-    fused.sort(key=lambda hit: (-hit.final, hit.knowledge_item_id))
+    fused: list[FusedHit] = []
+    if lexical_parts:
+        for item, (score, chunk) in lexical.items():
+            part = final = lexical_parts[item]
+            semantic_score = None
+            other = semantic.get(item)
+            if other is not None:
+                semantic_score = other[0]
+                other_part = semantic_parts.get(item)
+                if other_part is not None:  # both legs count: the chunk of the larger contribution
+                    chunk = other[1] if other_part > part else chunk
+                    final = part + other_part
+            fused.append(_new(FusedHit, (chunk[0], item, chunk[2], final, chunk, score, semantic_score)))
+    if semantic_parts:
+        for item, (score, chunk) in semantic.items():
+            if lexical_parts and item in lexical:
+                continue  # fused above, with both legs
+            lexical_entry = lexical.get(item)
+            lexical_score = lexical_entry[0] if lexical_entry else None
+            final = semantic_parts[item]
+            fused.append(_new(FusedHit, (chunk[0], item, chunk[2], final, chunk, lexical_score, score)))
+    # Best first, ties by item id (unique here): two stable sorts with C-level keys.
+    fused.sort(key=_ITEM_ID)
+    fused.sort(key=_FINAL, reverse=True)
     return fused
 
 
@@ -185,15 +220,13 @@ def _contributions(
     return {}
 
 
-def _rank(leg: Leg, collapsed: Sequence[ChunkHit], normalize: Normalizer) -> Mapping[str, _Ranked]:
+def _rank(leg: Leg, collapsed: Sequence[ChunkHit], normalize: Normalizer) -> dict[str, _Ranked]:
     """Item id → its leg score (raw, normalized, rank from 1) and best chunk."""
     if not collapsed:
         return {}
-    normalized = normalize(leg, [hit.score for hit in collapsed])
-    return {
-        hit.knowledge_item_id: (LegScore(hit.score, value, rank), hit)
-        for rank, (hit, value) in enumerate(zip(collapsed, normalized, strict=True), start=1)
-    }
+    raw = [hit.score for hit in collapsed]
+    scores = map(_legscore, zip(raw, normalize(leg, raw), range(1, len(raw) + 1), strict=True))
+    return dict(zip(map(_ITEM_ID, collapsed), zip(scores, collapsed, strict=True), strict=True))
 
 
 def _min_max(score: float, low: float, high: float) -> float:
@@ -201,8 +234,8 @@ def _min_max(score: float, low: float, high: float) -> float:
 
 
 def _finite(hits: Sequence[ChunkHit]) -> list[ChunkHit]:
+    """A copy of ``hits`` with each non-finite score replaced by the minimum finite one (0.0 if
+    none)."""
     finite = [hit.score for hit in hits if math.isfinite(hit.score)]
-    if len(finite) == len(hits):
-        return list(hits)
     floor = min(finite, default=0.0)
     return [hit if math.isfinite(hit.score) else hit._replace(score=floor) for hit in hits]
