@@ -17,8 +17,10 @@ ranking of documents, not the query embedding. nDCG@10 over the top 100 document
 
 **Scaling** (``--part scaling``): for each size, a fresh child process builds both engines over
 synthetic chunks (``synthetic_chunks``) and times vector and hybrid search with the SciFact test
-claims; RSS is read from ``/proc/self/status`` before and after each build (both indexes stay
-alive, so the second build's growth is its own). LanceDB keeps its table on disk (a temporary
+claims. Memory comes from two more children per size, each building one engine alone: RSS
+(``/proc/self/status``) before and after its build, the engines' libraries imported before the
+first reading. Built in one process, the second engine reuses the first build's freed memory, and
+its reading moved by hundreds of MB between runs. LanceDB keeps its table on disk (a temporary
 folder): RSS counts what it holds in memory, and the table's size on disk is reported beside it.
 
 Writes ``results.json`` and, when matplotlib is installed, PNG plots into ``--out``, and prints
@@ -382,26 +384,27 @@ def load_base(folder: Path) -> tuple[Corpus, list[str], npt.NDArray[np.float32]]
     return base, saved["queries"], np.load(folder / "query_vectors.npy")
 
 
-def scaling_child(args: argparse.Namespace) -> dict[str, Any]:
-    """One size, in its own process: build both engines, time vector and hybrid search."""
+def _child_corpus(args: argparse.Namespace) -> tuple[Corpus, list[str], npt.NDArray[np.float32]]:
+    """The child's synthetic chunks and its test claims; the libraries of both engines imported, so
+    an RSS reading after this counts the index alone."""
     base, texts, vectors = load_base(args.child_base)
     texts, vectors = texts[: args.scaling_queries], vectors[: args.scaling_queries]
     corpus = synthetic_chunks(base, args.child_size)
     del base
     gc.collect()
-    # Imported before the first reading: the libraries' memory is not the index's.
     import lancedb
     import lancedb.rerankers  # noqa: F401
 
+    return corpus, texts, vectors
+
+
+def scaling_child(args: argparse.Namespace) -> dict[str, Any]:
+    """One size, in its own process: build both engines, time vector and hybrid search."""
+    corpus, texts, vectors = _child_corpus(args)
     folder = Path(tempfile.mkdtemp(prefix="bench-lancedb-"))
     try:
-        before = rss_mb()
         ours = Ours(corpus, corpus.vectors.shape[1])
-        gc.collect()
-        after_ours = rss_mb()
         lance = Lance(corpus, folder)
-        gc.collect()
-        after_lance = rss_mb()
         engines: dict[str, Engine] = {"ours": ours, "lancedb": lance}
         modes = ("semantic", "hybrid")
         seconds, _ = side_by_side(engines, modes, texts, vectors, f"  {args.child_size:,} chunks")
@@ -410,10 +413,27 @@ def scaling_child(args: argparse.Namespace) -> dict[str, Any]:
         shutil.rmtree(folder, ignore_errors=True)
     return {
         "size": args.child_size,
-        "rss_mb": {"ours": after_ours - before, "lancedb": after_lance - after_ours},
         "lancedb_disk_mb": disk,
         "rows": {key: percentiles(values) for key, values in seconds.items()},
     }
+
+
+def memory_child(args: argparse.Namespace) -> dict[str, float]:
+    """One size and one engine (``args.child_engine``), in its own process: its RSS growth in MB
+    while it builds, with nothing else built in the process."""
+    corpus, _, _ = _child_corpus(args)
+    folder = Path(tempfile.mkdtemp(prefix="bench-lancedb-"))
+    try:
+        before = rss_mb()
+        engine: Engine = (
+            Ours(corpus, corpus.vectors.shape[1]) if args.child_engine == "ours" else Lance(corpus, folder)
+        )
+        gc.collect()
+        grown = rss_mb() - before
+        del engine
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return {args.child_engine: grown}
 
 
 def scaling_part(args: argparse.Namespace, data: SciFact) -> list[dict[str, Any]]:
@@ -426,8 +446,8 @@ def scaling_part(args: argparse.Namespace, data: SciFact) -> list[dict[str, Any]
 
 
 def scaling_run(args: argparse.Namespace, folder: Path, size: int) -> dict[str, Any]:
-    """One size in a child process of its own (so its RSS is its own); its JSON result."""
-    print(f"scaling: {size:,} chunks (child process)", file=sys.stderr)
+    """One size: the timings from a child process of its own, then each engine's RSS growth from a
+    child that builds it alone; the JSON result."""
     command = [
         sys.executable,
         "-m",
@@ -441,6 +461,16 @@ def scaling_run(args: argparse.Namespace, folder: Path, size: int) -> dict[str, 
         "--child-size",
         str(size),
     ]
+    print(f"scaling: {size:,} chunks (child process)", file=sys.stderr)
+    result = _child_json(command)
+    result["rss_mb"] = {}
+    for engine in ("ours", "lancedb"):
+        print(f"scaling: {size:,} chunks, {engine} alone for its memory (child process)", file=sys.stderr)
+        result["rss_mb"].update(_child_json([*command, "--child-engine", engine]))
+    return result
+
+
+def _child_json(command: list[str]) -> dict[str, Any]:
     output = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True).stdout
     result: dict[str, Any] = json.loads(output.strip().splitlines()[-1])
     return result
@@ -570,13 +600,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--from-json", type=Path, default=None, help="tables and plots of a saved run")
     parser.add_argument("--child-size", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--child-base", type=Path, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--child-engine", choices=["ours", "lancedb"], default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if not (args.data_dir / "corpus.jsonl").exists():
         parser.error(f"{args.data_dir} has no corpus.jsonl (set DATA_DIR to the folder holding scifact/)")
     # LanceDB's hybrid query logs a deprecation note per search, which would bury the progress bars.
     os.environ.setdefault("LANCEDB_LOG", "error")
     if args.child_size is not None:
-        print(json.dumps(scaling_child(args)))
+        print(json.dumps(scaling_child(args) if args.child_engine is None else memory_child(args)))
         return 0
 
     if args.from_json is not None:

@@ -15,8 +15,8 @@
   small share only.
 - Visibility: chunks are grouped by ``(tenant, base, scope, team, owner)``; a query evaluates
   ``VisibilityFilter.admits`` once per group of its tenant and both legs keep only admitted groups
-  *before* ranking (a term-set filter in tantivy, a row mask in numpy), so hidden chunks never take
-  a top-k slot.
+  *before* ranking (a union of term queries on the group in tantivy, a row mask in numpy), so
+  hidden chunks never take a top-k slot.
 - Versions: the item version (or tombstone version) of every item ever written is kept in memory,
   and, for an item written in parts (``upsert_part``), which parts of its version are held.
 
