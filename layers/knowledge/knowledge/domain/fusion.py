@@ -30,6 +30,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
+from itertools import pairwise
 from operator import itemgetter
 from typing import NamedTuple, Protocol
 
@@ -114,39 +115,17 @@ _FINAL = itemgetter(3)  # FusedHit.final
 _new = tuple.__new__
 """Builds a named tuple from a tuple of its fields in order, without the Python-level ``__new__``
 frame of ``FusedHit(...)``: fusion builds one per candidate item."""
-_legscore = partial(_new, LegScore)
+_legscore = partial(_new, LegScore)  # LegScore from a (raw, normalized, rank) tuple
 
 
 def collapse(hits: Sequence[ChunkHit]) -> list[ChunkHit]:
     """One hit per item, its best chunk, best first; ties by item id, then chunk ordinal.
 
     Non-finite scores are first replaced by the minimum finite score of ``hits``. Both index
-    adapters return each leg in this order already, so one pass keeps the first hit of each item
-    and only a leg out of order (or with a non-finite score) is sorted.
+    adapters return each leg in this order already, so only a leg out of order (or with a
+    non-finite score) is sorted.
     """
-    if not math.isfinite(sum(map(_SCORE, hits))):  # a NaN or an infinity (or an overflow)
-        return _collapse_sorted(hits)
-    seen: set[str] = set()
-    best: list[ChunkHit] = []
-    previous: ChunkHit | None = None
-    for hit in hits:
-        if previous is not None and (
-            hit.score > previous.score
-            or (hit.score == previous.score and (hit[1], hit[3]) < (previous[1], previous[3]))
-        ):
-            return _collapse_sorted(hits)
-        previous = hit
-        if hit.knowledge_item_id not in seen:
-            seen.add(hit.knowledge_item_id)
-            best.append(hit)
-    return best
-
-
-def _collapse_sorted(hits: Sequence[ChunkHit]) -> list[ChunkHit]:
-    ordered = _finite(hits)
-    # Two stable sorts give the order (-score, item id, ordinal) with C-level keys only.
-    ordered.sort(key=_ITEM_ORDER)
-    ordered.sort(key=_SCORE, reverse=True)
+    ordered = hits if _in_order(hits) else _sorted(hits)
     seen: set[str] = set()
     best: list[ChunkHit] = []
     for hit in ordered:
@@ -154,6 +133,26 @@ def _collapse_sorted(hits: Sequence[ChunkHit]) -> list[ChunkHit]:
             seen.add(hit.knowledge_item_id)
             best.append(hit)
     return best
+
+
+def _in_order(hits: Sequence[ChunkHit]) -> bool:
+    """Every score finite, and ``hits`` by score descending, ties by (item id, ordinal)."""
+    if not math.isfinite(sum(map(_SCORE, hits))):  # a NaN or an infinity (or an overflow)
+        return False
+    return all(
+        earlier.score > later.score
+        or (earlier.score == later.score and _ITEM_ORDER(earlier) <= _ITEM_ORDER(later))
+        for earlier, later in pairwise(hits)
+    )
+
+
+def _sorted(hits: Sequence[ChunkHit]) -> list[ChunkHit]:
+    """``hits`` with finite scores (``_finite``) by score descending, ties by (item id, ordinal):
+    two stable sorts with C-level keys."""
+    ordered = _finite(hits)
+    ordered.sort(key=_ITEM_ORDER)
+    ordered.sort(key=_SCORE, reverse=True)
+    return ordered
 
 
 def clamp_alpha(alpha: float) -> float:
