@@ -944,6 +944,7 @@ def test_reindex_rebuilds_an_emptied_index(
         "status": "active",
         "scanned": 4,
         "indexed": 3,
+        "queued": 0,
         "removed": 1,
         "superseded": 0,
         "skipped": 0,

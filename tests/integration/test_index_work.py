@@ -18,7 +18,7 @@ from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
 from knowledge.adapters.sqs_work_queue import SqsWorkQueue
 from knowledge.bootstrap import build_container, use_container
 from knowledge.domain.index_work import FANOUT_WINDOW, IndexWork
-from knowledge.domain.models import KnowledgeItem, Source
+from knowledge.domain.models import KnowledgeItem, Permission, Principal, Source
 from tests.support.events import lambda_context
 from tests.support.queues import sqs_event, sqs_record
 from tests.support.rest import SearchWorld, found_items, load_handler, new_world
@@ -229,3 +229,32 @@ def test_malformed_work_message_is_reported_failed(world: SearchWorld, queue: Wo
     record = sqs_record({"tenant_id": "acme", "part": 3, "parts": 2})
     answer = load_handler("index_worker")(sqs_event([record]), lambda_context())
     assert answer == {"batchItemFailures": [{"itemIdentifier": record["messageId"]}]}
+
+
+def test_reindex_counts_the_items_it_queues_and_they_become_searchable(
+    world: SearchWorld, queue: WorkQueue
+) -> None:
+    base = world.base("acme")
+    items = [
+        world.store.create_item(
+            "acme",
+            base.knowledge_base_id,
+            title=f"Pump log {n}",
+            content=f"Pump {n} runs on the {TAIL_WORD} schedule.",
+            source=Source(uri=f"https://docs.example.com/pump-{n}"),
+            external_id=None,
+            publish=True,
+        )[0]
+        for n in range(3)
+    ]
+    admin = Principal(tenant_id="acme", subject_id="owner-1", scopes=frozenset({Permission.ADMIN.value}))
+
+    counts = world.container.curation.reindex_base(admin, base.knowledge_base_id)
+
+    assert (counts.scanned, counts.queued, counts.indexed, counts.removed, counts.skipped) == (3, 3, 0, 0, 0)
+    assert queue.drain() == 3
+    world.index.refresh()
+    assert [indexed_revision(world, item) for item in items] == [item.current_revision_id for item in items]
+    assert found_items(world.search(world.token("acme"), TAIL_WORD, mode="lexical")) == {
+        item.knowledge_item_id for item in items
+    }

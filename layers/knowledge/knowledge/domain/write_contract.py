@@ -365,14 +365,18 @@ class TokenList(BaseModel):
 
 
 class ReindexResponse(BaseModel):
-    """``POST /v1/knowledge-bases/{kb}/reindex``: of ``scanned`` live items, ``indexed`` were written,
+    """``POST /v1/knowledge-bases/{kb}/reindex``: of ``scanned`` live items, ``indexed`` were written
+    to the index, ``queued`` sent to the index work queue (where one is configured: the deployed
+    stack and the local runtime; they are searchable once the index worker has taken them),
     ``removed`` (drafts) taken out, ``superseded`` already newer in the index, ``skipped`` gone
-    meanwhile. An inactive base is removed from the index and scans nothing."""
+    meanwhile; the five add up to ``scanned``. An inactive base is removed from the index and scans
+    nothing."""
 
     knowledge_base_id: str
     status: BaseStatus
     scanned: int
     indexed: int
+    queued: int
     removed: int
     superseded: int
     skipped: int

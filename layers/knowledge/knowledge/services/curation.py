@@ -141,6 +141,7 @@ class CurationService:
             status=BaseStatus.ACTIVE if counts.active else BaseStatus.INACTIVE,
             scanned=counts.scanned,
             indexed=counts.indexed,
+            queued=counts.queued,
             removed=counts.removed,
             superseded=counts.superseded,
             skipped=counts.skipped,
