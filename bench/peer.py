@@ -430,7 +430,7 @@ def memory_child(args: argparse.Namespace) -> dict[str, float]:
         )
         gc.collect()
         grown = rss_mb() - before
-        del engine
+        del engine  # alive until the reading above
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return {args.child_engine: grown}
