@@ -15,7 +15,9 @@ export HF_HUB_OFFLINE := 1
 export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help install test lint typecheck unit fuzz run lint-template pr bench bench-install bench-relevance bench-memory bench-ingest clean
+OPENSEARCH_NODE := $(BIN)/python -m knowledge_local.opensearch_node
+
+.PHONY: help install test lint typecheck unit fuzz run opensearch lint-template pr bench bench-install bench-relevance bench-memory bench-ingest clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -41,8 +43,8 @@ typecheck: install  ## mypy on the package, the local runtime, the handlers and 
 	@# every handler is a module named `app`: check them one by one
 	@for handler in functions/*/app.py; do $(BIN)/mypy --no-error-summary $$handler || exit 1; done
 
-test: lint typecheck lint-template  ## every gate: ruff, mypy, cfn-lint, sam validate, pytest with branch coverage
-	$(BIN)/pytest --numprocesses=2 --dist=loadfile --cov --cov-fail-under=$(COVERAGE_FLOOR)
+test: lint typecheck lint-template  ## every gate: ruff, mypy, cfn-lint, sam validate, pytest with branch coverage (on a real OpenSearch node it starts)
+	$(OPENSEARCH_NODE) exec -- $(BIN)/pytest --numprocesses=2 --dist=loadfile --cov --cov-fail-under=$(COVERAGE_FLOOR)
 
 unit: install  ## unit tests only
 	$(BIN)/pytest tests/unit -q
@@ -54,6 +56,9 @@ fuzz: install  ## the long isolation properties and REST/MCP fuzzing (thousands 
 
 run: install  ## serve the API on http://127.0.0.1:3000 on embedded defaults (every setting: .venv/bin/python -m knowledge_local.runtime --help)
 	$(BIN)/python -m knowledge_local.runtime
+
+opensearch: install  ## build (first use, with Maven) and serve an OpenSearch 2.19 node with k-NN on 127.0.0.1 until Ctrl-C
+	$(OPENSEARCH_NODE) serve
 
 $(SAM_STAMP): requirements/sam.txt
 	@echo "==> creating $(SAM_VENV) (SAM CLI, which pins an older boto3 than the project)"
@@ -92,4 +97,4 @@ bench-ingest: install  ## SciFact + FastAPI pages through the write API into a l
 	$(BIN)/python -m bench.ingest --data-dir "$${DATA_DIR:-../shared/data}"
 
 clean:  ## remove the virtualenvs and caches
-	rm -rf $(VENV) $(SAM_VENV) .cache .aws-sam .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(SAM_VENV) .cache .aws-sam .mypy_cache .ruff_cache tools/opensearch/target

@@ -44,6 +44,9 @@ os.environ.update(
 os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(ROOT / ".cache" / "tiktoken"))
 for _name in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "SEARCH_BACKEND", "OPENSEARCH_URL_FOR_APP", "TABLE_NAME"):
     os.environ.pop(_name, None)
+# The node `make test` started for the whole run; kept out of the environment, where `Settings` would
+# read it, and handed to the tests that need it by the `opensearch_url` fixture.
+_OPENSEARCH_URL = os.environ.pop("OPENSEARCH_URL", None)
 
 TABLE_NAME = "knowledge-test"
 
@@ -68,6 +71,23 @@ def table(aws: None) -> Any:
     client = boto3.client("dynamodb", region_name="us-east-1")
     client.create_table(**create_table_kwargs("KnowledgeTable", TABLE_NAME))
     return boto3.resource("dynamodb", region_name="us-east-1").Table(TABLE_NAME)
+
+
+@pytest.fixture(scope="session")
+def opensearch_url() -> Iterator[str]:
+    """The URL of a real OpenSearch 2.19 node with the k-NN plugin (``knowledge_local.opensearch_node``):
+    the one ``make test`` starts for the whole run (``OPENSEARCH_URL``), or, when a test process runs
+    without it (``pytest`` by hand), a node of its own, started on first use and stopped at the end."""
+    if _OPENSEARCH_URL:
+        yield _OPENSEARCH_URL.rstrip("/")
+        return
+    from knowledge_local.opensearch_node import start_node
+
+    node = start_node(name="tests")
+    try:
+        yield node.url
+    finally:
+        node.stop()
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Faults injected at the adapters' transports (OpenSearch over osmem, DynamoDB on moto, Bedrock),
+"""Faults injected at the adapters' transports (OpenSearch on a real node, DynamoDB on moto, Bedrock),
 below their retries: what a fault the retries absorb answers, what one they cannot absorb answers,
 and how a failed semantic leg degrades search to its lexical leg."""
 
@@ -11,17 +11,16 @@ from typing import Any
 import boto3
 import pytest
 from botocore.config import Config
-from osmem_server import OsmemServer
 
 from knowledge.adapters.bedrock_embedder import BedrockEmbedder, create_bedrock_client
-from knowledge.adapters.opensearch_index import OpenSearchIndex, build_opensearch_client
+from knowledge.adapters.opensearch_engine import build_opensearch_client
+from knowledge.adapters.opensearch_index import OpenSearchIndex
 from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
 from knowledge.bootstrap import build_container, use_container
 from knowledge.services.search import SearchService
 from knowledge.settings import Settings
 from tests.conftest import TABLE_NAME
-from tests.support.faults import TIMEOUT, FaultyConnection, failing_sends
-from tests.support.index import start_osmem
+from tests.support.faults import KNN_DIMENSION, TIMEOUT, FaultyConnection, failing_sends
 from tests.support.rest import SearchWorld, error_body, invoke, new_world, result_items, search_event
 from tests.support.store import REGION, make_store
 from tests.support.streams import StreamReader, run_indexer
@@ -31,20 +30,13 @@ RUNBOOK = "Blue-green deployments switch traffic at the router after the health 
 POSTMORTEM = "The outage began when the cache cluster lost quorum during a rolling restart."
 
 
-@pytest.fixture(scope="module")
-def osmem() -> Iterator[OsmemServer]:
-    server = start_osmem()
-    yield server
-    server.close()
-
-
 @pytest.fixture
-def faulty_index(osmem: OsmemServer) -> Iterator[OpenSearchIndex]:
+def faulty_index(opensearch_url: str) -> Iterator[OpenSearchIndex]:
     """An ``OpenSearchIndex`` with the production client settings (2 transport retries on timeouts
     and 502/503/504), over a connection that first serves the scheduled faults."""
     FaultyConnection.reset()
     client = build_opensearch_client(
-        osmem.url, auth="none", region="us-east-1", connection_class=FaultyConnection
+        opensearch_url, auth="none", region="us-east-1", connection_class=FaultyConnection
     )
     name = f"faults-{uuid.uuid4().hex[:12]}"
     yield OpenSearchIndex(client, name, refresh=True, bulk_backoff_seconds=0.01)
@@ -121,7 +113,9 @@ def test_fault_search_429_is_dependency_unavailable_and_the_next_call_is_answere
 
 
 def test_fault_knn_leg_failure_degrades_hybrid_search_to_lexical(world: SearchWorld, agent: str) -> None:
-    # osmem answers every k-NN search with a 400 inside the _msearch answer: the semantic leg fails.
+    # The node answers the kNN leg of the _msearch with its own 400; the lexical leg is answered.
+    FaultyConnection.schedule("_msearch", KNN_DIMENSION)
+
     reply = world.search(agent, "deployment router", mode="hybrid")
 
     assert reply.body["degraded"] is True
@@ -132,13 +126,18 @@ def test_fault_knn_leg_failure_degrades_hybrid_search_to_lexical(world: SearchWo
 def test_fault_knn_leg_failure_in_semantic_mode_is_dependency_unavailable(
     world: SearchWorld, agent: str
 ) -> None:
+    FaultyConnection.schedule("_msearch", KNN_DIMENSION)
+
     reply = world.call({"query": "deployment router", "mode": "semantic"}, agent)
 
     assert error_body(503, "dependency_unavailable", reply)["retryable"] is True
 
 
-def test_fault_lexical_search_is_not_degraded(world: SearchWorld, agent: str) -> None:
-    assert "degraded" not in world.search(agent, "deployment", mode="lexical").body
+def test_fault_hybrid_search_without_faults_is_not_degraded(world: SearchWorld, agent: str) -> None:
+    reply = world.search(agent, "deployment router", mode="hybrid")
+
+    assert "degraded" not in reply.body
+    assert reply.body["results"][0]["scores"]["semantic"] is not None
 
 
 def test_fault_bedrock_throttling_degrades_hybrid_search_after_retries(table: Any) -> None:

@@ -8,7 +8,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from osmem_server import OsmemServer
 
 from knowledge.domain.models import Scope
 from knowledge.domain.note_retrieval import IndexedNote, NoteFilter, NoteQuery
@@ -16,7 +15,7 @@ from knowledge.domain.notes import MemoryType
 from knowledge.domain.retrieval import Leg
 from knowledge.errors import IndexConfigurationError
 from knowledge.ports import NoteIndex
-from tests.support.index import DIMENSION, MODEL_ID, at_angle, axis, start_osmem
+from tests.support.index import DIMENSION, MODEL_ID, at_angle, axis
 from tests.support.note_index import NOTE_ADAPTER_LEGS, NOTE_ADAPTERS, open_note_index
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
@@ -24,17 +23,10 @@ TENANT = "tenant-a"
 WORD = "zebra"
 
 
-@pytest.fixture(scope="module")
-def osmem() -> Iterator[OsmemServer]:
-    server = start_osmem()
-    yield server
-    server.close()
-
-
 @pytest.fixture
 def index(request: pytest.FixtureRequest) -> Iterator[NoteIndex]:
     adapter: str = request.param
-    url = request.getfixturevalue("osmem").url if adapter == "osmem" else None
+    url = request.getfixturevalue("opensearch_url") if adapter == "opensearch" else None
     with open_note_index(adapter, url) as opened:
         yield opened
 

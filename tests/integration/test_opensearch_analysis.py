@@ -1,6 +1,7 @@
-"""The two index adapters analyze text alike: the embedded index's terms equal what the OpenSearch
-mapping's analyzers answer through ``_analyze`` (osmem, and a real cluster when ``OPENSEARCH_URL``
-names one), for indexed text and for queries."""
+"""The two index adapters analyze text alike: the embedded index's terms equal, term for term, what
+the OpenSearch mapping's analyzers answer through ``_analyze`` on a real node (single CJK
+characters, Hangul bigrams, full-width forms and accents included), for indexed text and for
+queries."""
 
 from __future__ import annotations
 
@@ -13,9 +14,8 @@ import pytest
 
 from knowledge.adapters import opensearch_queries as dsl
 from knowledge.adapters.embedded_index import index_terms
-from knowledge.adapters.opensearch_index import build_opensearch_client
+from knowledge.adapters.opensearch_engine import build_opensearch_client
 from tests.support import multilingual
-from tests.support.index import OPENSEARCH_URL, start_osmem
 
 TEXTS = [
     "The zebras were running across the plains",
@@ -32,13 +32,10 @@ TEXTS = [
 ]
 
 
-@pytest.fixture(scope="module", params=["osmem"] + (["opensearch"] if OPENSEARCH_URL else []))
-def analyzed(request: pytest.FixtureRequest) -> Iterator[Any]:
+@pytest.fixture(scope="module")
+def analyzed(opensearch_url: str) -> Iterator[Any]:
     """``(analyzer, text) -> terms`` through ``_analyze`` on an index created with our settings."""
-    server = start_osmem() if request.param == "osmem" else None
-    url = server.url if server is not None else OPENSEARCH_URL
-    assert url is not None
-    client = build_opensearch_client(url, auth="none", region="us-east-1")
+    client = build_opensearch_client(opensearch_url, auth="none", region="us-east-1")
     name = f"analysis-{uuid.uuid4().hex[:12]}"
     client.indices.create(index=name, body=dsl.index_body(model_id="m", dimension=2))
 
@@ -48,8 +45,6 @@ def analyzed(request: pytest.FixtureRequest) -> Iterator[Any]:
 
     yield terms
     client.indices.delete(index=name, ignore_unavailable=True)
-    if server is not None:
-        server.close()
 
 
 @pytest.mark.parametrize("text", TEXTS)

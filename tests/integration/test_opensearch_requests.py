@@ -20,7 +20,8 @@ from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
 from opensearchpy.exceptions import RequestError
 
 from knowledge.adapters import opensearch_queries as dsl
-from knowledge.adapters.opensearch_index import OpenSearchIndex, build_opensearch_client
+from knowledge.adapters.opensearch_engine import build_opensearch_client
+from knowledge.adapters.opensearch_index import OpenSearchIndex
 from knowledge.domain.retrieval import ChunkHit, IndexQuery, Leg
 from knowledge.errors import DependencyUnavailableError, IndexConfigurationError
 from tests.support.index import item, viewer
@@ -242,8 +243,9 @@ def test_search_both_legs_sends_one_msearch_with_filter_inside_knn(
         },
         {"routing": "t1"},
         {
-            "size": 3,
-            "query": {"knn": {"vector": {"vector": [0.6, 0.8], "k": 3, "filter": VISIBILITY}}},
+            # k + 1 neighbours, so a tie across the k-th place is seen (opensearch_engine).
+            "size": 4,
+            "query": {"knn": {"vector": {"vector": [0.6, 0.8], "k": 4, "filter": VISIBILITY}}},
             "sort": SORT,
             "track_scores": True,
             "_source": {"excludes": ["vector"]},

@@ -1,6 +1,6 @@
 """The ``SearchIndex`` contract (DESIGN §4), run against every adapter of ``tests.support.index``.
 
-Lexical behaviour runs everywhere; the semantic leg runs on adapters whose engine has k-NN.
+Both legs run on both adapters: the embedded index and OpenSearch (a real node with k-NN).
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from osmem_server import OsmemServer
 
 from knowledge.domain.fusion import fuse
 from knowledge.domain.retrieval import Chunk, IndexedItem, IndexQuery, Leg, LegHits, SearchMode
@@ -20,10 +19,8 @@ from tests.support import multilingual
 from tests.support.index import (
     ADAPTER_LEGS,
     ADAPTERS,
-    ANALYSIS_GAPS,
     DIMENSION,
     MODEL_ID,
-    SEMANTIC_ADAPTERS,
     at_angle,
     axis,
     found_items,
@@ -31,28 +28,19 @@ from tests.support.index import (
     leg_hits,
     open_index,
     query,
-    start_osmem,
     viewer,
 )
-
-
-@pytest.fixture(scope="module")
-def osmem() -> Iterator[OsmemServer]:
-    server = start_osmem()
-    yield server
-    server.close()
 
 
 @pytest.fixture
 def index(request: pytest.FixtureRequest) -> Iterator[SearchIndex]:
     adapter: str = request.param
-    url = request.getfixturevalue("osmem").url if adapter == "osmem" else None
+    url = request.getfixturevalue("opensearch_url") if adapter == "opensearch" else None
     with open_index(adapter, url) as opened:
         yield opened
 
 
 every_adapter = pytest.mark.parametrize("index", ADAPTERS, indirect=True)
-semantic_adapters = pytest.mark.parametrize("index", SEMANTIC_ADAPTERS, indirect=True)
 every_leg = pytest.mark.parametrize(("index", "leg"), ADAPTER_LEGS, indirect=["index"])
 
 MATCH = "zebra"
@@ -130,7 +118,7 @@ def test_search_one_leg_requested_other_leg_empty(index: SearchIndex, leg: Leg) 
     assert leg_hits(hits, leg) == [("ki_1", 0)]
 
 
-@semantic_adapters
+@every_adapter
 def test_search_semantic_score_is_cosine_similarity(index: SearchIndex) -> None:
     cosines = {"ki_near": 0.9, "ki_mid": 0.5, "ki_far": -0.3}
     index.upsert_many([item(item_id, ("text",), vectors=[at_angle(c)]) for item_id, c in cosines.items()])
@@ -225,8 +213,6 @@ def _probe_cases() -> list[Any]:
     cases = []
     for adapter in ADAPTERS:
         for probe_ in multilingual.PROBES:
-            if probe_.needs & ANALYSIS_GAPS.get(adapter, frozenset()):
-                continue
             cases.append(pytest.param(adapter, probe_, id=f"{adapter}-{probe_.query}"))
     return cases
 

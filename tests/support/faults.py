@@ -1,9 +1,12 @@
 """Faults injected at the adapters' transports, below their retry logic, so the retries and the
 error mapping run as in production.
 
-- ``FaultyConnection``: opensearch-py's ``RequestsHttpConnection`` (to an osmem server) that first
-  answers the faults scheduled with ``FaultyConnection.schedule``: a timeout (``ConnectionTimeout``),
-  or an HTTP status (429, 503, ...) for requests whose path contains a given fragment.
+- ``FaultyConnection``: opensearch-py's ``RequestsHttpConnection`` (to a real OpenSearch node) that
+  first answers the faults scheduled with ``FaultyConnection.schedule`` for requests whose path
+  contains a given fragment: a timeout (``ConnectionTimeout``), an HTTP status (429, 503, ...), or
+  ``KNN_DIMENSION``, which sends the request with one component added to every kNN query vector, so
+  the node itself fails each kNN search of the request (a ``_msearch`` leg answers its own 400,
+  "all shards failed") while the other searches run.
 - ``failing_sends``: botocore's ``before-send`` hook answering the first ``times`` requests of an
   operation with an AWS error, so botocore's retry handler sees (and retries) each one.
 """
@@ -23,13 +26,14 @@ from opensearchpy import RequestsHttpConnection
 from opensearchpy.exceptions import ConnectionTimeout
 
 TIMEOUT = "timeout"
+KNN_DIMENSION = "knn_dimension"
 
 
 @dataclass
 class Fault:
     path_fragment: str
     kind: int | str
-    """An HTTP status, or ``TIMEOUT``."""
+    """An HTTP status, ``TIMEOUT`` or ``KNN_DIMENSION``."""
 
 
 class FaultyConnection(RequestsHttpConnection):
@@ -65,6 +69,11 @@ class FaultyConnection(RequestsHttpConnection):
         if fault is not None:
             if fault.kind == TIMEOUT:
                 raise ConnectionTimeout("TIMEOUT", "injected read timeout", TimeoutError())
+            if fault.kind == KNN_DIMENSION:
+                body = _widen_knn_vectors(body)
+                return super().perform_request(
+                    method, url, params, body, timeout, allow_redirects, ignore, headers
+                )
             status = int(fault.kind)
             payload = json.dumps({"error": {"type": "injected"}, "status": status})
             self._raise_error(status, payload, "application/json")
@@ -78,6 +87,19 @@ class FaultyConnection(RequestsHttpConnection):
                 cls.served.append(fault)
                 return fault
         return None
+
+
+def _widen_knn_vectors(body: bytes | None) -> bytes | None:
+    """The NDJSON ``body`` with a component added to the vector of every ``knn`` query in it."""
+    if body is None:
+        return None
+    lines = []
+    for line in body.decode().splitlines():
+        document = json.loads(line)
+        for clause in document.get("query", {}).get("knn", {}).values():
+            clause["vector"] = [*clause["vector"], 0.0]
+        lines.append(json.dumps(document))
+    return ("\n".join(lines) + "\n").encode()
 
 
 @contextmanager

@@ -1,58 +1,44 @@
 """Search index adapters under test and builders of indexed items, shared by the index suites.
 
-Adapters: ``embedded`` always; ``osmem`` (``OpenSearchIndex`` over HTTP against an in-memory
-OpenSearch-compatible server, which has no k-NN); ``opensearch`` when ``OPENSEARCH_URL`` names a real
-cluster, which then runs the whole contract suite, semantic leg included.
+Adapters: ``embedded`` (in process) and ``opensearch`` (``OpenSearchIndex`` over HTTP on the real
+OpenSearch node of the ``opensearch_url`` fixture, k-NN plugin included). Both run the whole contract
+suite, both legs.
 """
 
 from __future__ import annotations
 
 import math
-import os
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from osmem_server import OsmemServer
-
 from knowledge.adapters.embedded_index import EmbeddedIndex
-from knowledge.adapters.opensearch_index import OpenSearchIndex, build_opensearch_client
+from knowledge.adapters.opensearch_engine import build_opensearch_client
+from knowledge.adapters.opensearch_index import OpenSearchIndex
 from knowledge.domain.retrieval import Chunk, IndexedChunk, IndexedItem, IndexQuery, Leg, LegHits
 from knowledge.domain.visibility import VisibilityFilter
 from knowledge.ports import SearchIndex
 
-OPENSEARCH_URL = os.environ.get("OPENSEARCH_URL")
-
 MODEL_ID = "contract-model"
 DIMENSION = 8
 
-ADAPTERS = ["embedded", "osmem"] + (["opensearch"] if OPENSEARCH_URL else [])
-"""Every adapter: lexical behaviour, writes, versions, configuration."""
-SEMANTIC_ADAPTERS = ["embedded"] + (["opensearch"] if OPENSEARCH_URL else [])
-"""Adapters whose engine runs k-NN (osmem answers 400 to ``knn``)."""
-ANALYSIS_GAPS = {"osmem": frozenset({"cjk_unigrams", "hangul_bigrams"})}
-"""Analysis an adapter's engine lacks: osmem answers ``_analyze`` like OpenSearch, but indexes
-neither the single characters of ``cjk_bigram`` (``output_unigrams``) nor bigrams of Hangul."""
-ADAPTER_LEGS = [(adapter, Leg.LEXICAL) for adapter in ADAPTERS] + [
-    (adapter, Leg.SEMANTIC) for adapter in SEMANTIC_ADAPTERS
-]
+ADAPTERS = ["embedded", "opensearch"]
+"""Every adapter: both legs, writes, versions, configuration."""
+ADAPTER_LEGS = [(adapter, leg) for adapter in ADAPTERS for leg in (Leg.LEXICAL, Leg.SEMANTIC)]
 """``(adapter, leg)`` pairs for behaviour that both legs must show, such as visibility."""
 
 
-def start_osmem() -> OsmemServer:
-    return OsmemServer.start(japanese=False)
-
-
 @contextmanager
-def open_index(adapter: str, osmem_url: str | None = None) -> Iterator[SearchIndex]:
-    """A fresh, empty, ready index of ``adapter`` (a unique OpenSearch index, deleted afterwards)."""
+def open_index(adapter: str, opensearch_url: str | None = None) -> Iterator[SearchIndex]:
+    """A fresh, empty, ready index of ``adapter`` (for ``opensearch``, a unique index on the node at
+    ``opensearch_url``, deleted afterwards)."""
     if adapter == "embedded":
         index: SearchIndex = EmbeddedIndex()
         index.ensure_ready(model_id=MODEL_ID, dimension=DIMENSION)
         yield index
         return
-    url = osmem_url if adapter == "osmem" else OPENSEARCH_URL
-    assert url is not None
+    assert opensearch_url is not None, "the opensearch adapter needs the opensearch_url fixture"
+    url = opensearch_url
     client = build_opensearch_client(url, auth="none", region="us-east-1")
     name = f"contract-{uuid.uuid4().hex[:12]}"
     index = OpenSearchIndex(client, name, refresh=True)

@@ -1,6 +1,6 @@
-"""Note index adapters under test, for the note index contract suite: ``embedded`` always; ``osmem``
-(``OpenSearchNoteIndex`` over HTTP against the in-memory OpenSearch-compatible server, lexical leg
-only: it has no k-NN); ``opensearch`` when ``OPENSEARCH_URL`` names a real cluster."""
+"""Note index adapters under test, for the note index contract suite: ``embedded`` (in process) and
+``opensearch`` (``OpenSearchNoteIndex`` over HTTP on the real node of the ``opensearch_url``
+fixture), both legs each."""
 
 from __future__ import annotations
 
@@ -9,31 +9,29 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from knowledge.adapters.embedded_note_index import EmbeddedNoteIndex
-from knowledge.adapters.opensearch_index import build_opensearch_client
+from knowledge.adapters.opensearch_engine import build_opensearch_client
 from knowledge.adapters.opensearch_note_index import OpenSearchNoteIndex
 from knowledge.domain.retrieval import Leg
 from knowledge.ports import NoteIndex
-from tests.support.index import DIMENSION, MODEL_ID, OPENSEARCH_URL
+from tests.support.index import DIMENSION, MODEL_ID
 
-NOTE_ADAPTERS = ["embedded", "osmem"] + (["opensearch"] if OPENSEARCH_URL else [])
+NOTE_ADAPTERS = ["embedded", "opensearch"]
 """Every ``NoteIndex`` adapter."""
-SEMANTIC_NOTE_ADAPTERS = ["embedded"] + (["opensearch"] if OPENSEARCH_URL else [])
-NOTE_ADAPTER_LEGS = [(adapter, Leg.LEXICAL) for adapter in NOTE_ADAPTERS] + [
-    (adapter, Leg.SEMANTIC) for adapter in SEMANTIC_NOTE_ADAPTERS
-]
+NOTE_ADAPTER_LEGS = [(adapter, leg) for adapter in NOTE_ADAPTERS for leg in (Leg.LEXICAL, Leg.SEMANTIC)]
 """``(adapter, leg)`` pairs for behaviour both legs must show."""
 
 
 @contextmanager
-def open_note_index(adapter: str, osmem_url: str | None = None) -> Iterator[NoteIndex]:
-    """A fresh, empty, ready note index of ``adapter`` (a unique OpenSearch index, deleted afterwards)."""
+def open_note_index(adapter: str, opensearch_url: str | None = None) -> Iterator[NoteIndex]:
+    """A fresh, empty, ready note index of ``adapter`` (for ``opensearch``, a unique index on the
+    node at ``opensearch_url``, deleted afterwards)."""
     if adapter == "embedded":
         embedded = EmbeddedNoteIndex()
         embedded.ensure_ready(model_id=MODEL_ID, dimension=DIMENSION)
         yield embedded
         return
-    url = osmem_url if adapter == "osmem" else OPENSEARCH_URL
-    assert url is not None
+    assert opensearch_url is not None, "the opensearch adapter needs the opensearch_url fixture"
+    url = opensearch_url
     client = build_opensearch_client(url, auth="none", region="us-east-1")
     name = f"notes-contract-{uuid.uuid4().hex[:12]}"
     index = OpenSearchNoteIndex(client, name, refresh=True)

@@ -373,7 +373,8 @@ def build_embedder(settings: Settings) -> Embedder:
 
 def build_index(settings: Settings) -> SearchIndex:
     if settings.search_backend == "opensearch":
-        from knowledge.adapters.opensearch_index import OpenSearchIndex, build_opensearch_client
+        from knowledge.adapters.opensearch_engine import build_opensearch_client
+        from knowledge.adapters.opensearch_index import OpenSearchIndex
 
         url, name = settings.opensearch_url, settings.opensearch_index
         if not url or not name:
@@ -394,7 +395,7 @@ def build_note_index(settings: Settings) -> NoteIndex:
     """The notes' own index (DESIGN §9): ``OPENSEARCH_NOTES_INDEX`` on the search backend's cluster,
     or in process (the embedded engines)."""
     if settings.search_backend == "opensearch":
-        from knowledge.adapters.opensearch_index import build_opensearch_client
+        from knowledge.adapters.opensearch_engine import build_opensearch_client
         from knowledge.adapters.opensearch_note_index import OpenSearchNoteIndex
 
         url, name = settings.opensearch_url, settings.opensearch_notes_index

@@ -26,18 +26,22 @@ rejects our documents raises ``IndexConfigurationError``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterator, Mapping, Sequence
 from itertools import islice
-from typing import Any, Literal
+from typing import Any
 
-import boto3
-from opensearchpy import AWSV4SignerAuth, Connection, OpenSearch, RequestsHttpConnection, helpers
+from opensearchpy import helpers
 from opensearchpy.exceptions import ConflictError as OpenSearchConflictError
-from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
-from opensearchpy.exceptions import RequestError, TransportError
+from opensearchpy.exceptions import RequestError
 
 from knowledge.adapters import opensearch_queries as dsl
+from knowledge.adapters.opensearch_engine import (
+    BodyAt,
+    check_vector,
+    document_error,
+    search_legs,
+    translated,
+)
 from knowledge.domain.index_work import PartWrite
 from knowledge.domain.retrieval import (
     TIE_BREAKER,
@@ -50,82 +54,11 @@ from knowledge.domain.retrieval import (
     Leg,
     LegHits,
 )
-from knowledge.errors import DependencyUnavailableError, IndexConfigurationError
+from knowledge.errors import IndexConfigurationError
 from knowledge.observability import logger
 
 _BULK_TIMEOUT_SECONDS = 60
 _DELETE_GROUP = 200  # items per delete_by_query, well under the 1,024 boolean clause limit
-
-
-def build_opensearch_client(
-    url: str,
-    *,
-    auth: Literal["sigv4", "none"],
-    region: str,
-    service: str = "es",
-    timeout_seconds: float = 10.0,
-    max_retries: int = 2,
-    connection_class: type[Connection] = RequestsHttpConnection,
-) -> Any:
-    """An ``OpenSearch`` client for ``url`` (``https://…`` on AWS, ``http://127.0.0.1:…`` locally).
-
-    ``auth="sigv4"`` signs every request with the default botocore credential chain (Lambda role,
-    environment, profile) for ``service`` (``es`` for managed domains, ``aoss`` for Serverless);
-    credentials are refreshed by botocore and frozen per request by the signer. Connection errors,
-    timeouts and 502/503/504 are retried ``max_retries`` times by the transport; 429 is left to the
-    caller (``DependencyUnavailableError`` is retryable) and to the bulk helper's backoff.
-    ``connection_class`` is the HTTP connection (tests inject faults through one).
-    Raises ``IndexConfigurationError`` when SigV4 is requested and no credentials are found.
-    """
-    http_auth: Any = None
-    if auth == "sigv4":
-        credentials = boto3.Session().get_credentials()
-        if credentials is None:
-            raise IndexConfigurationError("No AWS credentials are available to sign search index requests.")
-        http_auth = AWSV4SignerAuth(credentials, region, service)
-    return OpenSearch(
-        hosts=[url],
-        http_auth=http_auth,
-        connection_class=connection_class,
-        verify_certs=True,
-        timeout=timeout_seconds,
-        max_retries=max_retries,
-        retry_on_timeout=True,
-        retry_on_status=(502, 503, 504),
-    )
-
-
-@contextmanager
-def _translated(operation: str) -> Iterator[None]:
-    """Map opensearch-py transport errors to domain errors once, for every call of the adapter."""
-    try:
-        yield
-    except OpenSearchConnectionError as error:
-        logger.warning(
-            "search index unreachable", extra={"operation": operation, "error": type(error).__name__}
-        )
-        raise DependencyUnavailableError("The search index is unavailable.") from error
-    except TransportError as error:
-        status = error.status_code
-        if isinstance(status, int) and (status == 429 or status >= 500):
-            logger.warning("search index failed", extra={"operation": operation, "status": status})
-            raise DependencyUnavailableError("The search index is unavailable.") from error
-        if status == 404 and error.error == "index_not_found_exception":
-            raise IndexConfigurationError(
-                "The search index does not exist; ensure_ready creates it."
-            ) from error
-        raise
-
-
-def _document_error(result: dict[str, Any]) -> Exception:
-    """The domain error for a failed bulk item other than a version conflict."""
-    status = result.get("status")
-    error = result.get("error")
-    kind = error.get("type") if isinstance(error, dict) else error
-    logger.warning("search index rejected a document", extra={"status": status, "error_type": kind})
-    if isinstance(status, int) and (status == 429 or status >= 500):
-        return DependencyUnavailableError("The search index is unavailable.")
-    return IndexConfigurationError("The search index rejected a document; check its mapping.")
 
 
 def _batches(items: Sequence[IndexedItem], size: int) -> Iterator[list[tuple[int, IndexedItem]]]:
@@ -146,11 +79,8 @@ def _batches(items: Sequence[IndexedItem], size: int) -> Iterator[list[tuple[int
         pending = rest
 
 
-def _check_vector(vector: Sequence[float], dimension: int) -> None:
-    if len(vector) != dimension:
-        raise ValueError(f"vector has {len(vector)} dimensions; the index expects {dimension}")
-    if not any(vector):
-        raise ValueError("a zero vector has no cosine similarity")
+def _parse_hits(response: Mapping[str, Any], semantic: bool) -> list[ChunkHit]:
+    return dsl.parse_hits(response, semantic=semantic)
 
 
 class OpenSearchIndex:
@@ -199,7 +129,7 @@ class OpenSearchIndex:
         """Create the index if missing; raise ``IndexConfigurationError`` if it records another model,
         dimension or layout (``_meta.embedding_model``, ``_meta.dimension``, the mapped vector
         dimension, ``_meta.layout``)."""
-        with _translated("ensure_ready"):
+        with translated("ensure_ready"):
             if not self._client.indices.exists(index=self._name):
                 self._create(model_id, dimension)
             recorded = dsl.recorded_config(self._client.indices.get_mapping(index=self._name))
@@ -244,9 +174,9 @@ class OpenSearchIndex:
             raise IndexConfigurationError("The search index is not configured; call ensure_ready first.")
         for item in items:
             for chunk in item.chunks:
-                _check_vector(chunk.vector, self._dimension)
+                check_vector(chunk.vector, self._dimension)
         results = [False] * len(items)
-        with _translated("upsert"):
+        with translated("upsert"):
             for batch in _batches(items, self._batch_size):
                 written = self._write([item for _, item in batch])
                 for position, item in batch:
@@ -264,8 +194,8 @@ class OpenSearchIndex:
         if self._dimension is None:
             raise IndexConfigurationError("The search index is not configured; call ensure_ready first.")
         for chunk in item.chunks:
-            _check_vector(chunk.vector, self._dimension)
-        with _translated("upsert_part"):
+            check_vector(chunk.vector, self._dimension)
+        with translated("upsert_part"):
             heads = self._write_heads([item])
             if item.knowledge_item_id not in heads:
                 return PartWrite(written=False)
@@ -327,7 +257,7 @@ class OpenSearchIndex:
             elif result.get("status") == 409:
                 logger.info("stale index write ignored", extra={"knowledge_item_id": result["_id"]})
             else:
-                raise _document_error(result)
+                raise document_error(result)
         return results
 
     def _write_chunks(self, accepted: list[IndexedItem]) -> set[str]:
@@ -366,7 +296,7 @@ class OpenSearchIndex:
         for error in errors:
             result = next(iter(error.values()))
             if result.get("status") != 409:
-                raise _document_error(result)
+                raise document_error(result)
             conflicts.add(result["_id"])
         return conflicts
 
@@ -392,7 +322,7 @@ class OpenSearchIndex:
     def remove_item(self, tenant_id: str, knowledge_item_id: str, *, version: int) -> None:
         """Tombstone the item at ``version`` and delete its chunks; a no-op when the index holds a
         newer live version or a tombstone at or above ``version``."""
-        with _translated("remove_item"):
+        with translated("remove_item"):
             try:
                 self._client.index(
                     index=self._name,
@@ -419,7 +349,7 @@ class OpenSearchIndex:
     def remove_base(self, tenant_id: str, knowledge_base_id: str) -> None:
         """Delete every chunk of the base. Item heads stay, so stale writes are still refused and a
         re-upsert at the same version restores the item."""
-        with _translated("remove_base"):
+        with translated("remove_base"):
             self._client.indices.refresh(index=self._name)
             answer = self._client.delete_by_query(
                 index=self._name,
@@ -436,50 +366,34 @@ class OpenSearchIndex:
                 self.refresh()
 
     def search(self, query: IndexQuery) -> LegHits:
-        """Both requested legs in one ``_msearch`` routed to the tenant's shard.
+        """Both requested legs in one ``_msearch`` routed to the tenant's shard (``search_legs``).
 
         Lexical hits carry BM25 scores; semantic hits carry cosine similarity (converted back from the
         ``cosinesimil`` score). An empty query text runs no lexical leg. Raises ``ValueError`` when the
         semantic leg is requested without a vector or with one of the wrong dimension.
         """
-        searches: list[tuple[Leg, dict[str, Any]]] = []
+        visibility = query.visibility
+        legs: list[tuple[Leg, BodyAt]] = []
         if Leg.LEXICAL in query.legs and query.text.strip():
-            body = dsl.lexical_body(
-                query.text,
-                query.visibility,
-                query.k,
-                title_boost=self._title_boost,
-                tie_breaker=self._tie_breaker,
+            text, boost, tie = query.text, self._title_boost, self._tie_breaker
+            legs.append(
+                (
+                    Leg.LEXICAL,
+                    lambda depth: dsl.lexical_body(
+                        text, visibility, depth, title_boost=boost, tie_breaker=tie
+                    ),
+                )
             )
-            searches.append((Leg.LEXICAL, body))
         if Leg.SEMANTIC in query.legs:
-            if query.vector is None:
+            vector = query.vector
+            if vector is None:
                 raise ValueError("the semantic leg needs a query vector")
-            _check_vector(query.vector, len(query.vector) if self._dimension is None else self._dimension)
-            searches.append((Leg.SEMANTIC, dsl.semantic_body(query.vector, query.visibility, query.k)))
-        if not searches:
-            return LegHits()
-        lines: list[dict[str, Any]] = []
-        for _, body in searches:
-            lines += [{"routing": query.visibility.tenant_id}, body]
-        with _translated("search"):
-            answer = self._client.msearch(index=self._name, body=lines)
-        legs: dict[Leg, list[ChunkHit]] = {}
-        for (leg, _), response in zip(searches, answer["responses"], strict=True):
-            if "error" in response:
-                error = response["error"]
-                kind = error.get("type") if isinstance(error, dict) else error
-                logger.warning(
-                    "search leg failed",
-                    extra={"leg": leg.value, "status": response.get("status"), "error_type": kind},
-                )
-                raise DependencyUnavailableError(
-                    "The search index could not run the search.", {"leg": leg.value}
-                )
-            legs[leg] = dsl.parse_hits(response, semantic=leg is Leg.SEMANTIC)
-        return LegHits(lexical=legs.get(Leg.LEXICAL, []), semantic=legs.get(Leg.SEMANTIC, []))
+            check_vector(vector, len(vector) if self._dimension is None else self._dimension)
+            legs.append((Leg.SEMANTIC, lambda depth: dsl.semantic_body(vector, visibility, depth)))
+        found = search_legs(self._client, self._name, visibility.tenant_id, legs, query.k, _parse_hits)
+        return LegHits(lexical=found.get(Leg.LEXICAL, []), semantic=found.get(Leg.SEMANTIC, []))
 
     def refresh(self) -> None:
         """Make every write so far visible to search."""
-        with _translated("refresh"):
+        with translated("refresh"):
             self._client.indices.refresh(index=self._name)

@@ -25,12 +25,12 @@ from opensearchpy.exceptions import ConflictError as OpenSearchConflictError
 from opensearchpy.exceptions import RequestError
 
 from knowledge.adapters import opensearch_queries as dsl
-from knowledge.adapters.opensearch_index import _check_vector, _document_error, _translated
+from knowledge.adapters.opensearch_engine import BodyAt, check_vector, document_error, search_legs, translated
 from knowledge.domain.models import Scope
 from knowledge.domain.note_retrieval import IndexedNote, NoteFilter, NoteHit, NoteLegHits, NoteQuery
 from knowledge.domain.notes import path_ancestors
 from knowledge.domain.retrieval import Leg
-from knowledge.errors import DependencyUnavailableError, IndexConfigurationError
+from knowledge.errors import IndexConfigurationError
 from knowledge.observability import logger
 
 _KEYWORDS = (
@@ -199,6 +199,10 @@ def parse_hits(response: Mapping[str, Any], *, semantic: bool) -> list[NoteHit]:
     return sorted(hits, key=lambda hit: (-hit.score, hit.note_id))
 
 
+def _parse(response: Mapping[str, Any], semantic: bool) -> list[NoteHit]:
+    return parse_hits(response, semantic=semantic)
+
+
 class OpenSearchNoteIndex:
     """The notes index on one OpenSearch index (or alias) ``index_name``; ``client`` as built by
     ``build_opensearch_client``. ``refresh=True`` makes every write searchable before it returns."""
@@ -215,7 +219,7 @@ class OpenSearchNoteIndex:
 
     def ensure_ready(self, *, model_id: str, dimension: int) -> None:
         """Create the index if missing; ``IndexConfigurationError`` if it records another model."""
-        with _translated("ensure_ready"):
+        with translated("ensure_ready"):
             if not self._client.indices.exists(index=self._name):
                 try:
                     self._client.indices.create(
@@ -240,7 +244,7 @@ class OpenSearchNoteIndex:
         if self._dimension is None:
             raise IndexConfigurationError("The note index is not configured; call ensure_ready first.")
         for note in notes:
-            _check_vector(note.vector, self._dimension)
+            check_vector(note.vector, self._dimension)
         actions = (
             {
                 "_op_type": "index",
@@ -254,11 +258,11 @@ class OpenSearchNoteIndex:
             for note in notes
         )
         written: list[bool] = []
-        with _translated("upsert_notes"):
+        with translated("upsert_notes"):
             for ok, info in helpers.streaming_bulk(self._client, actions, raise_on_error=False):
                 result = info["index"]
                 if not ok and result.get("status") != 409:
-                    raise _document_error(result)
+                    raise document_error(result)
                 written.append(ok)
             if self._refresh and notes:
                 self.refresh()
@@ -267,7 +271,7 @@ class OpenSearchNoteIndex:
     def remove_note(self, tenant_id: str, note_id: str, *, version: int) -> None:
         """Replace the note by a tombstone at ``2·v + 1``; a no-op when a newer state is held."""
         tombstone = {"tenant_id": tenant_id, "note_id": note_id, "note_version": version, "removed": True}
-        with _translated("remove_note"):
+        with translated("remove_note"):
             try:
                 self._client.index(
                     index=self._name,
@@ -284,43 +288,31 @@ class OpenSearchNoteIndex:
                 self.refresh()
 
     def search(self, query: NoteQuery) -> NoteLegHits:
-        """Both requested legs in one ``_msearch``; ``ValueError`` for a semantic leg without a vector."""
-        searches: list[tuple[Leg, dict[str, Any]]] = []
+        """Both requested legs in one ``_msearch`` (``search_legs``); ``ValueError`` for a semantic
+        leg without a vector or with one of the wrong dimension."""
+        note_filter = query.filter
+        legs: list[tuple[Leg, BodyAt]] = []
         if Leg.LEXICAL in query.legs and query.text.strip():
-            searches.append((Leg.LEXICAL, lexical_body(query.text, query.filter, query.k)))
+            text = query.text
+            legs.append((Leg.LEXICAL, lambda depth: lexical_body(text, note_filter, depth)))
         if Leg.SEMANTIC in query.legs:
-            if query.vector is None:
+            vector = query.vector
+            if vector is None:
                 raise ValueError("the semantic leg needs a query vector")
-            _check_vector(query.vector, self._dimension or len(query.vector))
-            searches.append((Leg.SEMANTIC, semantic_body(query.vector, query.filter, query.k)))
-        if not searches:
-            return NoteLegHits()
-        lines: list[dict[str, Any]] = []
-        for _, body in searches:
-            lines += [{"routing": query.filter.tenant_id}, body]
-        with _translated("search"):
-            answer = self._client.msearch(index=self._name, body=lines)
-        legs: dict[Leg, list[NoteHit]] = {}
-        for (leg, _), response in zip(searches, answer["responses"], strict=True):
-            if "error" in response:
-                logger.warning(
-                    "note search leg failed", extra={"leg": leg.value, "status": response.get("status")}
-                )
-                raise DependencyUnavailableError(
-                    "The search index could not run the search.", {"leg": leg.value}
-                )
-            legs[leg] = parse_hits(response, semantic=leg is Leg.SEMANTIC)
-        return NoteLegHits(lexical=legs.get(Leg.LEXICAL, []), semantic=legs.get(Leg.SEMANTIC, []))
+            check_vector(vector, self._dimension or len(vector))
+            legs.append((Leg.SEMANTIC, lambda depth: semantic_body(vector, note_filter, depth)))
+        found = search_legs(self._client, self._name, note_filter.tenant_id, legs, query.k, _parse)
+        return NoteLegHits(lexical=found.get(Leg.LEXICAL, []), semantic=found.get(Leg.SEMANTIC, []))
 
     def browse(self, note_filter: NoteFilter, k: int) -> list[NoteHit]:
         """Admitted notes by importance, then update time (newest first), then id, routed to the
         tenant's shard."""
-        with _translated("browse"):
+        with translated("browse"):
             answer = self._client.search(
                 index=self._name, body=browse_body(note_filter, k), routing=note_filter.tenant_id
             )
         return parse_browsed(answer)
 
     def refresh(self) -> None:
-        with _translated("refresh"):
+        with translated("refresh"):
             self._client.indices.refresh(index=self._name)

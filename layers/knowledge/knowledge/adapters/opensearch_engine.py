@@ -1,0 +1,180 @@
+"""What both OpenSearch adapters (the chunk index and the notes index) share: the client, the one
+mapping of transport errors to domain errors, the vector check, and the two-leg search.
+
+``search_legs`` runs the requested legs of one search in a single ``_msearch`` routed to the
+tenant's shard. The lexical leg's body sorts every match by score and then id inside the engine, so
+its first ``k`` are exact. A kNN query does not: the Lucene engine keeps the ``k`` nearest vectors
+of each shard, and among vectors tied at the ``k``-th score it keeps whichever its graph search
+reached first, before any sort runs. So the semantic leg asks for ``k + 1`` neighbours; when the
+last of them still ties with the ``k``-th, it asks again for twice as many (up to ``MAX_KNN_K``,
+the engine's limit), then sorts and keeps the best ``k``, so ties at the cut fall by id as on every
+other adapter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, Literal, Protocol, TypeVar
+
+import boto3
+from opensearchpy import AWSV4SignerAuth, Connection, OpenSearch, RequestsHttpConnection
+from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
+from opensearchpy.exceptions import TransportError
+
+from knowledge.domain.retrieval import Leg
+from knowledge.errors import DependencyUnavailableError, IndexConfigurationError
+from knowledge.observability import logger
+
+MAX_KNN_K = 10_000
+"""The largest ``k`` (and ``size``) a kNN query may ask for (k-NN plugin, ``index.max_result_window``)."""
+
+
+def build_opensearch_client(
+    url: str,
+    *,
+    auth: Literal["sigv4", "none"],
+    region: str,
+    service: str = "es",
+    timeout_seconds: float = 10.0,
+    max_retries: int = 2,
+    connection_class: type[Connection] = RequestsHttpConnection,
+) -> Any:
+    """An ``OpenSearch`` client for ``url`` (``https://…`` on AWS, ``http://127.0.0.1:…`` locally).
+
+    ``auth="sigv4"`` signs every request with the default botocore credential chain (Lambda role,
+    environment, profile) for ``service`` (``es`` for managed domains, ``aoss`` for Serverless);
+    credentials are refreshed by botocore and frozen per request by the signer. Connection errors,
+    timeouts and 502/503/504 are retried ``max_retries`` times by the transport; 429 is left to the
+    caller (``DependencyUnavailableError`` is retryable) and to the bulk helper's backoff.
+    ``connection_class`` is the HTTP connection (tests inject faults through one).
+    Raises ``IndexConfigurationError`` when SigV4 is requested and no credentials are found.
+    """
+    http_auth: Any = None
+    if auth == "sigv4":
+        credentials = boto3.Session().get_credentials()
+        if credentials is None:
+            raise IndexConfigurationError("No AWS credentials are available to sign search index requests.")
+        http_auth = AWSV4SignerAuth(credentials, region, service)
+    return OpenSearch(
+        hosts=[url],
+        http_auth=http_auth,
+        connection_class=connection_class,
+        verify_certs=True,
+        timeout=timeout_seconds,
+        max_retries=max_retries,
+        retry_on_timeout=True,
+        retry_on_status=(502, 503, 504),
+    )
+
+
+@contextmanager
+def translated(operation: str) -> Iterator[None]:
+    """Map opensearch-py transport errors to domain errors once, for every call of both adapters:
+    unreachable, 429 and 5xx → ``DependencyUnavailableError``; a missing index →
+    ``IndexConfigurationError``; anything else is raised as it is."""
+    try:
+        yield
+    except OpenSearchConnectionError as error:
+        logger.warning(
+            "search index unreachable", extra={"operation": operation, "error": type(error).__name__}
+        )
+        raise DependencyUnavailableError("The search index is unavailable.") from error
+    except TransportError as error:
+        status = error.status_code
+        if isinstance(status, int) and (status == 429 or status >= 500):
+            logger.warning("search index failed", extra={"operation": operation, "status": status})
+            raise DependencyUnavailableError("The search index is unavailable.") from error
+        if status == 404 and error.error == "index_not_found_exception":
+            raise IndexConfigurationError(
+                "The search index does not exist; ensure_ready creates it."
+            ) from error
+        raise
+
+
+def document_error(result: Mapping[str, Any]) -> Exception:
+    """The domain error for a failed bulk item other than a version conflict."""
+    status = result.get("status")
+    error = result.get("error")
+    kind = error.get("type") if isinstance(error, dict) else error
+    logger.warning("search index rejected a document", extra={"status": status, "error_type": kind})
+    if isinstance(status, int) and (status == 429 or status >= 500):
+        return DependencyUnavailableError("The search index is unavailable.")
+    return IndexConfigurationError("The search index rejected a document; check its mapping.")
+
+
+def check_vector(vector: Sequence[float], dimension: int) -> None:
+    """Raise ``ValueError`` for a vector of another dimension, or a zero vector (no cosine)."""
+    if len(vector) != dimension:
+        raise ValueError(f"vector has {len(vector)} dimensions; the index expects {dimension}")
+    if not any(vector):
+        raise ValueError("a zero vector has no cosine similarity")
+
+
+class _Scored(Protocol):
+    @property
+    def score(self) -> float: ...
+
+
+H = TypeVar("H", bound=_Scored)
+
+BodyAt = Callable[[int], dict[str, Any]]
+"""A leg's search body for a fetch depth (its ``size``, and ``k`` of a kNN clause)."""
+Parse = Callable[[Mapping[str, Any], bool], list[H]]
+"""Hits of one answer, sorted best first with ties by id; the flag says the leg is semantic."""
+
+
+def _leg_hits(leg: Leg, response: Mapping[str, Any], parse: Parse[H]) -> list[H]:
+    if "error" in response:
+        error = response["error"]
+        kind = error.get("type") if isinstance(error, dict) else error
+        logger.warning(
+            "search leg failed",
+            extra={"leg": leg.value, "status": response.get("status"), "error_type": kind},
+        )
+        raise DependencyUnavailableError("The search index could not run the search.", {"leg": leg.value})
+    return parse(response, leg is Leg.SEMANTIC)
+
+
+def _first_depth(leg: Leg, k: int) -> int:
+    return min(k + 1, MAX_KNN_K) if leg is Leg.SEMANTIC else k
+
+
+def _tie_runs_past(hits: Sequence[_Scored], k: int, depth: int) -> bool:
+    """Whether the hits tied with the ``k``-th reach the end of a full fetch of ``depth``."""
+    return depth < MAX_KNN_K and len(hits) >= depth > k and hits[-1].score >= hits[k - 1].score
+
+
+def search_legs(
+    client: Any,
+    index: str,
+    routing: str,
+    legs: Sequence[tuple[Leg, BodyAt]],
+    k: int,
+    parse: Parse[H],
+) -> dict[Leg, list[H]]:
+    """Each leg's best ``k`` hits (see the module docs), from one ``_msearch`` and, for a semantic
+    leg tied past its first fetch, wider kNN searches.
+
+    Raises ``DependencyUnavailableError`` (details ``{"leg": ...}``) when the engine fails a leg,
+    and what ``translated`` maps for the requests themselves.
+    """
+    if not legs:
+        return {}
+    depths = {leg: _first_depth(leg, k) for leg, _ in legs}
+    lines: list[dict[str, Any]] = []
+    for leg, body_at in legs:
+        lines += [{"routing": routing}, body_at(depths[leg])]
+    with translated("search"):
+        answer = client.msearch(index=index, body=lines)
+    found: dict[Leg, list[H]] = {}
+    for (leg, body_at), response in zip(legs, answer["responses"], strict=True):
+        hits = _leg_hits(leg, response, parse)
+        depth = depths[leg]
+        while leg is Leg.SEMANTIC and _tie_runs_past(hits, k, depth):
+            depth = min(2 * depth, MAX_KNN_K)
+            with translated("search"):
+                wider = client.msearch(index=index, body=[{"routing": routing}, body_at(depth)])
+            hits = _leg_hits(leg, wider["responses"][0], parse)
+        found[leg] = hits[:k]
+    return found
