@@ -25,6 +25,9 @@ LOCAL_SECRET_KEY = "local"
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 DEFAULT_PORT = 3000
 DEFAULT_AWS_PORT = 5000
+DEFAULT_OPENSEARCH_INDEX = "knowledge-chunks"
+DEFAULT_OPENSEARCH_NOTES_INDEX = "knowledge-notes"
+"""The template's index names (``OPENSEARCH_INDEX``, ``OPENSEARCH_NOTES_INDEX``)."""
 
 
 class ConfigurationError(ValueError):
@@ -83,6 +86,23 @@ class RuntimeSettings(BaseSettings):
         description="replay each token's authorizer answer for the template's ReauthorizeEvery "
         "seconds, as API Gateway does; false: every request is authorized afresh, so a revoke counts at once",
     )
+    search_backend: Literal["embedded", "opensearch"] = Field(
+        default="embedded",
+        description="embedded (tantivy + numpy, in this process) or opensearch: a local OpenSearch "
+        "2.19 node with k-NN that the runtime starts and stops, or the cluster at OPENSEARCH_URL",
+    )
+    opensearch_url: str | None = Field(
+        default=None,
+        pattern=r"^https?://",
+        description="with SEARCH_BACKEND=opensearch, a cluster to use (no auth) instead of starting a node",
+        json_schema_extra={"shown_default": "none"},
+    )
+    opensearch_heap: str = Field(
+        default="1g",
+        pattern=r"^[1-9][0-9]*[mg]$",
+        description="heap of the OpenSearch node the runtime starts with SEARCH_BACKEND=opensearch "
+        "and no OPENSEARCH_URL (e.g. 512m, 2g)",
+    )
     knowledge_runtime_enabled: bool = Field(
         default=True,
         description="false switches the tools off: each answers 503 knowledge_runtime_disabled "
@@ -94,6 +114,11 @@ class RuntimeSettings(BaseSettings):
         """How many invocations of one function run at once (``invoker``)."""
         return self.knowledge_max_environments
 
+    @field_validator("opensearch_url", mode="before")
+    @classmethod
+    def _unset_when_empty(cls, value: object) -> object:
+        return None if value == "" else value
+
     @field_validator("log_level", mode="before")
     @classmethod
     def _upper(cls, value: object) -> object:
@@ -101,7 +126,8 @@ class RuntimeSettings(BaseSettings):
 
 
 PASSED_THROUGH: tuple[tuple[str, str, str], ...] = (
-    ("SEARCH_BACKEND", "embedded", "embedded (tantivy + numpy) or opensearch (with OPENSEARCH_URL)"),
+    ("OPENSEARCH_INDEX", DEFAULT_OPENSEARCH_INDEX, "the chunk index, on OpenSearch"),
+    ("OPENSEARCH_NOTES_INDEX", DEFAULT_OPENSEARCH_NOTES_INDEX, "the notes index, on OpenSearch"),
     ("EMBEDDER", "local", "local (all-MiniLM-L6-v2, offline) or bedrock"),
     ("EMBEDDING_CACHE_PATH", "<state dir>/embeddings.sqlite3", "the embedding cache file"),
     ("TENANT_REQUESTS_PER_SECOND", "50", "each tenant's requests per second (0: no quota)"),
@@ -132,7 +158,8 @@ def function_environment(settings: RuntimeSettings) -> tuple[dict[str, str], dic
     anything of ``knowledge`` is imported (Powertools reads its variables when the handlers' module
     objects are built). ``forced`` keeps every AWS call on the local endpoint with fake credentials;
     ``defaults`` (embedded index, local embedder, the embedding cache file, the tokenizer
-    vocabularies ``make install`` seeds) yield to the caller's."""
+    vocabularies ``make install`` seeds, the template's OpenSearch index names) yield to the
+    caller's."""
     forced = {
         "AWS_ACCESS_KEY_ID": LOCAL_ACCESS_KEY,
         "AWS_SECRET_ACCESS_KEY": LOCAL_SECRET_KEY,
@@ -147,6 +174,8 @@ def function_environment(settings: RuntimeSettings) -> tuple[dict[str, str], dic
     }
     defaults = {
         "SEARCH_BACKEND": "embedded",
+        "OPENSEARCH_INDEX": DEFAULT_OPENSEARCH_INDEX,
+        "OPENSEARCH_NOTES_INDEX": DEFAULT_OPENSEARCH_NOTES_INDEX,
         "EMBEDDER": "local",
         "EMBEDDING_CACHE_PATH": str(settings.knowledge_state_dir / EMBEDDING_CACHE_FILE),
         "HF_HUB_OFFLINE": "1",

@@ -61,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     # Imported only now: the handlers' Powertools objects read the environment set just above.
     from knowledge_local.documents import DocumentError
     from knowledge_local.invoker import stop_helper_processes
+    from knowledge_local.opensearch_node import NodeError
     from knowledge_local.routes import TemplateError
     from knowledge_local.snapshot import SnapshotError
     from knowledge_local.stack import InstanceRunningError, LocalStack, PortInUseError, StateDirectoryError
@@ -78,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         _serve(stack, plan)
     except KeyboardInterrupt:
         print("\nStopping...", flush=True)
-    except (InstanceRunningError, PortInUseError, StateDirectoryError, SnapshotError) as error:
+    except (InstanceRunningError, PortInUseError, StateDirectoryError, SnapshotError, NodeError) as error:
         print(error, file=sys.stderr)
         code = 1
     finally:
@@ -97,7 +98,7 @@ def _serve(stack: LocalStack, plan: SeedPlan | None) -> None:
     from knowledge_local.stack import DEV_SCOPES, TENANT_ID
 
     started = time.monotonic()
-    print("Starting the knowledge service on embedded defaults...", flush=True)
+    print(f"Starting the knowledge service on {_engine(stack.settings)}...", flush=True)
     state_dir = stack.settings.knowledge_state_dir
     saved = state_dir / SNAPSHOT_FILE
     if stack.settings.knowledge_persist and saved.exists():
@@ -191,10 +192,24 @@ def _print_endpoints(endpoints: Endpoints, state_dir: Path) -> None:
         ("table", endpoints.table_name),
         ("ingest queue", endpoints.ingest_queue_url or "-"),
         ("dead letters", endpoints.ingest_dlq_url or "-"),
+        *([("OpenSearch", _opensearch_row(endpoints.opensearch_url))] if endpoints.opensearch_url else []),
         ("saved in", display_path(state_dir / ENDPOINTS_FILE)),
     ]
     for label, value in rows:
         print(f"  {label:<13} {value}")
+
+
+def _engine(settings: RuntimeSettings) -> str:
+    if settings.search_backend == "embedded":
+        return "embedded defaults"
+    if settings.opensearch_url:
+        return f"OpenSearch at {settings.opensearch_url}"
+    return "OpenSearch (a local node, started first)"
+
+
+def _opensearch_row(url: str) -> str:
+    indexes = f"{os.environ.get('OPENSEARCH_INDEX')}, {os.environ.get('OPENSEARCH_NOTES_INDEX')}"
+    return f"{url}  (indexes {indexes})"
 
 
 def _ready_message(api_url: str, state_dir: Path) -> str:

@@ -10,6 +10,11 @@ indexes and the embedder (``install_container``, the ``setup`` of every environm
 functions run unchanged. Each connection is served by a thread of the runtime process; the indexes
 and the embedder are thread-safe.
 
+With ``SEARCH_BACKEND=opensearch`` the indexes are the OpenSearch cluster's, which every
+environment reaches over HTTP as a Lambda function would: ``SharedServices(share_indexes=False)``
+serves the embedder alone, and each environment's container builds its own OpenSearch adapters from
+its settings.
+
 ``SharedServices()`` picks the socket and key at once, so the ``setup`` of environments is known
 before the index exists; ``start(index, note_index, embedder)`` serves them, and must come before
 the first environment starts.
@@ -85,29 +90,31 @@ class RemoteEmbedder:
         self._proxy.forget(list(texts))
 
 
-def install_container(address: str, authkey: bytes) -> None:
-    """In an environment: install the container of its settings with the runtime's index and
-    embedder (``SharedServices.setup``)."""
+def install_container(address: str, authkey: bytes, share_indexes: bool = True) -> None:
+    """In an environment: install the container of its settings with the runtime's embedder and,
+    when ``share_indexes``, its indexes (``SharedServices.setup``); otherwise the container builds
+    its indexes from its settings."""
     from knowledge.bootstrap import build_container, use_container
     from knowledge.settings import get_settings
 
     services = _Services(address=address, authkey=authkey)
     services.connect()
-    index: Any = services.index()  # type: ignore[attr-defined]
-    note_index: Any = services.note_index()  # type: ignore[attr-defined]
+    index: Any = services.index() if share_indexes else None  # type: ignore[attr-defined]
+    note_index: Any = services.note_index() if share_indexes else None  # type: ignore[attr-defined]
     embedder = RemoteEmbedder(services.embedder())  # type: ignore[attr-defined]
     use_container(build_container(get_settings(), index=index, note_index=note_index, embedder=embedder))
 
 
 class SharedServices:
-    """Serves the indexes and an embedder to execution environments over a socket in a private
-    temporary folder; ``setup`` connects an environment to them."""
+    """Serves the indexes (unless ``share_indexes`` is false) and an embedder to execution
+    environments over a socket in a private temporary folder; ``setup`` connects an environment to
+    them."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, share_indexes: bool = True) -> None:
         self._directory = Path(tempfile.mkdtemp(prefix="knowledge-"))
         self._address = str(self._directory / SOCKET_NAME)
         self._authkey = os.urandom(32)
-        self.setup: Setup = functools.partial(install_container, self._address, self._authkey)
+        self.setup: Setup = functools.partial(install_container, self._address, self._authkey, share_indexes)
         self._server: Server | None = None
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None

@@ -16,7 +16,10 @@ event sources polled into the real handlers, and its HTTP API, all in this proce
 Every function runs in execution environments of its own, processes that handle one invocation at
 a time (``invoker``), as on Lambda. This process holds the embedded search index and the offline
 embedder and serves them to every environment (``shared_services``), so what the indexer writes is
-what search reads. Functions' settings come from the process environment:
+what search reads. With ``SEARCH_BACKEND=opensearch`` the indexes are an OpenSearch cluster's
+instead, which every environment reaches over HTTP: the one at ``OPENSEARCH_URL``, or a local node
+(``opensearch_node``) that ``start`` starts before anything else and ``stop`` stops last.
+Functions' settings come from the process environment:
 ``config.function_environment`` before anything of ``knowledge`` is imported, the endpoints, table
 and queue once they exist. ``issue_dev_token`` and ``seed`` prepare a fresh stack for use; ``stop``
 ends everything. State is in memory; the embedding cache survives a restart, and with
@@ -50,6 +53,7 @@ from knowledge_local.documents import DocumentError, SkippedFile, SourceDocument
 from knowledge_local.gateway import Gateway
 from knowledge_local.ingestion import IngestSummary, ingest, wait_until_indexed
 from knowledge_local.invoker import InvocationError, Invoker
+from knowledge_local.opensearch_node import OpenSearchNode, start_node
 from knowledge_local.poller import Poller
 from knowledge_local.provisioning import Provisioned, aws_client, provision
 from knowledge_local.queue_poller import QueuePoller
@@ -127,6 +131,7 @@ class LocalStack:
         self._services: SharedServices | None = None
         self._invoker: Invoker | None = None
         self._pollers: list[Poller] = []
+        self._opensearch: OpenSearchNode | None = None
         self._written: dict[Path, str] = {}
         self._table_name: str | None = None
         self.restored = 0
@@ -141,7 +146,7 @@ class LocalStack:
         self._refuse_a_running_instance()
         settings = self.settings
         self._aws = _bind(AwsServer(settings.host, settings.aws_port).start, "AWS_PORT", settings.aws_port)
-        self._services = services = SharedServices()
+        self._services = services = SharedServices(share_indexes=settings.search_backend == "embedded")
         self._invoker = invoker = Invoker(max_environments=settings.max_environments, setup=services.setup)
         gateway = Gateway(
             self.template,
@@ -153,6 +158,7 @@ class LocalStack:
         self._gateway = _bind(gateway.bind, "PORT", settings.port)
         created = _make_directory(settings.knowledge_state_dir)
         try:
+            opensearch_url = self._start_opensearch()
             provisioned = provision(self.spec, self._aws.url)
             table = provisioned.tables[KNOWLEDGE_TABLE]
             ingest_queue, dead_letters = self._ingest_queues(provisioned)
@@ -175,6 +181,7 @@ class LocalStack:
                 table_name=table.name,
                 ingest_queue_url=ingest_queue,
                 ingest_dlq_url=dead_letters,
+                opensearch_url=opensearch_url,
             )
             path = write_endpoints(settings.knowledge_state_dir, self.endpoints)
             self._written[path] = path.read_text(encoding="utf-8")
@@ -187,7 +194,8 @@ class LocalStack:
 
     def stop(self) -> None:
         """Stop serving, then the pollers, the functions' environments and the shared index; save
-        the table (``KNOWLEDGE_PERSIST``); stop moto; remove the files this stack wrote."""
+        the table (``KNOWLEDGE_PERSIST``); stop moto and the OpenSearch node it started; remove the
+        files this stack wrote."""
         started = time.monotonic()
         phases: dict[str, float] = {}
 
@@ -214,15 +222,22 @@ class LocalStack:
         if services is not None:
             services.stop()
         self._save_the_table()
-        aws, self._aws = self._aws, None
-        if aws is not None:
-            aws.stop()
-        done("aws")
+        self._stop_servers()
+        done("servers")
         for path, content in self._written.items():
             remove_if_unchanged(path, content)
         self._written = {}
         use_container(None)
         log.info("stack stopped", extra=phases)
+
+    def _stop_servers(self) -> None:
+        """Stop moto, then the OpenSearch node this stack started (its folder is removed)."""
+        aws, self._aws = self._aws, None
+        if aws is not None:
+            aws.stop()
+        node, self._opensearch = self._opensearch, None
+        if node is not None:
+            node.stop()
 
     # -- dev token and seed -----------------------------------------------------------------------
 
@@ -278,6 +293,21 @@ class LocalStack:
                 f"e.g. {_another_runtime(state_dir)} make run "
                 "(the knowledge command then needs the same KNOWLEDGE_STATE_DIR)."
             )
+
+    def _start_opensearch(self) -> str | None:
+        """The OpenSearch URL the functions search with ``SEARCH_BACKEND=opensearch`` (None on the
+        embedded index): ``OPENSEARCH_URL``, or a local node started now. ``NodeError`` when the
+        node cannot start."""
+        settings = self.settings
+        if settings.search_backend != "opensearch":
+            return None
+        if settings.opensearch_url:
+            return settings.opensearch_url.rstrip("/")
+        self._opensearch = node = start_node(
+            name="knowledge-local", heap=settings.opensearch_heap, progress=_say_indented
+        )
+        os.environ["OPENSEARCH_URL"] = node.url
+        return node.url
 
     def _wait_for_the_index(self) -> None:
         """Serve a restored table only once the indexer has taken it in from the stream."""
@@ -362,6 +392,10 @@ class LocalStack:
                 poller = QueuePoller(source, queue.url, queue.arn, sqs, invoker)
             poller.start()
             self._pollers.append(poller)
+
+
+def _say_indented(message: str) -> None:
+    print(f"  {message.strip()}", flush=True)
 
 
 def _sender(sqs: Any, provisioned: Provisioned, queue: str | None) -> Callable[[dict[str, Any]], None] | None:

@@ -2,7 +2,7 @@
 (``.knowledge/`` at the project root unless ``KNOWLEDGE_STATE_DIR`` says otherwise):
 
 - ``endpoints.json``: ``{"api_url", "aws_endpoint_url", "table_name", "ingest_queue_url",
-  "ingest_dlq_url"}``;
+  "ingest_dlq_url", "opensearch_url"}`` (``opensearch_url`` is null on the embedded index);
 - ``dev-token``: the dev token (readable by its owner only);
 - ``embeddings.sqlite3``: the embedding cache, kept across runs so restarts embed nothing twice;
 - ``table.jsonl``: with ``KNOWLEDGE_PERSIST``, the table as the last clean stop left it
@@ -41,6 +41,9 @@ class Endpoints:
     table_name: str
     ingest_queue_url: str | None
     ingest_dlq_url: str | None
+    opensearch_url: str | None = None
+    """The OpenSearch cluster the functions search (``SEARCH_BACKEND=opensearch``); None: the
+    embedded index."""
 
 
 def state_dir() -> Path:

@@ -190,9 +190,10 @@ def test_runtime_without_persistence_starts_empty(tmp_path: Path) -> None:
     try:
         second.wait_until_ready()
         with second.http() as api:
-            listed = api.get("/v1/knowledge-bases").json()
+            response = api.get("/v1/knowledge-bases")
     finally:
         second.stop()
 
-    assert listed["knowledge_bases"] == []
+    assert response.status_code == 200, response.text
+    assert response.json()["knowledge_bases"] == []
     assert not (first.state_dir / "table.jsonl").exists()

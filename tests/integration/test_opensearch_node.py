@@ -1,0 +1,71 @@
+"""The local OpenSearch node's launcher (``knowledge_local.opensearch_node``), on real JVMs: a node
+that cannot start is reported with its log and leaves no folder; ``exec`` hands a node's URL to a
+command and passes on its exit status; a missing Java is a clear error."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from knowledge_local import opensearch_node
+from knowledge_local.opensearch_node import ENGINE_VERSION, NodeError, java_executable, main, start_node
+
+
+def test_node_answers_with_the_template_engine_version_and_the_plugins_we_use(opensearch_url: str) -> None:
+    root = httpx2.get(opensearch_url, timeout=10).json()
+    plugins = httpx2.get(f"{opensearch_url}/_cat/plugins", params={"h": "component"}, timeout=10).text.split()
+
+    assert root["version"]["number"] == ENGINE_VERSION
+    assert {name.rsplit(".", 1)[1] for name in plugins} == {
+        "CommonAnalysisPlugin",
+        "KNNPlugin",
+        "Netty4Plugin",
+        "PainlessPlugin",
+        "ReindexPlugin",
+    }
+
+
+def test_start_node_with_a_setting_the_node_refuses_reports_its_log_and_removes_its_folder(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(NodeError) as raised:
+        start_node(name="refused", heap="256m", settings={"node.roles": "no_such_role"}, parent=tmp_path)
+
+    assert "exited with status" in str(raised.value)
+    assert "no_such_role" in str(raised.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_exec_runs_the_command_with_the_node_url_and_returns_its_status(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENSEARCH_HEAP", "256m")
+    probe = (
+        "import json, os, sys, urllib.request\n"
+        "url = os.environ['OPENSEARCH_URL']\n"
+        "version = json.load(urllib.request.urlopen(url))['version']['number']\n"
+        "sys.exit(7 if version == sys.argv[1] else 1)\n"
+    )
+
+    status = main(["exec", "--", sys.executable, "-c", probe, ENGINE_VERSION])
+
+    assert status == 7
+
+
+def test_java_executable_without_a_jdk_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))
+
+    with pytest.raises(NodeError, match="needs Java 17 or newer"):
+        java_executable()
+
+
+def test_ensure_built_is_a_no_op_when_the_sources_are_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
+    opensearch_node.ensure_built(lambda _: None)
+    monkeypatch.setattr(opensearch_node.shutil, "which", lambda _: None)  # no Maven reachable now
+
+    opensearch_node.ensure_built(lambda _: None)  # the stamp matches: Maven is not needed
