@@ -141,6 +141,32 @@ def test_search_hidden_notes_never_take_a_top_k_slot(index: NoteIndex, leg: Leg)
     assert found(index, probe(leg, k=1)) == ["nt_mine"]
 
 
+@every_leg
+def test_search_equal_scores_order_by_note_id_and_a_smaller_k_is_a_prefix(index: NoteIndex, leg: Leg) -> None:
+    index.upsert_notes([note(f"nt_{letter}") for letter in "dbeacf"])  # same text, same vector
+
+    everything = found(index, probe(leg, k=6))
+
+    assert everything == [f"nt_{letter}" for letter in "abcdef"]
+    for k in range(1, 6):
+        assert found(index, probe(leg, k=k)) == everything[:k]
+
+
+@every_adapter
+@pytest.mark.parametrize(
+    "vector",
+    [[0.0] * DIMENSION, [float("nan")] + [0.5] * (DIMENSION - 1), [1e39] + [0.5] * (DIMENSION - 1)],
+    ids=["zero", "nan", "beyond_float32"],
+)
+def test_upsert_notes_vector_without_a_cosine_raises_and_writes_nothing(
+    index: NoteIndex, vector: list[float]
+) -> None:
+    with pytest.raises(ValueError, match="no cosine similarity"):
+        index.upsert_notes([note("nt_good"), note("nt_bad", vector=vector)])
+
+    assert found(index, probe(Leg.LEXICAL)) == []
+
+
 @every_adapter
 def test_upsert_notes_older_version_is_refused(index: NoteIndex) -> None:
     assert index.upsert_notes([note("nt_1", version=2)]) == [True]

@@ -184,6 +184,27 @@ def test_search_runs_of_equal_scores_order_by_item_then_ordinal_at_every_level(
     assert leg_hits(hits, leg) == expected
 
 
+@every_leg
+def test_search_smaller_k_is_a_prefix_of_larger_k(index: SearchIndex, leg: Leg) -> None:
+    # Three score levels on each leg, four items each, written out of id order.
+    index.upsert_many(
+        [
+            item(
+                f"ki_{(7 * n) % 12:02d}",
+                (f"{MATCH} " + "grass " * (n % 3),),
+                vectors=[at_angle(1.0 - (n % 3) / 4)],
+            )
+            for n in range(12)
+        ]
+    )
+
+    everything = leg_hits(index.search(probe(leg, k=12)), leg)
+
+    assert len(everything) == 12
+    for k in range(1, 12):
+        assert leg_hits(index.search(probe(leg, k=k)), leg) == everything[:k]
+
+
 @every_adapter
 def test_search_lexical_title_match_counts(index: SearchIndex) -> None:
     index.upsert_many(
@@ -447,6 +468,38 @@ def test_upsert_wrong_dimension_raises_and_writes_nothing(index: SearchIndex) ->
         index.upsert_many([good, bad])
 
     assert found_items(index, "good bad words") == set()
+
+
+BAD_VECTORS = {
+    "zero": [0.0] * DIMENSION,
+    "nan": [float("nan")] + [0.5] * (DIMENSION - 1),
+    "infinite": [float("inf")] + [0.5] * (DIMENSION - 1),
+    "beyond_float32": [1e39] + [0.5] * (DIMENSION - 1),
+    "norm_beyond_float32": [3e38] * DIMENSION,
+}
+"""Vectors no engine can score by cosine: OpenSearch's ``knn_vector`` refuses the non-finite ones
+(a 400 for that document alone, after the others of the bulk request were written)."""
+
+
+@pytest.mark.parametrize("index", ADAPTERS, indirect=True)
+@pytest.mark.parametrize("kind", sorted(BAD_VECTORS))
+def test_upsert_vector_without_a_cosine_raises_and_writes_nothing(index: SearchIndex, kind: str) -> None:
+    good = item("ki_good", ("good words",))
+    bad = item("ki_bad", ("bad words",), vectors=[BAD_VECTORS[kind]])
+
+    with pytest.raises(ValueError, match="no cosine similarity"):
+        index.upsert_many([good, bad])
+
+    assert found_items(index, "good bad words") == set()
+
+
+@pytest.mark.parametrize("index", ADAPTERS, indirect=True)
+@pytest.mark.parametrize("kind", sorted(BAD_VECTORS))
+def test_search_query_vector_without_a_cosine_raises(index: SearchIndex, kind: str) -> None:
+    index.upsert(matching("ki_1"))
+
+    with pytest.raises(ValueError, match="no cosine similarity"):
+        index.search(query(MATCH, leg=Leg.SEMANTIC, vector=BAD_VECTORS[kind]))
 
 
 def part(item_id: str, texts: Sequence[str], *, first: int, version: int) -> IndexedItem:

@@ -278,10 +278,11 @@ class EmbeddedNoteIndex:
     def _unit(self, vector: Sequence[float]) -> npt.NDArray[np.float32]:
         if self._dimension is None:
             raise IndexConfigurationError("The note index is not configured; call ensure_ready first.")
-        array = np.asarray(vector, dtype=np.float32)
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow is refused just below
+            array = np.asarray(vector, dtype=np.float32)
+            norm = float(np.linalg.norm(array))
         if array.shape != (self._dimension,):
             raise ValueError(f"vector has {array.size} dimensions; the index expects {self._dimension}")
-        norm = float(np.linalg.norm(array))
         if norm == 0.0 or not np.isfinite(norm):
             raise ValueError("a zero or non-finite vector has no cosine similarity")
         return array / np.float32(norm)

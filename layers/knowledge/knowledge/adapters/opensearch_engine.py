@@ -13,6 +13,7 @@ other adapter.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal, Protocol, TypeVar
@@ -26,6 +27,8 @@ from knowledge.domain.retrieval import Leg
 from knowledge.errors import DependencyUnavailableError, IndexConfigurationError
 from knowledge.observability import logger
 
+FLOAT32_MAX = 3.4028234663852886e38
+"""The largest finite float32, the type of a ``knn_vector``'s components."""
 MAX_KNN_K = 10_000
 """The largest ``k`` (and ``size``) a kNN query may ask for (k-NN plugin, ``index.max_result_window``)."""
 
@@ -104,11 +107,19 @@ def document_error(result: Mapping[str, Any]) -> Exception:
 
 
 def check_vector(vector: Sequence[float], dimension: int) -> None:
-    """Raise ``ValueError`` for a vector of another dimension, or a zero vector (no cosine)."""
+    """Raise ``ValueError`` for a vector of another dimension, one with a component that is NaN,
+    infinite or beyond float32's range (``knn_vector`` stores float32 and refuses such a document
+    with a 400), or one whose norm is zero or overflows float32 (no cosine similarity): the vectors
+    the embedded indexes refuse too."""
     if len(vector) != dimension:
         raise ValueError(f"vector has {len(vector)} dimensions; the index expects {dimension}")
-    if not any(vector):
-        raise ValueError("a zero vector has no cosine similarity")
+    squares = 0.0
+    for component in vector:
+        if not abs(component) <= FLOAT32_MAX:  # NaN compares false
+            raise ValueError("a zero or non-finite vector has no cosine similarity")
+        squares += component * component
+    if squares == 0.0 or math.sqrt(squares) > FLOAT32_MAX:
+        raise ValueError("a zero or non-finite vector has no cosine similarity")
 
 
 class _Scored(Protocol):
@@ -125,6 +136,9 @@ Parse = Callable[[Mapping[str, Any], bool], list[H]]
 
 
 def _leg_hits(leg: Leg, response: Mapping[str, Any], parse: Parse[H]) -> list[H]:
+    """One ``_msearch`` answer's hits; its error mapped as ``translated`` maps a whole request's (a
+    missing index → ``IndexConfigurationError``), any other → ``DependencyUnavailableError`` naming
+    the leg, so a failed semantic leg can be degraded to the lexical one."""
     if "error" in response:
         error = response["error"]
         kind = error.get("type") if isinstance(error, dict) else error
@@ -132,6 +146,8 @@ def _leg_hits(leg: Leg, response: Mapping[str, Any], parse: Parse[H]) -> list[H]
             "search leg failed",
             extra={"leg": leg.value, "status": response.get("status"), "error_type": kind},
         )
+        if kind == "index_not_found_exception":
+            raise IndexConfigurationError("The search index does not exist; ensure_ready creates it.")
         raise DependencyUnavailableError("The search index could not run the search.", {"leg": leg.value})
     return parse(response, leg is Leg.SEMANTIC)
 
