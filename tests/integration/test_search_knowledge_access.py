@@ -8,19 +8,20 @@ from typing import Any
 
 import pytest
 
-from knowledge.bootstrap import use_container
 from knowledge.domain.ids import KB_PREFIX, shape_of
 from knowledge.domain.models import BaseStatus, Scope, Source
-from tests.support.rest import SearchWorld, error_body, new_world, result_items
+from tests.support.index import ADAPTERS
+from tests.support.rest import SearchWorld, engine_world, error_body, result_items
 
 SECRET = "The quarterly zephyr migration plan moves billing onto the new ledger service."
 
 
-@pytest.fixture
-def world(table: Any) -> Iterator[SearchWorld]:
-    built = new_world()
-    yield built
-    use_container(None)
+@pytest.fixture(params=ADAPTERS)
+def world(request: pytest.FixtureRequest, table: Any) -> Iterator[SearchWorld]:
+    """A world on each engine: the embedded index, and OpenSearch on the real node."""
+    url = request.getfixturevalue("opensearch_url") if request.param == "opensearch" else None
+    with engine_world(request.param, url) as built:
+        yield built
 
 
 @pytest.mark.parametrize("mode", ["lexical", "semantic", "hybrid", "rrf"])

@@ -16,16 +16,18 @@ from knowledge.domain.models import KnowledgeBase, Scope
 from knowledge.settings import Settings
 from tests.conftest import TABLE_NAME
 from tests.support import multilingual
-from tests.support.rest import SearchWorld, new_world, result_items
+from tests.support.index import ADAPTERS
+from tests.support.rest import SearchWorld, engine_world, new_world, result_items
 
 MODES = ("hybrid", "lexical", "semantic", "rrf")
 
 
-@pytest.fixture
-def world(table: Any) -> Iterator[SearchWorld]:
-    built = new_world()
-    yield built
-    use_container(None)
+@pytest.fixture(params=ADAPTERS)
+def world(request: pytest.FixtureRequest, table: Any) -> Iterator[SearchWorld]:
+    """A world on each engine: the embedded index, and OpenSearch on the real node."""
+    url = request.getfixturevalue("opensearch_url") if request.param == "opensearch" else None
+    with engine_world(request.param, url) as built:
+        yield built
 
 
 @pytest.fixture

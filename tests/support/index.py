@@ -29,12 +29,14 @@ ADAPTER_LEGS = [(adapter, leg) for adapter in ADAPTERS for leg in (Leg.LEXICAL, 
 
 
 @contextmanager
-def open_index(adapter: str, opensearch_url: str | None = None) -> Iterator[SearchIndex]:
-    """A fresh, empty, ready index of ``adapter`` (for ``opensearch``, a unique index on the node at
-    ``opensearch_url``, deleted afterwards)."""
+def open_index(
+    adapter: str, opensearch_url: str | None = None, *, model_id: str = MODEL_ID, dimension: int = DIMENSION
+) -> Iterator[SearchIndex]:
+    """A fresh, empty index of ``adapter`` made ready for ``model_id`` and ``dimension`` (for
+    ``opensearch``, a unique index on the node at ``opensearch_url``, deleted afterwards)."""
     if adapter == "embedded":
         index: SearchIndex = EmbeddedIndex()
-        index.ensure_ready(model_id=MODEL_ID, dimension=DIMENSION)
+        index.ensure_ready(model_id=model_id, dimension=dimension)
         yield index
         return
     assert opensearch_url is not None, "the opensearch adapter needs the opensearch_url fixture"
@@ -42,7 +44,7 @@ def open_index(adapter: str, opensearch_url: str | None = None) -> Iterator[Sear
     client = build_opensearch_client(url, auth="none", region="us-east-1")
     name = f"contract-{uuid.uuid4().hex[:12]}"
     index = OpenSearchIndex(client, name, refresh=True)
-    index.ensure_ready(model_id=MODEL_ID, dimension=DIMENSION)
+    index.ensure_ready(model_id=model_id, dimension=dimension)
     try:
         yield index
     finally:

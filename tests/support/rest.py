@@ -1,8 +1,10 @@
 """The REST surface under test: real handlers (authorizer, then function) over moto DynamoDB.
 
-``SearchWorld`` installs a container of the real ``DynamoDBKnowledgeStore``, an ``EmbeddedIndex`` and
-the ``HashingEmbedder``; it writes knowledge with the store and indexes it as the stream indexer
-would (``build_indexed_item`` + ``upsert``), so tests can also leave the index stale on purpose.
+``SearchWorld`` installs a container of the real ``DynamoDBKnowledgeStore``, an index (an
+``EmbeddedIndex`` by default; ``engine_world`` gives one on either engine of
+``tests.support.index.ADAPTERS``) and the ``HashingEmbedder``; it writes knowledge with the store and
+indexes it as the stream indexer would (``build_indexed_item`` + ``upsert``), so tests can also
+leave the index stale on purpose.
 """
 
 from __future__ import annotations
@@ -10,7 +12,8 @@ from __future__ import annotations
 import base64
 import importlib.util
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import cache
@@ -22,12 +25,13 @@ from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
 from knowledge.bootstrap import Container, build_container, use_container
 from knowledge.domain.models import KnowledgeBase, KnowledgeItem, Revision, Scope, Source
 from knowledge.domain.retrieval import IndexedItem
-from knowledge.ports import RuntimeSwitch
+from knowledge.ports import RuntimeSwitch, SearchIndex
 from knowledge.services.documents import build_indexed_item
 from knowledge.settings import Settings
 from tests.conftest import TABLE_NAME
 from tests.support.embedding import HashingEmbedder
 from tests.support.events import lambda_context, load_event, with_authorization, with_body
+from tests.support.index import open_index
 from tests.support.store import make_store, new_client
 from tests.support.template import ROOT
 
@@ -95,7 +99,7 @@ class SearchWorld:
     store: DynamoDBKnowledgeStore
     dynamodb: Any
     """The store's low-level DynamoDB client (to inject failures with botocore events)."""
-    index: EmbeddedIndex = field(default_factory=EmbeddedIndex)
+    index: SearchIndex = field(default_factory=EmbeddedIndex)
     embedder: HashingEmbedder = field(default_factory=HashingEmbedder)
     settings: Settings = field(default_factory=lambda: Settings(table_name=TABLE_NAME))
     container: Container | None = None
@@ -227,6 +231,20 @@ def new_world(**kwargs: Any) -> SearchWorld:
     world = SearchWorld(store=make_store(client), dynamodb=client, **kwargs)
     world.install()
     return world
+
+
+@contextmanager
+def engine_world(adapter: str, opensearch_url: str | None = None, **kwargs: Any) -> Iterator[SearchWorld]:
+    """``new_world`` on a fresh index of ``adapter`` (``tests.support.index.open_index``), made for
+    the world's embedder; the process's container is uninstalled afterwards."""
+    embedder = kwargs.pop("embedder", None) or HashingEmbedder()
+    with open_index(
+        adapter, opensearch_url, model_id=embedder.model_id, dimension=embedder.dimension
+    ) as index:
+        try:
+            yield new_world(index=index, embedder=embedder, **kwargs)
+        finally:
+            use_container(None)
 
 
 def result_items(reply: Reply) -> list[str]:
