@@ -1,17 +1,27 @@
 """The local OpenSearch node's launcher (``knowledge_local.opensearch_node``), on real JVMs: a node
 that cannot start is reported with its log and leaves no folder; ``exec`` hands a node's URL to a
-command and passes on its exit status; a missing Java is a clear error."""
+command and passes on its exit status; a node whose starter is killed stops and leaves nothing; a
+missing Java is a clear error."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx2
 import pytest
 
 from knowledge_local import opensearch_node
-from knowledge_local.opensearch_node import ENGINE_VERSION, NodeError, java_executable, main, start_node
+from knowledge_local.opensearch_node import (
+    ENGINE_VERSION,
+    STOP_SECONDS,
+    NodeError,
+    java_executable,
+    main,
+    start_node,
+)
 
 
 def test_node_answers_with_the_template_engine_version_and_the_plugins_we_use(opensearch_url: str) -> None:
@@ -69,3 +79,35 @@ def test_ensure_built_is_a_no_op_when_the_sources_are_unchanged(monkeypatch: pyt
     monkeypatch.setattr(opensearch_node.shutil, "which", lambda _: None)  # no Maven reachable now
 
     opensearch_node.ensure_built(lambda _: None)  # the stamp matches: Maven is not needed
+
+
+def test_node_whose_parent_is_killed_stops_and_removes_its_folder(tmp_path: Path) -> None:
+    starter = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\n"
+            "from pathlib import Path\n"
+            "from knowledge_local.opensearch_node import start_node\n"
+            "node = start_node(\n"
+            "    name='orphan', heap='256m', parent=Path(sys.argv[1]), progress=lambda _: None\n"
+            ")\n"
+            "print(node.process.pid, flush=True)\n"
+            "time.sleep(600)\n",
+            str(tmp_path),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert starter.stdout is not None
+    node_pid = int(starter.stdout.readline())
+    [home] = tmp_path.iterdir()
+
+    starter.kill()  # SIGKILL: the starter cannot stop the node itself
+    starter.wait()
+
+    deadline = time.monotonic() + STOP_SECONDS
+    while Path(f"/proc/{node_pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not Path(f"/proc/{node_pid}").exists()
+    assert not home.exists()

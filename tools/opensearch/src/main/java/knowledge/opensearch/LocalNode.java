@@ -7,9 +7,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.Collection;
+import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.stream.Stream;
 
 import org.opensearch.analysis.common.CommonAnalysisPlugin;
 import org.opensearch.common.settings.Settings;
@@ -31,7 +34,8 @@ import org.opensearch.transport.TransportService;
  * <p>Arguments are node settings, {@code key=value} each ({@code path.home} is required). Once the
  * node has started, it writes {@code <path.home>/ready.json} with the HTTP and transport addresses
  * it bound (ports 0 pick free ones). It stops on SIGTERM or SIGINT, and when its standard input
- * reaches end of file, so a parent that dies without stopping it does not leave it running.
+ * reaches end of file: then its parent is gone, so it also removes {@code path.home}, which the
+ * parent would have removed, and leaves nothing behind.
  */
 public final class LocalNode extends Node {
 
@@ -58,10 +62,16 @@ public final class LocalNode extends Node {
         );
         LocalNode node = new LocalNode(environment, plugins());
         CountDownLatch stopped = new CountDownLatch(1);
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> close(node, stopped), "local-node-stop"));
+        AtomicBoolean orphaned = new AtomicBoolean(false);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            close(node, stopped);
+            if (orphaned.get()) {
+                removeTree(home);
+            }
+        }, "local-node-stop"));
         node.start();
         writeReady(home, node);
-        watchStandardInput(node, stopped);
+        watchStandardInput(orphaned);
         stopped.await();
     }
 
@@ -88,7 +98,7 @@ public final class LocalNode extends Node {
         Files.move(partial, home.resolve("ready.json"), StandardCopyOption.ATOMIC_MOVE);
     }
 
-    private static void watchStandardInput(Node node, CountDownLatch stopped) {
+    private static void watchStandardInput(AtomicBoolean orphaned) {
         Thread watcher = new Thread(() -> {
             try (InputStream in = System.in) {
                 while (in.read() != -1) {
@@ -97,10 +107,19 @@ public final class LocalNode extends Node {
             } catch (IOException ignored) {
                 // A broken stream is an ended one.
             }
+            orphaned.set(true);
             System.exit(0);
         }, "local-node-stdin");
         watcher.setDaemon(true);
         watcher.start();
+    }
+
+    private static void removeTree(Path root) {
+        try (Stream<Path> paths = Files.walk(root)) {
+            paths.sorted(Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
+        } catch (IOException error) {
+            System.err.println("removing " + root + " failed: " + error);
+        }
     }
 
     private static void close(Node node, CountDownLatch stopped) {
