@@ -774,6 +774,7 @@ def as_json(run: Run) -> dict[str, Any]:
         "phases": [
             {
                 **asdict(row),
+                "seconds": row.seconds,
                 "answered_per_second": row.answered_per_second,
                 "failed_per_second": row.failed_per_second,
             }
