@@ -24,7 +24,9 @@ def test_runtime_endpoints_file_names_the_running_services(runtime: RuntimeProce
         "table_name",
         "ingest_queue_url",
         "ingest_dlq_url",
+        "opensearch_url",
     }
+    assert endpoints["opensearch_url"] is None  # the embedded index
 
 
 def test_runtime_table_is_built_from_the_template_with_its_stream(runtime: RuntimeProcess) -> None:

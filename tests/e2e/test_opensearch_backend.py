@@ -155,23 +155,18 @@ def test_opensearch_runtime_archived_item_leaves_search(api: httpx2.Client) -> N
 
 
 def test_opensearch_runtime_ctrl_c_stops_the_node_and_removes_its_folder(
-    tmp_path: Path, seed_dir: Path
+    opensearch_runtime: RuntimeProcess,
 ) -> None:
-    running = start_runtime(
-        tmp_path,
-        seed_dir=None,
-        environment={"SEARCH_BACKEND": "opensearch", "OPENSEARCH_HEAP": "256m", "OPENSEARCH_URL": ""},
-    )
-    running.wait_until_ready(timeout=NODE_BOOT_SECONDS)
-    url = running.endpoints["opensearch_url"]
-    logged = re.search(r"starting node .* log (\S+)/node\.log\)", running.log)
-    assert logged is not None, running.log
+    # The module's last test: it stops the runtime the others used.
+    url = opensearch_runtime.endpoints["opensearch_url"]
+    logged = re.search(r"starting node .* log (\S+)/node\.log\)", opensearch_runtime.log)
+    assert logged is not None, opensearch_runtime.log
     folder = Path(logged.group(1))
     assert folder.is_dir()
 
-    status = running.stop()
+    status = opensearch_runtime.stop()
 
-    assert status == 0, running.log
+    assert status == 0, opensearch_runtime.log
     assert not folder.exists()
     with pytest.raises(httpx2.TransportError):
         httpx2.get(url, timeout=2)
