@@ -9,8 +9,9 @@ embedded index, on a real OpenSearch node, or on both side by side in one run.
 
 Every document becomes one item (title + abstract) through ``build_indexed_item`` (the chunker for
 the kNN leg, passages for the BM25 leg, chunk embeddings cached in a SQLite file, ``--cache``, so
-only the first run pays for the model: ~8,000 chunks, 10+ minutes on two cores). The same items go
-into each backend's ``SearchIndex`` with ``upsert_many`` in batches of ``BATCH``, then a refresh:
+only the first run pays for the model: 11,345 chunks, up to an hour on two busy cores). The same
+items go into each backend's ``SearchIndex`` with ``upsert_many`` in batches of ``BATCH``, then a
+refresh:
 ``EmbeddedIndex`` (tantivy BM25 + exact cosine kNN in numpy) and ``OpenSearchIndex`` (a fresh index
 on the node at ``--opensearch-url``, or on a node started for the run with
 ``knowledge_local.opensearch_node.start_node`` and stopped at its end; Lucene BM25 + HNSW kNN).
