@@ -87,8 +87,10 @@ bench: bench-install  ## ours vs LanceDB on SciFact (nDCG@10, p50/p95/p99) and a
 	$(BIN)/python -m bench.cold_start
 	$(BIN)/python -m bench.cost
 
-bench-relevance: install  ## nDCG@10 / Recall on BEIR SciFact for every search mode (DATA_DIR overrides)
-	POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/python -m bench.relevance --data-dir "$${DATA_DIR:-../shared/data}/scifact"
+BACKEND ?= both
+
+bench-relevance: install  ## nDCG@10 / Recall / search p50,p95 on BEIR SciFact for every search mode, embedded index beside a real OpenSearch node (BACKEND=embedded|opensearch|both, OPENSEARCH_URL, DATA_DIR override)
+	POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/python -m bench.relevance --data-dir "$${DATA_DIR:-../shared/data}/scifact" --backend "$(BACKEND)" $${OPENSEARCH_URL:+--opensearch-url "$$OPENSEARCH_URL"}
 
 bench-memory: install  ## remember → searchable, search_memory p50/p95 at 10,000 notes, recall_context pack build at 1k/10k
 	POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/python -m bench.memory --data-dir "$${DATA_DIR:-../shared/data}/scifact" --corpus-vectors hashing --profile

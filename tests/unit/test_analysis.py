@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from knowledge.adapters.embedded_index import index_terms
 from knowledge.domain.analysis import analyze, fold, query_terms
 
 
@@ -63,6 +64,14 @@ def test_fold_gives_the_ascii_form_two_spellings_share(text: str, folded: str) -
 
 def test_fold_leaves_letters_without_ascii_form_alone() -> None:
     assert fold("Αθήνα") == "αθήνα"
+
+
+def test_analyze_folds_in_word_typographic_apostrophes_as_asciifolding() -> None:
+    assert analyze("Alzheimer’s rock‘n’roll") == ["alzheimer's", "rock'n'roll"]
+
+
+def test_index_terms_drop_the_possessive_after_a_typographic_apostrophe() -> None:
+    assert index_terms("Alzheimer’s disease") == index_terms("Alzheimer's disease") == ["alzheim", "diseas"]
 
 
 def test_analyze_half_width_katakana_is_normalized() -> None:
