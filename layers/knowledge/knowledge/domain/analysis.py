@@ -21,9 +21,9 @@ tantivy's ``english`` stemmer in the embedded index, the ``stemmer`` filter with
 in OpenSearch. No plugin is needed, so a local run, a test server and any OpenSearch domain agree,
 but for these known differences (pinned by ``tests/integration/test_opensearch_analysis.py``):
 
-- tantivy's Snowball English is a later release than Lucene 9.12's, which conflates more word
-  families (``organism`` and ``organization`` → ``organ``, ``interval`` → ``interv``, ``universal``
-  → ``univers``) and keeps ``-ologist`` whole (tantivy: ``-olog``);
+- Lucene 9.12's Snowball English, an older release than tantivy's, conflates more word families
+  (``organism`` and ``organization`` → ``organ``, ``interval`` → ``interv``, ``universal`` →
+  ``univers``) and keeps ``-ologist`` whole (tantivy: ``-olog``);
 - NFKC folds what Lucene's filters keep or drop: the micro sign (``µg`` → ``μg``), superscripts and
   subscripts (``m²`` → ``m2``), ``™`` → ``tm``; decomposed accents (``e`` + U+0301) are composed
   here but not by OpenSearch's built-in filters, so text written that way matches only locally.
