@@ -356,13 +356,20 @@ def _raise_interrupt(signum: int, _frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
+def _stop_on_signals() -> None:
+    """SIGINT and SIGTERM raise ``KeyboardInterrupt``, also where SIGINT came in ignored (a
+    background job of a shell without job control)."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _raise_interrupt)
+
+
 def _serve(heap: str) -> int:
     with running_node(heap=heap) as node:
         print(
             f"OpenSearch {ENGINE_VERSION} with k-NN at {node.url} (Ctrl-C stops it and removes {node.home})",
             flush=True,
         )
-        signal.signal(signal.SIGTERM, _raise_interrupt)
+        _stop_on_signals()
         try:
             while node.alive():
                 time.sleep(0.5)
@@ -379,7 +386,7 @@ def _exec(command: Sequence[str], heap: str) -> int:
     with running_node(heap=heap) as node:
         environment = {**os.environ, "OPENSEARCH_URL": node.url}
         child = subprocess.Popen(list(command), env=environment)
-        signal.signal(signal.SIGTERM, _raise_interrupt)
+        _stop_on_signals()
         try:
             return child.wait()
         except KeyboardInterrupt:
