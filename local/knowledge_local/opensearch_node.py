@@ -233,6 +233,35 @@ def _health(url: str, timeout: float) -> str | None:
         return None
 
 
+def claim_cluster(url: str, indexes: Sequence[str], timeout: float = 10.0) -> str:
+    """Check that the cluster at ``url`` answers as OpenSearch 2.x, then delete ``indexes`` (those
+    missing are ignored) so that the runtime rebuilds them from its table: chunks of an earlier run
+    left there would otherwise be searched (and skew BM25's statistics) forever. The cluster's
+    version. ``NodeError`` when it does not answer, is not OpenSearch 2.x, or refuses a delete."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as answer:
+            root = json.load(answer)
+        version = root["version"]
+        number, distribution = str(version["number"]), str(version.get("distribution", ""))
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise NodeError(
+            f"OpenSearch at OPENSEARCH_URL={url} does not answer ({error}); start one (make opensearch) "
+            "or leave OPENSEARCH_URL unset and the runtime starts its own node."
+        ) from None
+    if distribution != "opensearch" or not number.startswith("2."):
+        raise NodeError(
+            f"OPENSEARCH_URL={url} answers as {distribution or 'elasticsearch'} {number}; "
+            "the runtime needs OpenSearch 2.x."
+        )
+    for index in indexes:
+        request = urllib.request.Request(f"{url}/{index}?ignore_unavailable=true", method="DELETE")
+        try:
+            urllib.request.urlopen(request, timeout=timeout).close()
+        except (OSError, ValueError) as error:
+            raise NodeError(f"OpenSearch at {url} refused to delete the index {index} ({error}).") from None
+    return number
+
+
 def start_node(
     *,
     name: str = "knowledge-local",

@@ -48,12 +48,18 @@ from knowledge.settings import get_settings
 from knowledge_local import snapshot
 from knowledge_local.aws_server import AwsServer
 from knowledge_local.client import KnowledgeClient
-from knowledge_local.config import DEFAULT_AWS_PORT, DEFAULT_PORT, RuntimeSettings
+from knowledge_local.config import (
+    DEFAULT_AWS_PORT,
+    DEFAULT_OPENSEARCH_INDEX,
+    DEFAULT_OPENSEARCH_NOTES_INDEX,
+    DEFAULT_PORT,
+    RuntimeSettings,
+)
 from knowledge_local.documents import DocumentError, SkippedFile, SourceDocument, collect_documents
 from knowledge_local.gateway import Gateway
 from knowledge_local.ingestion import IngestSummary, ingest, wait_until_indexed
 from knowledge_local.invoker import InvocationError, Invoker
-from knowledge_local.opensearch_node import OpenSearchNode, start_node
+from knowledge_local.opensearch_node import OpenSearchNode, claim_cluster, start_node
 from knowledge_local.poller import Poller
 from knowledge_local.provisioning import Provisioned, aws_client, provision
 from knowledge_local.queue_poller import QueuePoller
@@ -296,13 +302,16 @@ class LocalStack:
 
     def _start_opensearch(self) -> str | None:
         """The OpenSearch URL the functions search with ``SEARCH_BACKEND=opensearch`` (None on the
-        embedded index): ``OPENSEARCH_URL``, or a local node started now. ``NodeError`` when the
-        node cannot start."""
+        embedded index): ``OPENSEARCH_URL`` (its two indexes dropped, to be rebuilt from the table),
+        or a local node started now. ``NodeError`` when the node cannot start or the cluster at
+        ``OPENSEARCH_URL`` does not answer."""
         settings = self.settings
         if settings.search_backend != "opensearch":
             return None
         if settings.opensearch_url:
-            return settings.opensearch_url.rstrip("/")
+            url = settings.opensearch_url.rstrip("/")
+            claim_cluster(url, _opensearch_indexes())
+            return url
         self._opensearch = node = start_node(
             name="knowledge-local", heap=settings.opensearch_heap, progress=_say_indented
         )
@@ -454,3 +463,12 @@ def _bind(open_port: Callable[[], _Server], variable: str, port: int) -> _Server
             f"Cannot listen on {variable}={port}: {error.strerror or error}. "
             f"{advice} another port: {variable}=<port> make run"
         ) from None
+
+
+def _opensearch_indexes() -> tuple[str, str]:
+    """The chunk and note indexes the functions use on OpenSearch (``OPENSEARCH_INDEX``,
+    ``OPENSEARCH_NOTES_INDEX``)."""
+    return (
+        os.environ.get("OPENSEARCH_INDEX", DEFAULT_OPENSEARCH_INDEX),
+        os.environ.get("OPENSEARCH_NOTES_INDEX", DEFAULT_OPENSEARCH_NOTES_INDEX),
+    )

@@ -18,6 +18,7 @@ from knowledge_local.opensearch_node import (
     ENGINE_VERSION,
     STOP_SECONDS,
     NodeError,
+    claim_cluster,
     java_executable,
     main,
     start_node,
@@ -36,6 +37,24 @@ def test_node_answers_with_the_template_engine_version_and_the_plugins_we_use(op
         "PainlessPlugin",
         "ReindexPlugin",
     }
+
+
+def test_claim_cluster_drops_the_runtime_indexes_and_keeps_the_others(opensearch_url: str) -> None:
+    for index in ("claim-chunks", "claim-notes", "claim-other"):
+        httpx2.put(f"{opensearch_url}/{index}/_doc/1?refresh=true", json={"text": "left"}, timeout=10)
+
+    version = claim_cluster(opensearch_url, ["claim-chunks", "claim-notes", "claim-missing"])
+
+    assert version == ENGINE_VERSION
+    assert httpx2.head(f"{opensearch_url}/claim-chunks", timeout=10).status_code == 404
+    assert httpx2.head(f"{opensearch_url}/claim-notes", timeout=10).status_code == 404
+    assert httpx2.get(f"{opensearch_url}/claim-other/_count", timeout=10).json()["count"] == 1
+    httpx2.delete(f"{opensearch_url}/claim-other", timeout=10)
+
+
+def test_claim_cluster_where_nothing_answers_says_what_to_do() -> None:
+    with pytest.raises(NodeError, match=r"OPENSEARCH_URL=http://127.0.0.1:9 does not answer .*make opensearch"):
+        claim_cluster("http://127.0.0.1:9", ["knowledge-chunks"], timeout=2)
 
 
 def test_start_node_with_a_setting_the_node_refuses_reports_its_log_and_removes_its_folder(
