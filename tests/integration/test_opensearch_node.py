@@ -53,7 +53,9 @@ def test_claim_cluster_drops_the_runtime_indexes_and_keeps_the_others(opensearch
 
 
 def test_claim_cluster_where_nothing_answers_says_what_to_do() -> None:
-    with pytest.raises(NodeError, match=r"OPENSEARCH_URL=http://127.0.0.1:9 does not answer .*make opensearch"):
+    with pytest.raises(
+        NodeError, match=r"OPENSEARCH_URL=http://127.0.0.1:9 does not answer .*make opensearch"
+    ):
         claim_cluster("http://127.0.0.1:9", ["knowledge-chunks"], timeout=2)
 
 

@@ -415,8 +415,14 @@ def test_ensure_ready_missing_index_creates_knn_mapping_with_meta(
     assert (head.method, head.url, create.method, create.url) == ("HEAD", "/chunks", "PUT", "/chunks")
     assert (read.method, read.url) == ("GET", "/chunks/_mapping")
     keyword = {"type": "keyword"}
+    text = {
+        "type": "text",
+        "analyzer": "knowledge_text",
+        "search_analyzer": "knowledge_query",
+        "similarity": "knowledge_bm25",
+    }
     assert create.body == {
-        "settings": {"index": {"knn": True, "analysis": dsl.analysis_settings()}},
+        "settings": {"index": {"knn": True, **dsl.text_settings()}},
         "mappings": {
             "_meta": {"embedding_model": "model-a", "dimension": 384, "layout": dsl.LAYOUT},
             "dynamic": "strict",
@@ -429,8 +435,8 @@ def test_ensure_ready_missing_index_creates_knn_mapping_with_meta(
                 "owner_id": keyword,
                 "team_id": keyword,
                 "scope": keyword,
-                "title": {"type": "text", "analyzer": "knowledge_text", "search_analyzer": "knowledge_query"},
-                "text": {"type": "text", "analyzer": "knowledge_text", "search_analyzer": "knowledge_query"},
+                "title": text,
+                "text": text,
                 "chunk_text": {"type": "text", "index": False},
                 "ordinal": {"type": "integer"},
                 "start": {"type": "integer"},

@@ -245,6 +245,22 @@ def test_search_lexical_multilingual_sanity_set(index: SearchIndex, probe_: mult
     assert found_items(index, probe_.query) == {f"ki_{key}" for key in probe_.expected}
 
 
+def test_search_lexical_bm25_scores_equal_on_both_engines_cjk_lengths_included(opensearch_url: str) -> None:
+    passages = [item(f"ki_{p.key}", (p.text,), title=p.title) for p in multilingual.PASSAGES]
+    scores: dict[str, dict[tuple[str, str, int], float]] = {}
+    for adapter in ADAPTERS:
+        with open_index(adapter, opensearch_url) as index:
+            index.upsert_many(passages)
+            scores[adapter] = {
+                (probe_.query, hit.knowledge_item_id, hit.ordinal): hit.score
+                for probe_ in multilingual.PROBES
+                for hit in index.search(query(probe_.query)).lexical
+            }
+
+    assert scores["embedded"].keys() == scores["opensearch"].keys()
+    assert scores["embedded"] == pytest.approx(scores["opensearch"], rel=1e-4)
+
+
 @every_adapter
 def test_search_lexical_accents_fold_both_ways(index: SearchIndex) -> None:
     index.upsert_many([item("ki_plain", ("resume the cafe",)), item("ki_accented", ("Résumé du café",))])

@@ -1,7 +1,7 @@
 """``OpenSearchNoteIndex``: the ``NoteIndex`` port on its own OpenSearch index (DESIGN §9: ``notes``).
 
 One document per note (id ``{note}``, routed by ``tenant_id``): ``content`` analyzed as the
-knowledge index analyzes text (BM25; ``opensearch_queries.analysis_settings``), keyword fields for
+knowledge index analyzes text (BM25; ``opensearch_queries.text_settings``), keyword fields for
 every filter (``path_prefixes`` holds every prefix a
 ``path_prefix`` filter may name), ``superseded``, ``expires_at`` and ``vector`` as a ``knn_vector``
 (HNSW, Lucene engine, ``cosinesimil``, which filters during the graph search). A removed note leaves
@@ -59,7 +59,7 @@ def index_body(*, model_id: str, dimension: int) -> dict[str, Any]:
     properties: dict[str, Any] = {name: {"type": "keyword"} for name in _KEYWORDS}
     properties.update(
         {
-            "content": {"type": "text", "analyzer": dsl.TEXT_ANALYZER, "search_analyzer": dsl.QUERY_ANALYZER},
+            "content": dsl.text_field(),
             "note_version": {"type": "long"},
             "superseded": {"type": "boolean"},
             "removed": {"type": "boolean"},
@@ -73,7 +73,7 @@ def index_body(*, model_id: str, dimension: int) -> dict[str, Any]:
         }
     )
     return {
-        "settings": {"index": {"knn": True, "analysis": dsl.analysis_settings()}},
+        "settings": {"index": {"knn": True, **dsl.text_settings()}},
         "mappings": {
             "_meta": {"embedding_model": model_id, "dimension": dimension},
             "dynamic": "strict",

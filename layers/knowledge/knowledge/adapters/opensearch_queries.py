@@ -51,9 +51,10 @@ _KEYWORDS = (
 
 TEXT_ANALYZER = "knowledge_text"
 QUERY_ANALYZER = "knowledge_query"
-LAYOUT = "knowledge-passages-1"
+SIMILARITY = "knowledge_bm25"
+LAYOUT = "knowledge-passages-2"
 """Recorded in ``_meta.layout``: the version of the document layout (passages and chunks) and of
-``analysis_settings``; an index laid out otherwise is refused, as one built for another embedding
+``text_settings``; an index laid out otherwise is refused, as one built for another embedding
 model."""
 
 
@@ -80,6 +81,28 @@ def analysis_settings() -> dict[str, Any]:
     }
 
 
+def text_settings() -> dict[str, Any]:
+    """Index settings of every index with analyzed text: ``analysis_settings`` and ``SIMILARITY``,
+    Lucene's BM25 (k1 1.2, b 0.75) with ``discount_overlaps`` off, so that a field's length counts
+    every term, the single CJK characters stacked on their bigrams included, as the embedded
+    index's field norms do; with Lucene's default a CJK text is shorter than there and scores
+    higher."""
+    return {
+        "analysis": analysis_settings(),
+        "similarity": {SIMILARITY: {"type": "BM25", "k1": 1.2, "b": 0.75, "discount_overlaps": False}},
+    }
+
+
+def text_field() -> dict[str, Any]:
+    """The mapping of an analyzed text field (``text_settings``)."""
+    return {
+        "type": "text",
+        "analyzer": TEXT_ANALYZER,
+        "search_analyzer": QUERY_ANALYZER,
+        "similarity": SIMILARITY,
+    }
+
+
 def live_version(version: int) -> int:
     """External version of an item's head and chunks while the item is indexed at ``version``."""
     return 2 * version
@@ -96,14 +119,14 @@ def index_body(*, model_id: str, dimension: int, shards: int | None = None) -> d
     The vector uses the Lucene HNSW engine because it filters *during* the graph search (efficient
     k-NN filtering, OpenSearch ≥ 2.4), so visibility never costs top-k slots.
     """
-    settings: dict[str, Any] = {"knn": True, "analysis": analysis_settings()}
+    settings: dict[str, Any] = {"knn": True, **text_settings()}
     if shards is not None:
         settings["number_of_shards"] = shards
     properties: dict[str, Any] = {name: {"type": "keyword"} for name in _KEYWORDS}
     properties.update(
         {
-            "title": {"type": "text", "analyzer": TEXT_ANALYZER, "search_analyzer": QUERY_ANALYZER},
-            "text": {"type": "text", "analyzer": TEXT_ANALYZER, "search_analyzer": QUERY_ANALYZER},
+            "title": text_field(),
+            "text": text_field(),
             "chunk_text": {"type": "text", "index": False},
             "ordinal": {"type": "integer"},
             "start": {"type": "integer"},
