@@ -21,7 +21,7 @@ instead, which every environment reaches over HTTP: the one at ``OPENSEARCH_URL`
 (``opensearch_node``) that ``start`` starts before anything else and ``stop`` stops last.
 Functions' settings come from the process environment:
 ``config.function_environment`` before anything of ``knowledge`` is imported, the endpoints, table
-and queue once they exist. ``issue_dev_token`` and ``seed`` prepare a fresh stack for use; ``stop``
+and queue once they exist. ``dev_token`` and ``seed`` prepare a stack for use; ``stop``
 ends everything. State is in memory; the embedding cache survives a restart, and with
 ``KNOWLEDGE_PERSIST`` the table does too (``snapshot``: restored before the pollers start, indexed
 before the API serves, saved on stop).
@@ -43,12 +43,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from knowledge.bootstrap import get_container, use_container
-from knowledge.domain.models import Permission
 from knowledge.settings import get_settings
-from knowledge_local import snapshot
+from knowledge_local import dev_token, snapshot
 from knowledge_local.aws_server import AwsServer
 from knowledge_local.client import KnowledgeClient
 from knowledge_local.config import DEFAULT_AWS_PORT, DEFAULT_PORT, RuntimeSettings
+from knowledge_local.dev_token import DevToken
 from knowledge_local.documents import DocumentError, SkippedFile, SourceDocument, collect_documents
 from knowledge_local.gateway import Gateway
 from knowledge_local.ingestion import IngestSummary, ingest, wait_until_indexed
@@ -64,18 +64,16 @@ from knowledge_local.state import (
     DEFAULT_STATE_DIR,
     ENDPOINTS_FILE,
     PROJECT_ROOT,
+    TOKEN_FILE,
     Endpoints,
     display_path,
+    make_private,
     remove_if_unchanged,
     running_instance,
     write_endpoints,
-    write_token,
 )
 from knowledge_local.stream_poller import StreamPoller
 
-TENANT_ID = "dev"
-DEV_SUBJECT_ID = "dev"
-DEV_SCOPES = tuple(permission.value for permission in Permission)
 KNOWLEDGE_TABLE = "KnowledgeTable"
 INDEX_WORK_QUEUE = "IndexWorkQueue"
 """The queue the stream consumer sends index work to (``INDEX_WORK_QUEUE_URL`` of the functions)."""
@@ -157,6 +155,7 @@ class LocalStack:
         )
         self._gateway = _bind(gateway.bind, "PORT", settings.port)
         created = _make_directory(settings.knowledge_state_dir)
+        make_private(settings.knowledge_state_dir)
         try:
             opensearch_url = self._start_opensearch()
             provisioned = provision(self.spec, self._aws.url)
@@ -241,13 +240,17 @@ class LocalStack:
 
     # -- dev token and seed -----------------------------------------------------------------------
 
-    def issue_dev_token(self) -> str:
-        """A token of tenant ``dev`` with every scope, written to ``dev-token``."""
-        token, _ = get_container().tokens.issue(
-            tenant_id=TENANT_ID, subject_id=DEV_SUBJECT_ID, scopes=DEV_SCOPES
-        )
-        path = write_token(self.settings.knowledge_state_dir, token)
-        self._written[path] = path.read_text(encoding="utf-8")
+    def dev_token(self) -> DevToken:
+        """The state directory's dev token (tenant ``dev``, every scope; ``dev_token.ensure``): the
+        one in ``dev-token`` when the table holds it valid (a restored table), else a new one
+        written there. Without ``KNOWLEDGE_PERSIST`` the table dies with the stack, and so the file
+        is removed on stop; with it, the file stays for the next start."""
+        container = get_container()
+        directory = self.settings.knowledge_state_dir
+        token = dev_token.ensure(container.tokens, container.store, directory)
+        if not self.settings.knowledge_persist:
+            path = directory / TOKEN_FILE
+            self._written[path] = path.read_text(encoding="utf-8")
         return token
 
     def seed_plan(self) -> SeedPlan | None:
