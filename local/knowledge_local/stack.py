@@ -155,7 +155,6 @@ class LocalStack:
         )
         self._gateway = _bind(gateway.bind, "PORT", settings.port)
         created = _make_directory(settings.knowledge_state_dir)
-        make_private(settings.knowledge_state_dir)
         try:
             opensearch_url = self._start_opensearch()
             provisioned = provision(self.spec, self._aws.url)
@@ -432,14 +431,22 @@ def _another_runtime(state_dir: Path) -> str:
 
 
 def _make_directory(directory: Path) -> Path | None:
-    """Create ``directory`` and any missing parent; the outermost directory created (``None``:
-    it existed). ``StateDirectoryError`` when it cannot be created."""
+    """Create ``directory`` and any missing parent, and make it private (``state.make_private``);
+    the outermost directory created (``None``: it existed). ``StateDirectoryError`` when it cannot
+    be created or made private."""
     missing = [path for path in (directory, *directory.parents) if not path.exists()]
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise StateDirectoryError(
             f"Cannot create KNOWLEDGE_STATE_DIR={directory}: {error.strerror or error}."
+        ) from None
+    try:
+        make_private(directory)
+    except OSError as error:
+        raise StateDirectoryError(
+            f"Cannot make KNOWLEDGE_STATE_DIR={directory} private (mode 0700, files 0600): "
+            f"{error.strerror or error}."
         ) from None
     return missing[-1] if missing else None
 
