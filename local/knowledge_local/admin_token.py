@@ -24,8 +24,10 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from knowledge.adapters.dynamodb.knowledge_store import DynamoDBKnowledgeStore
+from knowledge.domain.identifiers import identifier_problem
 from knowledge.domain.ingest_messages import is_tenant_id
 from knowledge.domain.models import Permission
+from knowledge.domain.write_contract import LABEL_MAX_CHARS
 from knowledge.observability import logger
 from knowledge.services.tokens import TokenService
 from knowledge_local.cli import UsageError, parse_duration
@@ -43,7 +45,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     arguments = parser.parse_args(argv)
     if not is_tenant_id(arguments.tenant):
-        parser.error("--tenant must be 1-128 characters without '#' or whitespace")
+        parser.error(
+            "--tenant must be 1-128 characters without '#', whitespace, control, bidirectional or "
+            "invisible characters"
+        )
+    subject_problem = identifier_problem(arguments.subject)
+    if subject_problem is not None or not 1 <= len(arguments.subject) <= LABEL_MAX_CHARS:
+        parser.error(f"--subject {subject_problem or f'must be 1-{LABEL_MAX_CHARS} characters'}")
     try:
         expires_in = timedelta(seconds=parse_duration(arguments.expires_in)) if arguments.expires_in else None
     except UsageError as error:

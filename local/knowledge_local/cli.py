@@ -7,6 +7,7 @@
     knowledge token create [--subject --scopes --teams --bases --expires-in --tenant]
     knowledge token list [--limit --next-token --tenant --json]
     knowledge token revoke TOKEN_ID
+    knowledge token rotate                       (``make run`` only: a new dev token, the old revoked)
     knowledge remember "fact" [--path --type --scope --key ...]   (``memory_cli``)
     knowledge memories "query" [--mode --limit --path --type --scope]
     knowledge forget NOTE_ID [--mode soft|redact|hard]
@@ -92,6 +93,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     arguments = parser.parse_args(argv)
     try:
+        if getattr(arguments, "state_only", False):  # works on the state directory, not the API
+            local: Callable[[argparse.Namespace], int] = arguments.run
+            return local(arguments)
         with _client(arguments) as client:
             command: Callable[[KnowledgeClient, argparse.Namespace], int] = arguments.run
             return command(client, arguments)
@@ -283,6 +287,23 @@ def _token_list(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
 def _token_revoke(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
     client.revoke_token(arguments.token_id)
     print(f"Revoked {arguments.token_id} and every token it issued (directly or not).")
+    return 0
+
+
+def _token_rotate(arguments: argparse.Namespace) -> int:
+    from knowledge_local.dev_token import rotate_running  # boto3 and the store: only for this command
+
+    if getattr(arguments, "api_url", None) or getattr(arguments, "token", None):
+        raise UsageError(
+            "token rotate replaces the dev token of the local runtime's state directory "
+            "(KNOWLEDGE_STATE_DIR); it takes no --api-url or --token"
+        )
+    directory = state_dir()
+    rotated = rotate_running(directory)
+    print(
+        f"New dev token written to {display_path(directory / TOKEN_FILE)}; {rotated.revoked} earlier "
+        "dev token(s) revoked, with every token they issued."
+    )
     return 0
 
 
@@ -678,5 +699,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     revoke.add_argument("token_id", type=token_id, help="the token's id (64 hex characters, `token list`)")
     revoke.set_defaults(run=_token_revoke)
+    rotate = token_commands.add_parser(
+        "rotate",
+        help="make run only: write a new dev token to the state directory and revoke the old one "
+        "(and every token it issued)",
+    )
+    rotate.set_defaults(run=_token_rotate, state_only=True)
     add_memory_commands(commands, shared)
     return parser

@@ -1,8 +1,9 @@
 """``make run``: the whole service on one machine, from ``template.yaml``, on embedded defaults.
 
 ``python -m knowledge_local.runtime`` starts the local stack (``stack``: moto with the template's
-table and queues, the stream and queue pollers, the HTTP API), issues a dev token (tenant ``dev``,
-every scope), writes the endpoints and the token to the state directory (``state``), ingests the
+table and queues, the stream and queue pollers, the HTTP API), reuses or issues the state
+directory's dev token (tenant ``dev``, every scope; ``dev_token``), writes the endpoints and the
+token to the state directory (``state``; its files are the owner's alone, umask 077), ingests the
 project's ``README.md`` and ``docs/`` (or ``KNOWLEDGE_SEED_DIR``) through the API with a progress
 bar, waits until the index holds them, prints how to try it, and serves until SIGINT or SIGTERM.
 Settings: ``config``. Exit status: 0 after a clean stop; 1 when it cannot start (another runtime
@@ -34,6 +35,7 @@ from knowledge_local.config import (
 )
 from knowledge_local.state import (
     ENDPOINTS_FILE,
+    PRIVATE_UMASK,
     PROJECT_ROOT,
     TOKEN_FILE,
     Endpoints,
@@ -93,9 +95,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _serve(stack: LocalStack, plan: SeedPlan | None) -> None:
     from knowledge_local.client import ApiError
+    from knowledge_local.dev_token import SCOPES, TENANT_ID
     from knowledge_local.ingestion import IndexWaitTimeoutError
     from knowledge_local.snapshot import SNAPSHOT_FILE
-    from knowledge_local.stack import DEV_SCOPES, TENANT_ID
 
     started = time.monotonic()
     print(f"Starting the knowledge service on {_engine(stack.settings)}...", flush=True)
@@ -110,10 +112,11 @@ def _serve(stack: LocalStack, plan: SeedPlan | None) -> None:
     switched_off = switch_notice(stack.settings)
     if switched_off is not None:
         print(switched_off)
-    token = stack.issue_dev_token()
+    dev_token = stack.dev_token()
+    token = dev_token.token
     print(f"  {'dev token':<13} {token}")
-    print(f"  {'':<13} tenant {TENANT_ID}, scopes {', '.join(DEV_SCOPES)}")
-    print(f"  {'':<13} saved in {display_path(state_dir / TOKEN_FILE)}", flush=True)
+    print(f"  {'':<13} tenant {TENANT_ID}, scopes {', '.join(SCOPES)}")
+    print(f"  {'':<13} {_token_origin(dev_token.reused, dev_token.revoked, state_dir)}", flush=True)
     if plan is not None:
         print(f"Ingesting {plan.origin} into the knowledge base {plan.base_name!r}...", flush=True)
         for skipped in plan.skipped:
@@ -136,7 +139,17 @@ def _serve(stack: LocalStack, plan: SeedPlan | None) -> None:
         time.sleep(SIGNAL_CHECK_SECONDS)
 
 
+def _token_origin(reused: bool, revoked: int, state_dir: Path) -> str:
+    """Where the dev token comes from, for the banner."""
+    path = display_path(state_dir / TOKEN_FILE)
+    if reused:
+        return f"reused from {path} (rotate: {state_dir_prefix(state_dir)}knowledge token rotate)"
+    replaced = f"; {revoked} earlier dev token{'s' if revoked != 1 else ''} revoked" if revoked else ""
+    return f"saved in {path}{replaced}"
+
+
 def _configure_process(settings: RuntimeSettings) -> None:
+    os.umask(PRIVATE_UMASK)  # files of the runtime and of its functions' processes: owner only
     forced, defaults = function_environment(settings)
     for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "RUNTIME_SWITCH_PARAMETER"):
         os.environ.pop(name, None)

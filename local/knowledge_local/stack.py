@@ -21,7 +21,7 @@ instead, which every environment reaches over HTTP: the one at ``OPENSEARCH_URL`
 (``opensearch_node``) that ``start`` starts before anything else and ``stop`` stops last.
 Functions' settings come from the process environment:
 ``config.function_environment`` before anything of ``knowledge`` is imported, the endpoints, table
-and queue once they exist. ``issue_dev_token`` and ``seed`` prepare a fresh stack for use; ``stop``
+and queue once they exist. ``dev_token`` and ``seed`` prepare a stack for use; ``stop``
 ends everything. State is in memory; the embedding cache survives a restart, and with
 ``KNOWLEDGE_PERSIST`` the table does too (``snapshot``: restored before the pollers start, indexed
 before the API serves, saved on stop).
@@ -43,9 +43,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from knowledge.bootstrap import get_container, use_container
-from knowledge.domain.models import Permission
 from knowledge.settings import get_settings
-from knowledge_local import snapshot
+from knowledge_local import dev_token, snapshot
 from knowledge_local.aws_server import AwsServer
 from knowledge_local.client import KnowledgeClient
 from knowledge_local.config import (
@@ -55,6 +54,7 @@ from knowledge_local.config import (
     DEFAULT_PORT,
     RuntimeSettings,
 )
+from knowledge_local.dev_token import DevToken
 from knowledge_local.documents import DocumentError, SkippedFile, SourceDocument, collect_documents
 from knowledge_local.gateway import Gateway
 from knowledge_local.ingestion import IngestSummary, ingest, wait_until_indexed
@@ -70,18 +70,16 @@ from knowledge_local.state import (
     DEFAULT_STATE_DIR,
     ENDPOINTS_FILE,
     PROJECT_ROOT,
+    TOKEN_FILE,
     Endpoints,
     display_path,
+    make_private,
     remove_if_unchanged,
     running_instance,
     write_endpoints,
-    write_token,
 )
 from knowledge_local.stream_poller import StreamPoller
 
-TENANT_ID = "dev"
-DEV_SUBJECT_ID = "dev"
-DEV_SCOPES = tuple(permission.value for permission in Permission)
 KNOWLEDGE_TABLE = "KnowledgeTable"
 INDEX_WORK_QUEUE = "IndexWorkQueue"
 """The queue the stream consumer sends index work to (``INDEX_WORK_QUEUE_URL`` of the functions)."""
@@ -247,13 +245,17 @@ class LocalStack:
 
     # -- dev token and seed -----------------------------------------------------------------------
 
-    def issue_dev_token(self) -> str:
-        """A token of tenant ``dev`` with every scope, written to ``dev-token``."""
-        token, _ = get_container().tokens.issue(
-            tenant_id=TENANT_ID, subject_id=DEV_SUBJECT_ID, scopes=DEV_SCOPES
-        )
-        path = write_token(self.settings.knowledge_state_dir, token)
-        self._written[path] = path.read_text(encoding="utf-8")
+    def dev_token(self) -> DevToken:
+        """The state directory's dev token (tenant ``dev``, every scope; ``dev_token.ensure``): the
+        one in ``dev-token`` when the table holds it valid (a restored table), else a new one
+        written there. Without ``KNOWLEDGE_PERSIST`` the table dies with the stack, and so the file
+        is removed on stop; with it, the file stays for the next start."""
+        container = get_container()
+        directory = self.settings.knowledge_state_dir
+        token = dev_token.ensure(container.tokens, container.store, directory)
+        if not self.settings.knowledge_persist:
+            path = directory / TOKEN_FILE
+            self._written[path] = path.read_text(encoding="utf-8")
         return token
 
     def seed_plan(self) -> SeedPlan | None:
@@ -438,14 +440,22 @@ def _another_runtime(state_dir: Path) -> str:
 
 
 def _make_directory(directory: Path) -> Path | None:
-    """Create ``directory`` and any missing parent; the outermost directory created (``None``:
-    it existed). ``StateDirectoryError`` when it cannot be created."""
+    """Create ``directory`` and any missing parent, and make it private (``state.make_private``);
+    the outermost directory created (``None``: it existed). ``StateDirectoryError`` when it cannot
+    be created or made private."""
     missing = [path for path in (directory, *directory.parents) if not path.exists()]
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise StateDirectoryError(
             f"Cannot create KNOWLEDGE_STATE_DIR={directory}: {error.strerror or error}."
+        ) from None
+    try:
+        make_private(directory)
+    except OSError as error:
+        raise StateDirectoryError(
+            f"Cannot make KNOWLEDGE_STATE_DIR={directory} private (mode 0700, files 0600): "
+            f"{error.strerror or error}."
         ) from None
     return missing[-1] if missing else None
 

@@ -3,10 +3,14 @@
 
 - ``endpoints.json``: ``{"api_url", "aws_endpoint_url", "table_name", "ingest_queue_url",
   "ingest_dlq_url", "opensearch_url"}`` (``opensearch_url`` is null on the embedded index);
-- ``dev-token``: the dev token (readable by its owner only);
-- ``embeddings.sqlite3``: the embedding cache, kept across runs so restarts embed nothing twice;
+- ``dev-token``: the dev token (``dev_token``: one per directory, reused across restarts);
+- ``embeddings.sqlite3`` (and its ``-wal`` and ``-shm`` files): the embedding cache, kept across
+  runs so restarts embed nothing twice;
 - ``table.jsonl``: with ``KNOWLEDGE_PERSIST``, the table as the last clean stop left it
   (``snapshot``).
+
+The directory is mode 0700 and every file in it 0600 (``make_private``; the runtime also runs
+with umask 077), since they hold a token with every scope and every item and note.
 
 One runtime owns a state directory at a time: ``running_instance`` tells whether the runtime that
 wrote ``endpoints.json`` still answers, so a second one can refuse to start instead of taking over
@@ -28,6 +32,10 @@ ENDPOINTS_FILE = "endpoints.json"
 TOKEN_FILE = "dev-token"
 EMBEDDING_CACHE_FILE = "embeddings.sqlite3"
 HEALTH_PROBE_SECONDS = 5.0
+PRIVATE_FILE_MODE = 0o600
+PRIVATE_DIRECTORY_MODE = 0o700
+PRIVATE_UMASK = 0o077
+"""The runtime's umask: whatever it or its functions create is its owner's alone."""
 
 
 class StateError(Exception):
@@ -69,10 +77,8 @@ def state_dir_prefix(directory: Path) -> str:
 
 
 def write_endpoints(directory: Path, endpoints: Endpoints) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / ENDPOINTS_FILE
-    path.write_text(json.dumps(asdict(endpoints), indent=2) + "\n", encoding="utf-8")
-    return path
+    """Write ``endpoints.json`` (mode 0600, replaced whole)."""
+    return _write_private(directory / ENDPOINTS_FILE, json.dumps(asdict(endpoints), indent=2) + "\n")
 
 
 def read_endpoints(directory: Path) -> Endpoints:
@@ -107,14 +113,40 @@ def running_instance(directory: Path, *, timeout: float = HEALTH_PROBE_SECONDS) 
 
 
 def write_token(directory: Path, token: str) -> Path:
-    """Write ``token`` readable by its owner only."""
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / TOKEN_FILE
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    """Write ``token`` to ``dev-token``, readable by its owner only (mode 0600, replaced whole)."""
+    return _write_private(directory / TOKEN_FILE, token + "\n")
+
+
+def _write_private(path: Path, text: str) -> Path:
+    """Replace ``path`` with ``text`` (UTF-8) at once: written to a mode-0600 file beside it, flushed
+    to disk, then renamed over it, so a reader or a crash never sees half of it."""
+    path.parent.mkdir(mode=PRIVATE_DIRECTORY_MODE, parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial")
+    partial.unlink(missing_ok=True)
+    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
     with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        handle.write(token + "\n")
-    path.chmod(0o600)
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    partial.replace(path)
     return path
+
+
+def make_private(directory: Path) -> None:
+    """Make ``directory`` and everything under it its owner's alone: mode 0700 for folders, 0600 for
+    files (links are left alone). The runtime calls it on its state directory at each start, so
+    files an earlier version left readable by others (the embedding cache was) are closed too."""
+    directory.chmod(PRIVATE_DIRECTORY_MODE)
+    for root, folders, files in os.walk(directory):
+        for name in folders:
+            _chmod(Path(root) / name, PRIVATE_DIRECTORY_MODE)
+        for name in files:
+            _chmod(Path(root) / name, PRIVATE_FILE_MODE)
+
+
+def _chmod(path: Path, mode: int) -> None:
+    if not path.is_symlink():
+        path.chmod(mode)
 
 
 def read_token(directory: Path) -> str:

@@ -27,7 +27,8 @@ def taken_port() -> Iterator[int]:
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
 def test_runtime_signal_stops_everything_and_removes_its_files(tmp_path: Path, signum: int) -> None:
-    runtime = start_runtime(tmp_path, seed_dir=None)
+    # without persistence the dev token dies with the table, so its file goes too
+    runtime = start_runtime(tmp_path, seed_dir=None, environment={"KNOWLEDGE_PERSIST": "false"})
     runtime.wait_until_ready()
     assert (runtime.state_dir / "endpoints.json").exists()
     environments = runtime.descendants()

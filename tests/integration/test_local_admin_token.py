@@ -52,3 +52,26 @@ def test_admin_token_missing_table_fails_with_one_line(
     assert captured.out == ""
     assert captured.err.startswith("error: cannot write a token to table 'absent'")
     assert captured.err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "problem"),
+    [
+        ("--subject", "ops\u200b", "--subject must not contain an invisible or format character (U+200B"),
+        ("--subject", "o\x1bps", "--subject must not contain a control character (U+001B"),
+        ("--subject", "x" * 129, "--subject must be 1-128 characters"),
+        ("--tenant", "acme\u202e", "--tenant must be 1-128 characters without '#'"),
+    ],
+    ids=["zero-width", "escape", "too-long", "bidi-tenant"],
+)
+def test_admin_token_refuses_an_identifier_with_a_refused_character_and_writes_nothing(
+    table: Any, capsys: pytest.CaptureFixture[str], option: str, value: str, problem: str
+) -> None:
+    arguments = {"--tenant": "acme", "--subject": "ops", option: value}
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--table", TABLE_NAME, *[part for pair in arguments.items() for part in pair]])
+
+    assert exited.value.code == 2
+    assert problem in capsys.readouterr().err
+    assert make_store().list_tokens("acme", limit=10, next_token=None).entries == []

@@ -28,6 +28,7 @@ from knowledge.domain.models import KnowledgeItem
 from knowledge_local.gateway import Gateway
 from tests.conftest import TABLE_NAME
 from tests.support.inline_invoker import InlineInvoker
+from tests.support.memory import call as memory_call
 from tests.support.memory import memory_token
 from tests.support.rest import SearchWorld, new_world
 from tests.support.template import TEMPLATE, create_table_kwargs
@@ -384,6 +385,54 @@ def test_mcp_remember_expected_version_bounds_and_types_name_the_field(
     body = error_payload(call_tool(gateway, writer, call, name="remember"), code)
 
     assert [problem["field"] for problem in body["error"]["details"]["fields"]] == ["expected_version"]
+
+
+IDENTIFIER_CALLS = [
+    pytest.param("remember", {"content": "A fact."}, "agent_id", id="remember-agent_id"),
+    pytest.param("remember", {"content": "A fact.", "scope": "team"}, "team_id", id="remember-team_id"),
+    pytest.param("remember", {"content": "A fact."}, "semantic_key", id="remember-semantic_key"),
+    pytest.param("remember", {"content": "A fact."}, "memory_id", id="remember-memory_id"),
+    pytest.param("search_memory", {"query": "fact"}, "team_id", id="search_memory-team_id"),
+    pytest.param("search_memory", {"query": "fact"}, "agent_id", id="search_memory-agent_id"),
+    pytest.param("recall_context", {}, "team_id", id="recall_context-team_id"),
+    pytest.param("recall_context", {}, "agent_id", id="recall_context-agent_id"),
+    pytest.param("pin_memory", {}, "note_id", id="pin_memory-note_id"),
+    pytest.param("unpin_memory", {}, "note_id", id="unpin_memory-note_id"),
+    pytest.param("forget_memory", {}, "note_id", id="forget_memory-note_id"),
+]
+
+
+@pytest.mark.parametrize(("tool", "arguments", "field"), IDENTIFIER_CALLS)
+@pytest.mark.parametrize(
+    ("character", "kind"),
+    [
+        ("\x00", "a control character"),
+        ("\u2067", "a bidirectional control"),
+        ("\ufeff", "an invisible or format character"),
+    ],
+    ids=["NUL", "RLI", "BOM"],
+)
+def test_mcp_identifier_with_a_refused_character_is_validation_error_naming_it_as_rest_does(
+    gateway: Gateway,
+    world: SearchWorld,
+    tool: str,
+    arguments: dict[str, Any],
+    field: str,
+    character: str,
+    kind: str,
+) -> None:
+    writer = memory_token(world, "alice", team_ids=["red"])
+    call = {**arguments, field: f"red{character}"}
+
+    body = error_payload(call_tool(gateway, writer, call, name=tool), "validation_error")
+
+    assert body["error"]["details"]["fields"] == [
+        {
+            "field": field,
+            "problem": f"Value error, must not contain {kind} (U+{ord(character):04X} at character 4)",
+        }
+    ]
+    assert body == memory_call("POST", f"/v1/tools/{tool}", call, writer).body
 
 
 def test_mcp_token_without_read_scope_returns_insufficient_scope(

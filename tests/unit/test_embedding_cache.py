@@ -6,6 +6,7 @@ import array
 import hashlib
 import math
 import sqlite3
+import stat
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -127,6 +128,23 @@ def test_sqlite_cache_file_uses_wal_and_float32_blobs(tmp_path: Path) -> None:
         connection.close()
     assert mode == "wal"
     assert len(blob) == 384 * 4
+
+
+def test_sqlite_cache_file_and_its_wal_files_are_the_owners_alone(tmp_path: Path) -> None:
+    path = tmp_path / "embeddings.sqlite"
+    path.write_bytes(b"")
+    path.chmod(0o644)  # a cache an earlier version left readable by others
+
+    with SqliteEmbeddingCache(path) as cache:
+        cache.put_many({"key": [0.1] * 8})
+        files = sorted(tmp_path.iterdir())
+        modes = {file.name: stat.S_IMODE(file.stat().st_mode) for file in files}
+
+    assert modes == {
+        "embeddings.sqlite": 0o600,
+        "embeddings.sqlite-shm": 0o600,
+        "embeddings.sqlite-wal": 0o600,
+    }
 
 
 def test_sqlite_cache_more_keys_than_one_select_all_found(tmp_path: Path) -> None:

@@ -417,3 +417,34 @@ def test_cli_empty_token_is_a_usage_error_not_the_dev_token(
 
     assert exited.value.code == 2
     assert f"the token given ({named}) is empty" in capsys.readouterr().err
+
+
+def test_cli_token_rotate_without_a_running_runtime_fails_and_keeps_the_dev_token(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("KNOWLEDGE_STATE_DIR", str(tmp_path))
+    (tmp_path / "dev-token").write_text("kn_devtokendevtokendevtokendevtokendevtoken12\n", encoding="utf-8")
+
+    status = main(["token", "rotate"])
+
+    assert status == 1
+    assert "No runtime serves from" in capsys.readouterr().err
+    assert (tmp_path / "dev-token").read_text(
+        encoding="utf-8"
+    ) == "kn_devtokendevtokendevtokendevtokendevtoken12\n"
+
+
+@pytest.mark.parametrize("option", [["--api-url", "http://127.0.0.1:9"], ["--token", "kn_x"]])
+def test_cli_token_rotate_with_an_api_or_a_token_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, option: list[str]
+) -> None:
+    monkeypatch.setenv("KNOWLEDGE_STATE_DIR", str(tmp_path))
+
+    with pytest.raises(SystemExit) as exited:
+        main([*option, "token", "rotate"])
+
+    assert exited.value.code == 2
+    assert (
+        "token rotate replaces the dev token of the local runtime's state directory"
+        in capsys.readouterr().err
+    )

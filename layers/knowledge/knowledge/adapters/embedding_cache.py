@@ -16,6 +16,7 @@ from __future__ import annotations
 import array
 import hashlib
 import json
+import os
 import random
 import sqlite3
 import sys
@@ -111,11 +112,25 @@ class InMemoryEmbeddingCache:
                 self._entries.pop(key, None)
 
 
+PRIVATE_FILE_MODE = 0o600
+
+
+def _make_private_file(path: Path) -> None:
+    """Create ``path`` (empty: an empty file is an empty SQLite database) or keep it, mode 0600."""
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
+    try:
+        os.fchmod(descriptor, PRIVATE_FILE_MODE)
+    finally:
+        os.close(descriptor)
+
+
 class SqliteEmbeddingCache:
     """``EmbeddingCache`` in a SQLite file (WAL journal), shared by threads and by processes.
 
     One table ``embedding(key TEXT PRIMARY KEY, vector BLOB)``; ``path`` and its parent folder are
-    created on first use. One connection per instance, serialized by a lock; other processes wait up
+    created on first use. The file is its owner's alone (mode 0600, also set on a file that
+    exists), and SQLite gives its ``-wal`` and ``-shm`` files the database's mode: the cache holds
+    vectors of private text. One connection per instance, serialized by a lock; other processes wait up
     to ``timeout_seconds`` for a writer. Call ``close()`` (or use ``with``) when done.
     """
 
@@ -125,6 +140,7 @@ class SqliteEmbeddingCache:
         self._path = Path(path)
         if str(path) != ":memory:":
             self._path.parent.mkdir(parents=True, exist_ok=True)
+            _make_private_file(self._path)
         self._lock = threading.Lock()
         self._connection = sqlite3.connect(str(path), timeout=timeout_seconds, check_same_thread=False)
         with self._lock, self._connection:

@@ -16,8 +16,9 @@ producer means to write as; when given they must agree with the token, or the me
   ``remember`` tool (DESIGN §9), written as the token's subject;
 - ``{"op": "forget", "tenant_id"?, "subject_id"?, "team_ids"?, "note_id", "mode"}``: ``forget_memory``.
 
-Unknown fields, wrong types (strict JSON types) and strings that are not valid Unicode (a lone
-surrogate escape, ``knowledge.domain.text``) are refused, so a producer's mistake is a
+Unknown fields, wrong types (strict JSON types), strings that are not valid Unicode (a lone
+surrogate escape, ``knowledge.domain.text``) and identifiers holding control, bidirectional or
+invisible characters (``knowledge.domain.identifiers``) are refused, so a producer's mistake is a
 poison message in the dead-letter queue rather than silently dropped data.
 """
 
@@ -29,6 +30,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 from knowledge.domain import ids
+from knowledge.domain.identifiers import Identifier, identifier_problem
 from knowledge.domain.memory_contract import ForgetMemoryArguments, RememberArguments
 from knowledge.domain.models import EXTERNAL_ID_MAX_CHARS, TENANT_ID_PATTERN, TITLE_MAX_CHARS, Source
 from knowledge.domain.notes import LABEL_MAX_CHARS
@@ -37,7 +39,7 @@ from knowledge.domain.text import Text
 
 _TENANT_ID = re.compile(TENANT_ID_PATTERN)
 
-TenantId = Annotated[Text, Field(pattern=TENANT_ID_PATTERN)]
+TenantId = Annotated[Identifier, Field(pattern=TENANT_ID_PATTERN)]
 
 
 class _Writer(BaseModel):
@@ -45,15 +47,15 @@ class _Writer(BaseModel):
     (``team_ids``: the token's teams, in any order)."""
 
     tenant_id: TenantId | None = None
-    subject_id: Annotated[Text, Field(min_length=1, max_length=LABEL_MAX_CHARS)] | None = None
-    team_ids: list[Text] | None = None
+    subject_id: Annotated[Identifier, Field(min_length=1, max_length=LABEL_MAX_CHARS)] | None = None
+    team_ids: list[Identifier] | None = None
 
 
 class _Message(_Writer):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     knowledge_base_id: Text
-    external_id: Text = Field(min_length=1, max_length=EXTERNAL_ID_MAX_CHARS)
+    external_id: Identifier = Field(min_length=1, max_length=EXTERNAL_ID_MAX_CHARS)
 
     @field_validator("knowledge_base_id")
     @classmethod
@@ -109,5 +111,6 @@ INGEST_MESSAGE: TypeAdapter[AnyMessage] = TypeAdapter(IngestMessage)
 
 
 def is_tenant_id(value: str) -> bool:
-    """True when ``value`` can be a tenant id (see ``TENANT_ID_PATTERN``)."""
-    return _TENANT_ID.match(value) is not None
+    """True when ``value`` can be a tenant id (see ``TENANT_ID_PATTERN``), an identifier of
+    visible characters (``knowledge.domain.identifiers``)."""
+    return _TENANT_ID.match(value) is not None and identifier_problem(value) is None

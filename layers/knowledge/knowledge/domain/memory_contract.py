@@ -2,7 +2,9 @@
 ``recall_context``, ``forget_memory``, ``pin_memory`` and ``unpin_memory`` and every answer, the one
 definition REST, MCP and the queue validate against.
 
-Types are strict and unknown fields refused (``validation_error``), as is a ``search_memory``
+Types are strict and unknown fields refused (``validation_error``), as are identifiers (``team_id``,
+``agent_id``, ``semantic_key``, ``memory_id``, ``note_id``, ``supersedes``) holding control,
+bidirectional or invisible characters (``knowledge.domain.identifiers``) and a ``search_memory``
 ``query`` over 2,000 characters (the bound of ``search_knowledge``, with the same error); bounds
 (content 1–8,000 characters, ``content`` and ``semantic_key`` not blank, ``importance`` 0–1,
 ``limit`` 1–50, ``ttl_seconds`` 1–316,224,000, ``max_tokens`` 64–8,000, ``max_items`` 1–50, pin
@@ -23,6 +25,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validato
 
 from knowledge.domain.bounds import VERSION_MAX, VERSION_MIN
 from knowledge.domain.contract import MAX_RESULTS_MAX, MAX_RESULTS_MIN, MODES, QUERY_MAX_CHARS, Scores
+from knowledge.domain.identifiers import Identifier
 from knowledge.domain.notes import CONTENT_MAX_CHARS, DEFAULT_IMPORTANCE, LABEL_MAX_CHARS, PATH_MAX_CHARS
 from knowledge.domain.notes import SEMANTIC_KEY_MAX_CHARS as KEY_MAX_CHARS
 from knowledge.domain.pins import ORDER_MAX, REASON_MAX_CHARS
@@ -64,10 +67,10 @@ class RememberArguments(_Arguments):
     scope: ScopeName = Field(
         default="private", description="Who may see it: the writer, a team, or the whole tenant."
     )
-    team_id: Text | None = Field(
+    team_id: Identifier | None = Field(
         default=None, max_length=LABEL_MAX_CHARS, description="Required for team scope."
     )
-    agent_id: Text | None = Field(
+    agent_id: Identifier | None = Field(
         default=None, max_length=LABEL_MAX_CHARS, description="The agent it is about."
     )
     importance: float = Field(
@@ -76,19 +79,21 @@ class RememberArguments(_Arguments):
         description="0.0 to 1.0.",
         json_schema_extra={"minimum": 0.0, "maximum": 1.0},
     )
-    semantic_key: Text | None = Field(
+    semantic_key: Identifier | None = Field(
         default=None,
         max_length=KEY_MAX_CHARS,
         description="A stable name for the fact (unique per tenant, owner and scope): remembering under "
         "it again updates the note.",
     )
-    memory_id: Text | None = Field(default=None, max_length=ID_MAX_CHARS, description="A note to update.")
+    memory_id: Identifier | None = Field(
+        default=None, max_length=ID_MAX_CHARS, description="A note to update."
+    )
     expected_version: int | None = Field(
         default=None,
         description="With memory_id or semantic_key: the version last read (optimistic lock).",
         json_schema_extra={"minimum": VERSION_MIN, "maximum": VERSION_MAX},
     )
-    supersedes: list[Text] = Field(
+    supersedes: list[Identifier] = Field(
         default_factory=list,
         description="Notes this one replaces: they leave search (readable by id).",
         json_schema_extra={"maxItems": MAX_SUPERSEDES},
@@ -134,10 +139,10 @@ class SearchMemoryArguments(_Arguments):
         json_schema_extra={"minimum": 0.0, "maximum": 1.0},
     )
     scope: ScopeName | None = Field(default=None, description="Only notes of this scope.")
-    team_id: Text | None = Field(
+    team_id: Identifier | None = Field(
         default=None, max_length=LABEL_MAX_CHARS, description="Only this team's notes."
     )
-    agent_id: Text | None = Field(
+    agent_id: Identifier | None = Field(
         default=None, max_length=LABEL_MAX_CHARS, description="Only this agent's notes."
     )
     memory_type: MemoryTypeName | None = Field(default=None, description="Only notes of this type.")
@@ -169,10 +174,10 @@ class RecallContextArguments(_Arguments):
         json_schema_extra={"minimum": MAX_ITEMS_MIN, "maximum": MAX_ITEMS_MAX},
     )
     scope: ScopeName | None = Field(default=None, description="Only notes of this scope.")
-    team_id: Text | None = Field(
+    team_id: Identifier | None = Field(
         default=None, max_length=LABEL_MAX_CHARS, description="Only this team's notes."
     )
-    agent_id: Text | None = Field(
+    agent_id: Identifier | None = Field(
         default=None, max_length=LABEL_MAX_CHARS, description="Only this agent's notes."
     )
     memory_type: MemoryTypeName | None = Field(default=None, description="Only notes of this type.")
@@ -184,7 +189,7 @@ class RecallContextArguments(_Arguments):
 class PinMemoryArguments(_Arguments):
     """``pin_memory``: make a note always reach recall_context first."""
 
-    note_id: Text = Field(max_length=ID_MAX_CHARS, description="The note to pin.")
+    note_id: Identifier = Field(max_length=ID_MAX_CHARS, description="The note to pin.")
     reason: Text | None = Field(
         default=None, max_length=REASON_MAX_CHARS, description="Why it must always be there."
     )
@@ -203,13 +208,13 @@ class PinMemoryArguments(_Arguments):
 class UnpinMemoryArguments(_Arguments):
     """``unpin_memory``: remove a note's pin."""
 
-    note_id: Text = Field(max_length=ID_MAX_CHARS, description="The note to unpin.")
+    note_id: Identifier = Field(max_length=ID_MAX_CHARS, description="The note to unpin.")
 
 
 class ForgetMemoryArguments(_Arguments):
     """``forget_memory``: hide (soft), redact or delete (hard) one note."""
 
-    note_id: Text = Field(max_length=ID_MAX_CHARS, description="The note to forget.")
+    note_id: Identifier = Field(max_length=ID_MAX_CHARS, description="The note to forget.")
     mode: ForgetModeName = Field(
         default="soft",
         description="soft: hidden, restorable; redact: every version's content replaced and out of the "

@@ -2,7 +2,10 @@
 
 Request bodies refuse unknown fields (``knowledge_invalid_request``, as the tool does), take JSON
 types strictly (``"3"``, ``true`` or ``1.5`` is not a version: ``validation_error``) and refuse strings
-that are not valid Unicode (``knowledge.domain.text``: ``validation_error``). Every integer is
+that are not valid Unicode (``knowledge.domain.text``: ``validation_error``) and identifiers
+(``tenant_id``, ``subject_id``, ``team_id``/``team_ids``, ``external_id``, the ids a body names)
+holding control, bidirectional or invisible characters (``knowledge.domain.identifiers``:
+``validation_error`` naming the field and the code point). Every integer is
 bounded (``knowledge.domain.bounds``); a value out of its bound is ``knowledge_invalid_request``
 naming the field and the bound. Answers are exactly the shapes of
 DESIGN §6; timestamps are ISO-8601 UTC, character counts Unicode code points.
@@ -27,6 +30,7 @@ from pydantic import (
 
 from knowledge.domain import ids
 from knowledge.domain.bounds import VERSION_MAX, VERSION_MIN
+from knowledge.domain.identifiers import StrictIdentifier, require_identifier
 from knowledge.domain.models import (
     EXTERNAL_ID_MAX_CHARS,
     TENANT_ID_PATTERN,
@@ -42,7 +46,7 @@ from knowledge.domain.models import (
     TokenRecord,
 )
 from knowledge.domain.sources import SafeSource
-from knowledge.domain.text import StrictText, require_unicode
+from knowledge.domain.text import StrictText
 
 MAX_CONTENT_CHARS = 4_000_000
 """Default content limit in characters (``MAX_CONTENT_CHARS`` setting); longer is ``validation_error``."""
@@ -61,10 +65,12 @@ Version = Annotated[
         description=f"The version the caller last read (optimistic lock), {VERSION_MIN} to {VERSION_MAX}.",
     ),
 ]
-Label = Annotated[StrictText, Field(min_length=1, max_length=LABEL_MAX_CHARS)]
+Label = Annotated[StrictIdentifier, Field(min_length=1, max_length=LABEL_MAX_CHARS)]
+"""A subject, team or base id: visible characters only (``knowledge.domain.identifiers``)."""
+ExternalId = Annotated[StrictIdentifier, Field(min_length=1, max_length=EXTERNAL_ID_MAX_CHARS)]
 Title = Annotated[StrictText, Field(min_length=1, max_length=TITLE_MAX_CHARS)]
-# The pattern comes before the Unicode check, so that it stays in the published JSON schema.
-TenantId = Annotated[StrictStr, Field(pattern=TENANT_ID_PATTERN), AfterValidator(require_unicode)]
+# The pattern comes before the identifier check, so that it stays in the published JSON schema.
+TenantId = Annotated[StrictStr, Field(pattern=TENANT_ID_PATTERN), AfterValidator(require_identifier)]
 Content = Annotated[
     StrictText,
     Field(description=f"The revision's text, at most {MAX_CONTENT_CHARS:,} characters (code points)."),
@@ -120,7 +126,7 @@ class CreateItemRequest(_Request):
     title: Title
     content: Content
     source: SafeSource | None = None
-    external_id: Annotated[StrictText, Field(min_length=1, max_length=EXTERNAL_ID_MAX_CHARS)] | None = None
+    external_id: ExternalId | None = None
     publish: StrictBool = False
 
     @model_validator(mode="after")
@@ -149,7 +155,7 @@ class PublishRequest(_Request):
     """``POST /v1/knowledge-items/{item}/publish``: make ``revision_id`` (any revision of the item,
     an older one rolls back) current."""
 
-    revision_id: Annotated[StrictText, Field(min_length=1, max_length=LABEL_MAX_CHARS)]
+    revision_id: Label
     expected_version: Version
 
 

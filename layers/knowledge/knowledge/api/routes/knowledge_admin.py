@@ -34,14 +34,15 @@ from aws_lambda_powertools.event_handler import Request, Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from knowledge.api.http import openapi_error_responses
 from knowledge.api.principal import CallerPrincipal
+from knowledge.api.query_parameters import CANONICAL_INTEGER, NextToken
 from knowledge.api.writes import IdempotencyKey, write_route
 from knowledge.bootstrap import get_container
+from knowledge.domain.identifiers import Identifier
 from knowledge.domain.models import EXTERNAL_ID_MAX_CHARS, TENANT_ID_PATTERN, Principal
-from knowledge.domain.text import Text
 from knowledge.domain.write_contract import (
     LIST_LIMIT_DEFAULT,
     LIST_LIMIT_MAX,
@@ -85,10 +86,11 @@ TAG = "knowledge"
 
 router = Router()  # type: ignore[no-untyped-call]  # Powertools leaves Router.__init__ unannotated
 
-Limit = Annotated[int, Query(ge=1, le=LIST_LIMIT_MAX, description=f"Page size, 1 to {LIST_LIMIT_MAX}.")]
-NextToken = Annotated[
-    Text | None,
-    Query(min_length=1, max_length=2_048, description="The opaque `next_token` of the previous page."),
+Limit = Annotated[
+    int,
+    Field(ge=1, le=LIST_LIMIT_MAX),
+    CANONICAL_INTEGER,
+    Query(description=f"Page size, 1 to {LIST_LIMIT_MAX}."),
 ]
 
 
@@ -263,7 +265,8 @@ def list_knowledge_items(
     knowledge_base_id: str,
     principal: CallerPrincipal,
     external_id: Annotated[
-        Text | None, Query(min_length=1, max_length=EXTERNAL_ID_MAX_CHARS, description="Exact external id.")
+        Identifier | None,
+        Query(min_length=1, max_length=EXTERNAL_ID_MAX_CHARS, description="Exact external id."),
     ] = None,
     limit: Limit = LIST_LIMIT_DEFAULT,
     next_token: NextToken = None,
@@ -416,7 +419,7 @@ def create_token(
 def list_tokens(
     principal: CallerPrincipal,
     tenant_id: Annotated[
-        Text | None,
+        Identifier | None,
         Query(pattern=TENANT_ID_PATTERN, description="Whose tokens to list (default: the caller's tenant)."),
     ] = None,
     limit: Limit = LIST_LIMIT_DEFAULT,

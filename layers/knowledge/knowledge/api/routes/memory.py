@@ -30,11 +30,12 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.metrics import MetricUnit
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from knowledge.api.http import openapi_error_responses
 from knowledge.api.idempotency import Answer
 from knowledge.api.principal import CallerPrincipal
+from knowledge.api.query_parameters import CANONICAL_INTEGER, NextToken
 from knowledge.api.writes import IdempotencyKey, write_route
 from knowledge.bootstrap import get_container, get_note_service, get_pin_service
 from knowledge.domain.memory_contract import (
@@ -57,7 +58,6 @@ from knowledge.domain.memory_contract import (
 from knowledge.domain.models import Permission, Principal
 from knowledge.domain.notes import VERSIONS_LIMIT_MAX
 from knowledge.domain.pins import PINS_LIMIT_MAX
-from knowledge.domain.text import Text
 from knowledge.observability import metrics
 
 if TYPE_CHECKING:  # the services are imported when the container builds them (first request)
@@ -85,14 +85,12 @@ unpin_memory_router = Router()  # type: ignore[no-untyped-call]
 WRITE_ERRORS = (400, 401, 403, 404, 409, 500, 503)
 READ_ERRORS = (400, 401, 403, 404, 500, 503)
 Limit = Annotated[
-    int | None, Query(ge=1, le=VERSIONS_LIMIT_MAX, description=f"Page size, 1 to {VERSIONS_LIMIT_MAX}.")
+    Annotated[int, Field(ge=1, le=VERSIONS_LIMIT_MAX), CANONICAL_INTEGER] | None,
+    Query(description=f"Page size, 1 to {VERSIONS_LIMIT_MAX}."),
 ]
 PinsLimit = Annotated[
-    int | None, Query(ge=1, le=PINS_LIMIT_MAX, description=f"Page size, 1 to {PINS_LIMIT_MAX}.")
-]
-NextToken = Annotated[
-    Text | None,
-    Query(min_length=1, max_length=2_048, description="The opaque `next_token` of the previous page."),
+    Annotated[int, Field(ge=1, le=PINS_LIMIT_MAX), CANONICAL_INTEGER] | None,
+    Query(description=f"Page size, 1 to {PINS_LIMIT_MAX}."),
 ]
 
 
