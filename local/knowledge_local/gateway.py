@@ -151,6 +151,7 @@ class Gateway:
             server.draining = True
             if thread is not None:
                 server.shutdown()
+            server.accept_queued()
             server.server_close()
         self._wait_for_requests(time.monotonic() + timeout)
 

@@ -51,8 +51,6 @@ MAX_BODY_BYTES = 10 * 1024 * 1024
 IDLE_SECONDS = 60.0
 HEADER_SECONDS = 10.0
 BODY_SECONDS = 30.0
-DRAINING_IDLE_SECONDS = 0.05
-"""While the server stops, how long a kept-alive connection is watched for a request in transit."""
 LISTEN_BACKLOG = 128
 """Connections the kernel holds for the server before it accepts them (``listen``'s backlog);
 with ``socketserver``'s default, 5, a burst of a few dozen clients meets dropped or reset
@@ -102,9 +100,10 @@ class GatewayServer(ThreadingHTTPServer):
     ``handle``.
 
     Stopping: ``draining = True`` makes every answer close its connection (``Connection: close``),
-    so kept-alive clients come back on a new connection, which ``server_close`` refuses once the
-    listening socket is closed; ``close_idle_connections()`` then ends the connections that wait
-    for a next request."""
+    so kept-alive clients come back on a new connection; ``accept_queued()`` takes in the
+    connections the kernel accepted before the listening socket closes (their requests are
+    answered, not reset); ``server_close`` closes it, so further connections are refused;
+    ``close_idle_connections()`` then ends the connections that still wait for a request."""
 
     request_queue_size = LISTEN_BACKLOG
     daemon_threads = True
@@ -129,6 +128,20 @@ class GatewayServer(ThreadingHTTPServer):
         """How many connections wait for a next request (kept alive between requests)."""
         with self._idle_lock:
             return len(self._idle)
+
+    def accept_queued(self) -> None:
+        """Accept every connection waiting in the listening socket's backlog and serve each in a
+        thread of its own (call it once ``serve_forever`` has returned, before ``server_close``):
+        closing a listening socket resets the connections still queued in it, whose clients may
+        have sent their request already."""
+        self.socket.setblocking(False)
+        while True:
+            try:
+                connection, address = self.socket.accept()
+            except OSError:  # BlockingIOError: the backlog is empty
+                return
+            connection.setblocking(True)
+            self.process_request(connection, address)
 
     def close_idle_connections(self) -> None:
         """End every connection waiting for a request: its handler sees the end and returns."""
@@ -173,9 +186,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
         server: GatewayServer = self.server  # type: ignore[assignment]
         server.waiting(self.connection, idle=True)
         try:
-            # Stopping: a request already sent is answered (503), none is waited for.
-            idle_seconds = DRAINING_IDLE_SECONDS if server.draining else IDLE_SECONDS
-            self._input.deadline = time.monotonic() + idle_seconds
+            # While the server stops, a request that arrives is answered (503, ``gateway``) until
+            # ``close_idle_connections`` ends the wait.
+            self._input.deadline = time.monotonic() + IDLE_SECONDS
             if not self._buffered.peek(1):
                 return  # the client closed the connection, or the server is stopping
         except (TimeoutError, OSError):
