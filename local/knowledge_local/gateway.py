@@ -15,6 +15,8 @@ these with its own ``{"message": ...}`` bodies):
 - identity source missing (e.g. no ``Authorization`` header): 401 ``authentication_required`` with
   ``details.reason`` ``missing``, as the functions answer a request without a token (on AWS, API
   Gateway answers this one itself: 401 ``{"message": "Unauthorized"}``);
+- a client address that failed authentication too often (``address_throttle``): 429
+  ``rate_limited`` with ``Retry-After`` (retryable), before the authorizer runs;
 - authorizer denies: 403 ``forbidden``; authorizer fails or answers an invalid response: 500
   ``internal_error`` (retryable);
 - function raises, dies or answers an invalid response: 502 ``function_error``; runs past its
@@ -42,6 +44,7 @@ from types import TracebackType
 from typing import Any
 
 from knowledge.domain.bearer_tokens import TokenRejection
+from knowledge_local.address_throttle import QUOTA, AddressThrottle
 from knowledge_local.authorizer_cache import AuthorizerCache
 from knowledge_local.gateway_server import GatewayServer
 from knowledge_local.http_api import (
@@ -82,6 +85,9 @@ class Gateway:
     ``authorizer_cache`` replays an authorizer's answers for its ``ReauthorizeEvery`` seconds, as
     API Gateway does (``clock``: monotonic seconds, for the cache's expiry).
 
+    ``address_throttle`` refuses the requests of a client address that keeps failing
+    authentication, before its authorizer runs (``None``: no throttle).
+
     Use ``with Gateway(path) as gateway:`` or ``start()``/``stop()``; ``url`` is the base URL.
     Raises ``routes.TemplateError`` at construction for an HTTP API it cannot serve.
     """
@@ -94,9 +100,11 @@ class Gateway:
         *,
         invoker: Invocations | None = None,
         authorizer_cache: bool = False,
+        address_throttle: AddressThrottle | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.routes: RouteTable = load_routes(template_path)
+        self._throttle = address_throttle
         self._authorizer_cache = AuthorizerCache(clock=clock) if authorizer_cache else None
         self._host, self._port = host, port
         self._given_invoker = invoker
@@ -249,7 +257,11 @@ class Gateway:
         headers, query = request.header_map(), request.query_parameters()
         identity = [headers.get(name) for name in authorizer.identity_headers]
         identity += [query.get(name) for name in authorizer.identity_query_strings]
+        throttled = self._throttled(request, identity)
+        if throttled is not None:
+            return throttled
         if any(not value for value in identity):
+            self._count(request, identity, authenticated=False)
             missing = TokenRejection.MISSING
             return gateway_error(
                 401, "authentication_required", missing.message, details={"reason": missing.value}
@@ -276,7 +288,36 @@ class Gateway:
             if cache is not None:
                 cache.put(key, decision, authorizer.result_ttl_seconds)
         allowed, context = decision
+        authenticated = allowed and str(context.get("authenticated", "true")).lower() != "false"
+        self._count(request, identity, authenticated=authenticated)
         return context if allowed else gateway_error(403, "forbidden", "The authorizer denied the request.")
+
+    def _throttled(self, request: HttpRequest, identity: list[str | None]) -> HttpResponse | None:
+        """429 when the client's address is out of failed authentications (``AddressThrottle``)."""
+        throttle = self._throttle
+        retry_after = None if throttle is None else throttle.retry_after(request.source_ip, identity)
+        if throttle is None or retry_after is None:
+            return None
+        limit = throttle.rate.limit
+        response = gateway_error(
+            429,
+            "rate_limited",
+            f"Too many requests without a valid token from this address (over {limit} per second); "
+            f"retry after {retry_after} s.",
+            retryable=True,
+            details={"quota": QUOTA, "limit": limit, "window_seconds": 1, "retry_after_seconds": retry_after},
+        )
+        response.headers.append(("retry-after", str(retry_after)))
+        return response
+
+    def _count(self, request: HttpRequest, identity: list[str | None], *, authenticated: bool) -> None:
+        """Tell the throttle how the request's authentication went."""
+        if self._throttle is None:
+            return
+        if authenticated:
+            self._throttle.accepted(identity)
+        else:
+            self._throttle.failed(request.source_ip)
 
     def _invoke(self, function: FunctionSpec, event: dict[str, Any]) -> Any:
         invoker = self._invoker
