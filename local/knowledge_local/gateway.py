@@ -23,8 +23,9 @@ these with its own ``{"message": ...}`` bodies):
   ``Timeout``: 504 ``function_timeout``; every environment of the function stays busy: 429
   ``too_many_requests`` (these three retryable);
 - stopping (``drain``, ``stop``): 503 ``service_unavailable`` with ``Retry-After`` (retryable) for
-  a request that arrives on a kept-alive connection once the gateway stops, and for one whose
-  invocation the stop ends; the listening socket is closed first, so new connections are refused;
+  a request that arrives on a connection already open (or queued in the listening backlog) once
+  the gateway stops, and for one whose invocation the stop ends; the listening socket is closed
+  first, after the backlog is taken in, so new connections are refused;
 - and what the HTTP server answers before routing (``gateway_server``): 400, 408, 413, 431, 500.
 
 Authorizer answers are not cached by default, so a revocation applies at once. With
@@ -149,7 +150,8 @@ class Gateway:
         return self
 
     def drain(self, timeout: float = DRAIN_SECONDS) -> None:
-        """The first step of stopping: close the listening socket (new connections are refused),
+        """The first step of stopping: take in the connections queued in the listening backlog,
+        close the listening socket (new connections are refused),
         answer any further request 503 ``service_unavailable``, close each connection after its
         answer, and wait at most ``timeout`` seconds for the requests in flight to be answered."""
         with self._requests:
