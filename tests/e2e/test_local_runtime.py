@@ -140,7 +140,7 @@ def test_runtime_flood_of_unknown_tokens_is_throttled_and_a_valid_token_still_an
     statuses = [response.status_code for response in flood]
     assert before.status_code == 200
     assert statuses[0] == 401  # the authorizer's own answer: an unknown token
-    assert statuses.count(429) >= 10  # past a burst of 10 and 10 a second: unknown tokens take ~20 ms
+    assert statuses.count(429) >= 10  # a burst of 10, then 10 a second get to the authorizer
     throttled = next(response for response in flood if response.status_code == 429)
     assert int(throttled.headers["retry-after"]) >= 1
     assert throttled.json()["error"]["details"]["quota"] == "failed_authentications_per_second"
