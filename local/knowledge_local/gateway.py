@@ -112,8 +112,6 @@ class Gateway:
         self._invoker: Invocations | None = None
         self._server: GatewayServer | None = None
         self._thread: threading.Thread | None = None
-        self._requests = threading.Condition()
-        self._in_flight = 0
         self._stopping = False
 
     @property
@@ -154,8 +152,7 @@ class Gateway:
         close the listening socket (new connections are refused),
         answer any further request 503 ``service_unavailable``, close each connection after its
         answer, and wait at most ``timeout`` seconds for the requests in flight to be answered."""
-        with self._requests:
-            self._stopping = True
+        self._stopping = True
         server, thread = self._server, self._thread
         if server is not None:
             server.draining = True
@@ -163,7 +160,7 @@ class Gateway:
                 server.shutdown()
             server.accept_queued()
             server.server_close()
-        self._wait_for_requests(time.monotonic() + timeout)
+            server.wait_for_answers(time.monotonic() + timeout)
 
     def stop(self, timeout: float = DRAIN_SECONDS) -> None:
         """Stop serving (``drain``, unless it was called), then close the invoker if it is the
@@ -175,18 +172,13 @@ class Gateway:
         if invoker is not None and invoker is not self._given_invoker:
             self._invoker = None
             invoker.close(timeout=0)
-        self._wait_for_requests(time.monotonic() + ANSWER_SECONDS)
         server, self._server = self._server, None
         thread, self._thread = self._thread, None
         if server is not None:
+            server.wait_for_answers(time.monotonic() + ANSWER_SECONDS)
             server.close_idle_connections()
         if thread is not None:
             thread.join(timeout=5)
-
-    def _wait_for_requests(self, deadline: float) -> None:
-        with self._requests:
-            while self._in_flight and time.monotonic() < deadline:
-                self._requests.wait(deadline - time.monotonic())
 
     def _listen(self) -> GatewayServer:
         if self._server is None:
@@ -205,16 +197,9 @@ class Gateway:
 
     def handle(self, request: HttpRequest, port: int) -> HttpResponse:
         """Route, authorize and invoke for one request; never raises. Once stopping, 503."""
-        with self._requests:
-            if self._stopping:
-                return _stopping()
-            self._in_flight += 1
-        try:
-            return self._handle(request, port)
-        finally:
-            with self._requests:
-                self._in_flight -= 1
-                self._requests.notify_all()
+        if self._stopping:
+            return _stopping()
+        return self._handle(request, port)
 
     def _handle(self, request: HttpRequest, port: int) -> HttpResponse:
         match = self.routes.match(request.method, request.raw_path)

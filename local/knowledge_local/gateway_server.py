@@ -38,7 +38,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -113,6 +113,8 @@ class GatewayServer(ThreadingHTTPServer):
         self.draining = False
         self._idle: set[socket.socket] = set()
         self._idle_lock = threading.Lock()
+        self._answering = 0
+        self._answered = threading.Condition()
         super().__init__(address, handler)
 
     def waiting(self, connection: socket.socket, idle: bool) -> None:
@@ -122,6 +124,26 @@ class GatewayServer(ThreadingHTTPServer):
                 self._idle.add(connection)
             else:
                 self._idle.discard(connection)
+
+    @contextlib.contextmanager
+    def answering(self) -> Iterator[None]:
+        """A request is read, handled and answered while the block runs (``wait_for_answers``)."""
+        with self._answered:
+            self._answering += 1
+        try:
+            yield
+        finally:
+            with self._answered:
+                self._answering -= 1
+                self._answered.notify_all()
+
+    def wait_for_answers(self, deadline: float) -> None:
+        """Wait until no request is being answered, or until ``deadline`` (``time.monotonic()``):
+        a request counts from its first byte until its answer is written, so a stop that waits
+        for it does not end the process under an answer half sent."""
+        with self._answered:
+            while self._answering and time.monotonic() < deadline:
+                self._answered.wait(deadline - time.monotonic())
 
     @property
     def idle_connections(self) -> int:
@@ -195,6 +217,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
             return
         finally:
             server.waiting(self.connection, idle=False)
+        with server.answering():
+            self._answer_one_request()
+
+    def _answer_one_request(self) -> None:
         self._input.deadline = time.monotonic() + HEADER_SECONDS
         try:
             self.raw_requestline = self.rfile.readline(_MAX_LINE + 1)
