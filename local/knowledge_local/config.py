@@ -25,6 +25,9 @@ LOCAL_SECRET_KEY = "local"
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 DEFAULT_PORT = 3000
 DEFAULT_AWS_PORT = 5000
+DEFAULT_AUTH_FAILURES_PER_SECOND = 10
+"""Failed authentications per client address per second before the gateway throttles the address
+(``address_throttle``)."""
 DEFAULT_OPENSEARCH_INDEX = "knowledge-chunks"
 DEFAULT_OPENSEARCH_NOTES_INDEX = "knowledge-notes"
 """The template's index names (``OPENSEARCH_INDEX``, ``OPENSEARCH_NOTES_INDEX``)."""
@@ -85,6 +88,14 @@ class RuntimeSettings(BaseSettings):
         default=False,
         description="replay each token's authorizer answer for the template's ReauthorizeEvery "
         "seconds, as API Gateway does; false: every request is authorized afresh, so a revoke counts at once",
+    )
+    knowledge_auth_failures_per_second: int = Field(
+        default=DEFAULT_AUTH_FAILURES_PER_SECOND,
+        ge=0,
+        le=1_000_000,
+        description="failed or missing authentications per client address per second (burst as many) "
+        "before the gateway answers that address 429 rate_limited without asking the authorizer; "
+        "a token that works still passes; 0: no throttle",
     )
     search_backend: Literal["embedded", "opensearch"] = Field(
         default="embedded",

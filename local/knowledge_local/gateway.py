@@ -15,14 +15,17 @@ these with its own ``{"message": ...}`` bodies):
 - identity source missing (e.g. no ``Authorization`` header): 401 ``authentication_required`` with
   ``details.reason`` ``missing``, as the functions answer a request without a token (on AWS, API
   Gateway answers this one itself: 401 ``{"message": "Unauthorized"}``);
+- a client address that failed authentication too often (``address_throttle``): 429
+  ``rate_limited`` with ``Retry-After`` (retryable), before the authorizer runs;
 - authorizer denies: 403 ``forbidden``; authorizer fails or answers an invalid response: 500
   ``internal_error`` (retryable);
 - function raises, dies or answers an invalid response: 502 ``function_error``; runs past its
   ``Timeout``: 504 ``function_timeout``; every environment of the function stays busy: 429
   ``too_many_requests`` (these three retryable);
 - stopping (``drain``, ``stop``): 503 ``service_unavailable`` with ``Retry-After`` (retryable) for
-  a request that arrives on a kept-alive connection once the gateway stops, and for one whose
-  invocation the stop ends; the listening socket is closed first, so new connections are refused;
+  a request that arrives on a connection already open (or queued in the listening backlog) once
+  the gateway stops, and for one whose invocation the stop ends; the listening socket is closed
+  first, after the backlog is taken in, so new connections are refused;
 - and what the HTTP server answers before routing (``gateway_server``): 400, 408, 413, 431, 500.
 
 Authorizer answers are not cached by default, so a revocation applies at once. With
@@ -42,6 +45,7 @@ from types import TracebackType
 from typing import Any
 
 from knowledge.domain.bearer_tokens import TokenRejection
+from knowledge_local.address_throttle import QUOTA, AddressThrottle
 from knowledge_local.authorizer_cache import AuthorizerCache
 from knowledge_local.gateway_server import GatewayServer
 from knowledge_local.http_api import (
@@ -82,6 +86,9 @@ class Gateway:
     ``authorizer_cache`` replays an authorizer's answers for its ``ReauthorizeEvery`` seconds, as
     API Gateway does (``clock``: monotonic seconds, for the cache's expiry).
 
+    ``address_throttle`` refuses the requests of a client address that keeps failing
+    authentication, before its authorizer runs (``None``: no throttle).
+
     Use ``with Gateway(path) as gateway:`` or ``start()``/``stop()``; ``url`` is the base URL.
     Raises ``routes.TemplateError`` at construction for an HTTP API it cannot serve.
     """
@@ -94,17 +101,17 @@ class Gateway:
         *,
         invoker: Invocations | None = None,
         authorizer_cache: bool = False,
+        address_throttle: AddressThrottle | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.routes: RouteTable = load_routes(template_path)
+        self._throttle = address_throttle
         self._authorizer_cache = AuthorizerCache(clock=clock) if authorizer_cache else None
         self._host, self._port = host, port
         self._given_invoker = invoker
         self._invoker: Invocations | None = None
         self._server: GatewayServer | None = None
         self._thread: threading.Thread | None = None
-        self._requests = threading.Condition()
-        self._in_flight = 0
         self._stopping = False
 
     @property
@@ -141,18 +148,19 @@ class Gateway:
         return self
 
     def drain(self, timeout: float = DRAIN_SECONDS) -> None:
-        """The first step of stopping: close the listening socket (new connections are refused),
+        """The first step of stopping: take in the connections queued in the listening backlog,
+        close the listening socket (new connections are refused),
         answer any further request 503 ``service_unavailable``, close each connection after its
         answer, and wait at most ``timeout`` seconds for the requests in flight to be answered."""
-        with self._requests:
-            self._stopping = True
+        self._stopping = True
         server, thread = self._server, self._thread
         if server is not None:
             server.draining = True
             if thread is not None:
                 server.shutdown()
+            server.accept_queued()
             server.server_close()
-        self._wait_for_requests(time.monotonic() + timeout)
+            server.wait_for_answers(time.monotonic() + timeout)
 
     def stop(self, timeout: float = DRAIN_SECONDS) -> None:
         """Stop serving (``drain``, unless it was called), then close the invoker if it is the
@@ -164,18 +172,13 @@ class Gateway:
         if invoker is not None and invoker is not self._given_invoker:
             self._invoker = None
             invoker.close(timeout=0)
-        self._wait_for_requests(time.monotonic() + ANSWER_SECONDS)
         server, self._server = self._server, None
         thread, self._thread = self._thread, None
         if server is not None:
+            server.wait_for_answers(time.monotonic() + ANSWER_SECONDS)
             server.close_idle_connections()
         if thread is not None:
             thread.join(timeout=5)
-
-    def _wait_for_requests(self, deadline: float) -> None:
-        with self._requests:
-            while self._in_flight and time.monotonic() < deadline:
-                self._requests.wait(deadline - time.monotonic())
 
     def _listen(self) -> GatewayServer:
         if self._server is None:
@@ -194,16 +197,9 @@ class Gateway:
 
     def handle(self, request: HttpRequest, port: int) -> HttpResponse:
         """Route, authorize and invoke for one request; never raises. Once stopping, 503."""
-        with self._requests:
-            if self._stopping:
-                return _stopping()
-            self._in_flight += 1
-        try:
-            return self._handle(request, port)
-        finally:
-            with self._requests:
-                self._in_flight -= 1
-                self._requests.notify_all()
+        if self._stopping:
+            return _stopping()
+        return self._handle(request, port)
 
     def _handle(self, request: HttpRequest, port: int) -> HttpResponse:
         match = self.routes.match(request.method, request.raw_path)
@@ -248,7 +244,11 @@ class Gateway:
         headers, query = request.header_map(), request.query_parameters()
         identity = [headers.get(name) for name in authorizer.identity_headers]
         identity += [query.get(name) for name in authorizer.identity_query_strings]
+        throttled = self._throttled(request, identity)
+        if throttled is not None:
+            return throttled
         if any(not value for value in identity):
+            self._count(request, identity, authenticated=False)
             missing = TokenRejection.MISSING
             return gateway_error(
                 401, "authentication_required", missing.message, details={"reason": missing.value}
@@ -275,7 +275,36 @@ class Gateway:
             if cache is not None:
                 cache.put(key, decision, authorizer.result_ttl_seconds)
         allowed, context = decision
+        authenticated = allowed and str(context.get("authenticated", "true")).lower() != "false"
+        self._count(request, identity, authenticated=authenticated)
         return context if allowed else gateway_error(403, "forbidden", "The authorizer denied the request.")
+
+    def _throttled(self, request: HttpRequest, identity: list[str | None]) -> HttpResponse | None:
+        """429 when the client's address is out of failed authentications (``AddressThrottle``)."""
+        throttle = self._throttle
+        retry_after = None if throttle is None else throttle.retry_after(request.source_ip, identity)
+        if throttle is None or retry_after is None:
+            return None
+        limit = throttle.rate.limit
+        response = gateway_error(
+            429,
+            "rate_limited",
+            f"Too many requests without a valid token from this address (over {limit} per second); "
+            f"retry after {retry_after} s.",
+            retryable=True,
+            details={"quota": QUOTA, "limit": limit, "window_seconds": 1, "retry_after_seconds": retry_after},
+        )
+        response.headers.append(("retry-after", str(retry_after)))
+        return response
+
+    def _count(self, request: HttpRequest, identity: list[str | None], *, authenticated: bool) -> None:
+        """Tell the throttle how the request's authentication went."""
+        if self._throttle is None:
+            return
+        if authenticated:
+            self._throttle.accepted(identity)
+        else:
+            self._throttle.failed(request.source_ip)
 
     def _invoke(self, function: FunctionSpec, event: dict[str, Any]) -> Any:
         invoker = self._invoker

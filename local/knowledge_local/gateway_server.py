@@ -38,7 +38,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -51,8 +51,6 @@ MAX_BODY_BYTES = 10 * 1024 * 1024
 IDLE_SECONDS = 60.0
 HEADER_SECONDS = 10.0
 BODY_SECONDS = 30.0
-DRAINING_IDLE_SECONDS = 0.05
-"""While the server stops, how long a kept-alive connection is watched for a request in transit."""
 LISTEN_BACKLOG = 128
 """Connections the kernel holds for the server before it accepts them (``listen``'s backlog);
 with ``socketserver``'s default, 5, a burst of a few dozen clients meets dropped or reset
@@ -102,9 +100,10 @@ class GatewayServer(ThreadingHTTPServer):
     ``handle``.
 
     Stopping: ``draining = True`` makes every answer close its connection (``Connection: close``),
-    so kept-alive clients come back on a new connection, which ``server_close`` refuses once the
-    listening socket is closed; ``close_idle_connections()`` then ends the connections that wait
-    for a next request."""
+    so kept-alive clients come back on a new connection; ``accept_queued()`` takes in the
+    connections the kernel accepted before the listening socket closes (their requests are
+    answered, not reset); ``server_close`` closes it, so further connections are refused;
+    ``close_idle_connections()`` then ends the connections that still wait for a request."""
 
     request_queue_size = LISTEN_BACKLOG
     daemon_threads = True
@@ -114,6 +113,8 @@ class GatewayServer(ThreadingHTTPServer):
         self.draining = False
         self._idle: set[socket.socket] = set()
         self._idle_lock = threading.Lock()
+        self._answering = 0
+        self._answered = threading.Condition()
         super().__init__(address, handler)
 
     def waiting(self, connection: socket.socket, idle: bool) -> None:
@@ -124,11 +125,45 @@ class GatewayServer(ThreadingHTTPServer):
             else:
                 self._idle.discard(connection)
 
+    @contextlib.contextmanager
+    def answering(self) -> Iterator[None]:
+        """A request is read, handled and answered while the block runs (``wait_for_answers``)."""
+        with self._answered:
+            self._answering += 1
+        try:
+            yield
+        finally:
+            with self._answered:
+                self._answering -= 1
+                self._answered.notify_all()
+
+    def wait_for_answers(self, deadline: float) -> None:
+        """Wait until no request is being answered, or until ``deadline`` (``time.monotonic()``):
+        a request counts from its first byte until its answer is written, so a stop that waits
+        for it does not end the process under an answer half sent."""
+        with self._answered:
+            while self._answering and time.monotonic() < deadline:
+                self._answered.wait(deadline - time.monotonic())
+
     @property
     def idle_connections(self) -> int:
         """How many connections wait for a next request (kept alive between requests)."""
         with self._idle_lock:
             return len(self._idle)
+
+    def accept_queued(self) -> None:
+        """Accept every connection waiting in the listening socket's backlog and serve each in a
+        thread of its own (call it once ``serve_forever`` has returned, before ``server_close``):
+        closing a listening socket resets the connections still queued in it, whose clients may
+        have sent their request already."""
+        self.socket.setblocking(False)
+        while True:
+            try:
+                connection, address = self.socket.accept()
+            except OSError:  # BlockingIOError: the backlog is empty
+                return
+            connection.setblocking(True)
+            self.process_request(connection, address)
 
     def close_idle_connections(self) -> None:
         """End every connection waiting for a request: its handler sees the end and returns."""
@@ -173,15 +208,19 @@ class _RequestHandler(BaseHTTPRequestHandler):
         server: GatewayServer = self.server  # type: ignore[assignment]
         server.waiting(self.connection, idle=True)
         try:
-            # Stopping: a request already sent is answered (503), none is waited for.
-            idle_seconds = DRAINING_IDLE_SECONDS if server.draining else IDLE_SECONDS
-            self._input.deadline = time.monotonic() + idle_seconds
+            # While the server stops, a request that arrives is answered (503, ``gateway``) until
+            # ``close_idle_connections`` ends the wait.
+            self._input.deadline = time.monotonic() + IDLE_SECONDS
             if not self._buffered.peek(1):
                 return  # the client closed the connection, or the server is stopping
         except (TimeoutError, OSError):
             return
         finally:
             server.waiting(self.connection, idle=False)
+        with server.answering():
+            self._answer_one_request()
+
+    def _answer_one_request(self) -> None:
         self._input.deadline = time.monotonic() + HEADER_SECONDS
         try:
             self.raw_requestline = self.rfile.readline(_MAX_LINE + 1)

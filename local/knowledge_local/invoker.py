@@ -19,6 +19,13 @@ Processes start from a fork server (``multiprocessing``'s ``forkserver``) that h
 heavy shared libraries once, so a cold start costs a fork and the function's own imports, and
 environments share those pages. Each environment gets the runtime's environment variables as
 they are when it starts, and writes to the runtime's stdout and stderr.
+
+SIGINT and SIGTERM are blocked in the fork server and in every environment from the moment the
+process exists (the thread that starts them blocks both while it does, and a process inherits its
+starter's signal mask): Ctrl-C, or a SIGTERM sent to the runtime's whole process group, reaches
+them too, and must not end an invocation halfway, nor the fork server (its end would end every
+environment, ``worker``). The runtime stops them itself (``close``), and the kernel ends them when
+the runtime is killed.
 """
 
 from __future__ import annotations
@@ -26,9 +33,10 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from multiprocessing import forkserver, resource_tracker
 from multiprocessing.connection import Connection
 from multiprocessing.context import ForkServerContext, ForkServerProcess
@@ -46,6 +54,8 @@ loaded laptop importing boto3 and Powertools needs more)."""
 QUEUE_TIMEOUT_SECONDS = 60.0
 """How long an invocation waits for a free environment when all of its function's are busy."""
 STOP_SECONDS = 2.0
+STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
+"""Signals that stop the runtime, blocked in its helper processes and environments."""
 PRELOADED_MODULES = [
     "boto3",
     "botocore.session",
@@ -115,7 +125,7 @@ class _Environment:
         with self._lifecycle:
             if self.closing:
                 raise InvokerClosedError(f"{self.function.logical_id}: the invoker is closed")
-            with self._starting:
+            with self._starting, _stop_signals_blocked():
                 self._process.start()
         if self._theirs is not None:
             self._theirs.close()
@@ -332,6 +342,20 @@ class Invoker:
                     lambda: _Environment(self._context, function, self._setup), self._max_environments
                 )
             return pool
+
+
+@contextlib.contextmanager
+def _stop_signals_blocked() -> Iterator[None]:
+    """Block ``STOP_SIGNALS`` in the calling thread (only: the process still receives them, in
+    another thread) while the block runs, so that a process started in it, and the fork server it
+    may start first, inherits them blocked (see the module docs). The resource tracker is started
+    before: starting it unblocks both signals in the calling thread (it ignores them itself)."""
+    resource_tracker.ensure_running()
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def stop_helper_processes() -> None:

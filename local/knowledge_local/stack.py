@@ -45,6 +45,7 @@ from typing import Any, TypeVar
 from knowledge.bootstrap import get_container, use_container
 from knowledge.settings import get_settings
 from knowledge_local import dev_token, snapshot
+from knowledge_local.address_throttle import AddressThrottle
 from knowledge_local.aws_server import AwsServer
 from knowledge_local.client import KnowledgeClient
 from knowledge_local.config import (
@@ -158,6 +159,11 @@ class LocalStack:
             settings.port,
             invoker=invoker,
             authorizer_cache=settings.knowledge_authorizer_cache,
+            address_throttle=(
+                AddressThrottle(settings.knowledge_auth_failures_per_second)
+                if settings.knowledge_auth_failures_per_second
+                else None
+            ),
         )
         self._gateway = _bind(gateway.bind, "PORT", settings.port)
         created = _make_directory(settings.knowledge_state_dir)

@@ -2,8 +2,9 @@
 its invocations one at a time, as the Lambda runtime does (``invoker`` starts and drives it).
 
 ``run`` is the process's entry point. Init: the process takes the environment variables it is
-given (the runtime's at the moment the environment starts), ignores SIGINT (the runtime stops its
-environments itself: a Ctrl-C reaches every process of the terminal's group), silences disabled
+given (the runtime's at the moment the environment starts; SIGINT and SIGTERM come blocked from
+its starter, ``invoker``: the runtime stops its environments itself, and a Ctrl-C reaches every
+process of the terminal's group), silences disabled
 metrics (``execution_environment``), runs ``setup`` (e.g. connecting to the runtime's search index),
 imports the handler by file path (``import_handler``) and opens an event loop that lives as long as
 the environment, which adapters such as Mangum reuse. Then it answers ``("ready", None)``, or
@@ -48,7 +49,6 @@ def run(
     function: FunctionSpec, environment: dict[str, str], setup: Setup | None, connection: Connection
 ) -> None:
     """Serve ``function``'s invocations on ``connection`` until told to stop (see the module docs)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _end_with_parent()
     os.environ.clear()
     os.environ.update(environment)

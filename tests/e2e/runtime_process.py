@@ -110,9 +110,12 @@ def start_runtime(
     port: int | None = None,
     aws_port: int | None = None,
     environment: Mapping[str, str] | None = None,
+    own_group: bool = False,
 ) -> RuntimeProcess:
     """Start the runtime on ``port``/``aws_port`` (default: free ones) with ``work_dir/state`` as its
-    state folder, seeding ``seed_dir`` (``None``: no seed); it is not waited for."""
+    state folder, seeding ``seed_dir`` (``None``: no seed); it is not waited for. ``own_group``
+    starts it in a process group of its own, as a shell starts ``make run``, so that
+    ``os.killpg(runtime.process.pid, ...)`` reaches it and every process it starts, as Ctrl-C does."""
     state_dir = work_dir / "state"
     log_path = work_dir / "runtime.log"
     port = port or free_port()
@@ -139,6 +142,7 @@ def start_runtime(
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
+            process_group=0 if own_group else None,
         )
     return RuntimeProcess(process, log_path, state_dir, port, aws_port)
 

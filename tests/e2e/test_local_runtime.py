@@ -119,6 +119,34 @@ def test_rest_request_without_token_answers_authentication_required(runtime: Run
     assert response.json()["error"]["code"] == "authentication_required"
 
 
+def test_runtime_flood_of_unknown_tokens_is_throttled_and_a_valid_token_still_answers(
+    runtime: RuntimeProcess,
+) -> None:
+    flooding = httpx2.HTTPTransport(local_address="127.0.0.3")  # an address no other test uses
+    search = {"query": "rollback"}
+    with httpx2.Client(base_url=runtime.api_url, transport=flooding, timeout=60) as client:
+        valid = {"Authorization": f"Bearer {runtime.token}"}
+        before = client.post("/v1/tools/search_knowledge", json=search, headers=valid)
+        flood = [
+            client.post(
+                "/v1/tools/search_knowledge",
+                json=search,
+                headers={"Authorization": f"Bearer kn_unknown{number}"},
+            )
+            for number in range(60)
+        ]
+        during = client.post("/v1/tools/search_knowledge", json=search, headers=valid)
+
+    statuses = [response.status_code for response in flood]
+    assert before.status_code == 200
+    assert statuses[0] == 401  # the authorizer's own answer: an unknown token
+    assert statuses.count(429) >= 10  # a burst of 10, then 10 a second get to the authorizer
+    throttled = next(response for response in flood if response.status_code == 429)
+    assert int(throttled.headers["retry-after"]) >= 1
+    assert throttled.json()["error"]["details"]["quota"] == "failed_authentications_per_second"
+    assert during.status_code == 200, during.text
+
+
 def test_gateway_keep_alive_answers_are_not_held_back(runtime: RuntimeProcess) -> None:
     with httpx2.Client(base_url=runtime.api_url) as client:
         client.get("/v1/health")

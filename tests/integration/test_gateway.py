@@ -790,3 +790,19 @@ def test_gateway_authorizer_cache_keeps_no_failure() -> None:
     assert statuses == [500, 500]
     assert denied.status_code == 403
     assert _error(denied)["code"] == "forbidden"
+
+
+def test_gateway_drain_answers_a_connection_queued_in_the_backlog_503() -> None:
+    gateway = Gateway(FIXTURES / "template.yaml").bind()  # listening, not serving: connections queue
+    host, port = gateway.url.removeprefix("http://").split(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=10) as client:
+            client.sendall(b"GET /public HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            gateway.drain(timeout=1)
+            answer = b"".join(iter(lambda: client.recv(65536), b""))  # until the server closes it
+    finally:
+        gateway.stop()
+
+    assert answer.startswith(b"HTTP/1.1 503 ")
+    assert b"\r\nretry-after: 5\r\n" in answer.lower()
+    assert b'"code":"service_unavailable"' in answer

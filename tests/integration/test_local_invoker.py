@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import functools
 import itertools
+import os
+import signal
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -169,6 +171,25 @@ def test_invoker_closed_during_an_invocation_ends_it_as_closed_not_as_a_failure(
             running.result(timeout=30)
 
     assert not Path(f"/proc/{pid}").exists()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_invoker_stop_signal_to_the_process_group_ends_no_invocation(invoker: Invoker, signum: int) -> None:
+    """What Ctrl-C or ``kill -TERM -<pgid>`` sends to an environment and to the fork server."""
+    first = invoker.invoke(WHERE, {})
+    fork_server = forkserver._forkserver._forkserver_pid  # type: ignore[attr-defined]
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        running = pool.submit(invoker.invoke, WHERE, {"seconds": 1})
+        time.sleep(0.3)
+        for pid in (first["pid"], fork_server):
+            os.kill(pid, signum)
+        answer = running.result(timeout=30)
+    started = invoker.invoke(OTHER, {})  # a new environment, from the same fork server
+
+    assert (answer["pid"], answer["invocations"]) == (first["pid"], 2)
+    assert answer["ended"] - answer["started"] >= 1
+    assert started["invocations"] == 1
+    assert Path(f"/proc/{fork_server}").exists()
 
 
 def _environment_processes() -> set[int]:

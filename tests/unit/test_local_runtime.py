@@ -79,7 +79,7 @@ def test_runtime_help_lists_every_setting_with_its_default(capsys: pytest.Captur
     variables = [
         str(field.validation_alias or name).upper() for name, field in RuntimeSettings.model_fields.items()
     ]
-    assert len(variables) == 14
+    assert len(variables) == 15
     for variable in [*variables, "OPENSEARCH_INDEX", "EMBEDDER", "EMBEDDING_CACHE_PATH"]:
         assert f"  {variable} (" in shown
     assert "  PORT (3000): " in shown
@@ -88,6 +88,7 @@ def test_runtime_help_lists_every_setting_with_its_default(capsys: pytest.Captur
     assert "  SEARCH_BACKEND (embedded): " in shown
     assert "  OPENSEARCH_URL (none): " in shown
     assert "  OPENSEARCH_HEAP (1g): " in shown
+    assert "  KNOWLEDGE_AUTH_FAILURES_PER_SECOND (10): " in shown
 
 
 def test_switch_notice_names_the_switch_only_when_the_tools_are_off(monkeypatch: pytest.MonkeyPatch) -> None:

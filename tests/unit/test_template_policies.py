@@ -5,6 +5,7 @@ own throttles, and the production OpenSearch profile is highly available and aud
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from fnmatch import fnmatchcase
 from typing import Any
@@ -248,3 +249,27 @@ def test_indexer_writes_only_marks_expiry_marks_the_stored_items_count_and_the_e
     }
     assert fnmatchcase(keys.expiry_counted_key(tenant, note).pk, "T#*#NOTE#*")
     assert fnmatchcase(keys.stored_items_key(tenant).pk, "T#*#QUOTA")
+
+
+def test_edge_rate_rule_throttles_each_client_ip_before_the_authorizer_when_asked() -> None:
+    template = load_template()
+    acl, distribution = resource("EdgeWebAcl"), resource("EdgeDistribution")
+    rule = acl["Properties"]["Rules"][0]
+
+    assert template["Parameters"]["EdgeRateLimitPerIp"]["Default"] == 0  # off unless asked
+    assert acl["Condition"] == distribution["Condition"] == "CreateEdge"
+    assert acl["Properties"]["Scope"] == "CLOUDFRONT"
+    assert rule["Statement"]["RateBasedStatement"] == {
+        "Limit": {"Ref": "EdgeRateLimitPerIp"},
+        "AggregateKeyType": "IP",
+        "EvaluationWindowSec": 60,
+    }
+    assert rule["Action"]["Block"]["CustomResponse"]["ResponseCode"] == 429
+    body = acl["Properties"]["CustomResponseBodies"]["RateLimited"]["Content"]
+    assert json.loads(body)["error"]["code"] == "rate_limited"
+    config = distribution["Properties"]["DistributionConfig"]
+    assert config["WebACLId"] == {"GetAtt": "EdgeWebAcl.Arn"}
+    assert config["Origins"][0]["DomainName"]["Sub"].startswith("${KnowledgeHttpApi}.execute-api.")
+    assert template["Rules"]["EdgeNeedsUsEast1"]["Assertions"][0]["Assert"] == {
+        "Equals": [{"Ref": "AWS::Region"}, "us-east-1"]
+    }
