@@ -318,11 +318,11 @@ class NoteService:
         self.authorize(principal, Permission.MEMORY_WRITE)
         mode = ForgetMode(arguments.mode)
         note = self._visible(principal, arguments.note_id)
-        self.require_rights(principal, note)
         now = self._clock()
+        if mode is ForgetMode.SOFT and not note.is_readable(now):
+            raise MemoryUnavailableError()  # already forgotten or expired: unavailable, as for a read
+        self.require_rights(principal, note)
         if mode is ForgetMode.SOFT:
-            if not note.is_readable(now):
-                raise MemoryUnavailableError()
             self._commit(principal.tenant_id, [self._forgetting(note, mode, now)], note)
         elif mode is ForgetMode.REDACT:
             if note.forgotten_mode is not ForgetMode.REDACT:
