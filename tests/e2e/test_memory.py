@@ -37,7 +37,11 @@ def _found(api: httpx2.Client, query: str, **arguments: Any) -> list[str]:
 def _token(api: httpx2.Client, subject_id: str, tenant_id: str = "dev") -> str:
     response = api.post(
         "/v1/tokens",
-        json={"tenant_id": tenant_id, "subject_id": subject_id, "scopes": ["memory:read", "memory:write"]},
+        json={
+            "tenant_id": tenant_id,
+            "subject_id": subject_id,
+            "scopes": ["memory:read", "memory:write", "memory:share"],
+        },
     )
     assert response.status_code == 201, response.text
     token: str = response.json()["token"]
