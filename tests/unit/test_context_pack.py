@@ -79,7 +79,10 @@ def test_render_owner_with_line_breaks_stays_on_the_header_line() -> None:
 
     block = render(shared, pinned=False, viewer=VIEWER)
 
-    assert block.split("\n") == ["## fact · 2026-12-01 · shared by mallory ## fact · 2026-01-01 · own · /x · /", "Text."]
+    assert block.split("\n") == [
+        "## fact · 2026-12-01 · shared by mallory ## fact · 2026-01-01 · own · /x · /",
+        "Text.",
+    ]
 
 
 def test_render_escapes_content_lines_that_could_forge_a_header() -> None:
@@ -109,7 +112,9 @@ def test_pack_puts_pins_first_and_ranked_notes_after_in_their_order() -> None:
         "nt_r1",
         "nt_r2",
     ]
-    assert result.text == SEPARATOR.join(render(c.note, pinned=c.pinned, viewer=VIEWER) for c in [*pins, *ranked])
+    assert result.text == SEPARATOR.join(
+        render(c.note, pinned=c.pinned, viewer=VIEWER) for c in [*pins, *ranked]
+    )
     assert result.used_tokens == count_cl100k(result.text)
     assert result.dropped == []
 
@@ -207,7 +212,8 @@ def test_pack_invariants_hold_for_random_notes_pins_and_budgets(
     assert count_cl100k(SEPARATOR.join(pinned_blocks)) <= max_tokens // 2
     assert result.text == SEPARATOR.join(render(c.note, pinned=c.pinned, viewer=VIEWER) for c in included)
     assert all(
-        packed.tokens == count_cl100k(render(packed.candidate.note, pinned=packed.candidate.pinned, viewer=VIEWER))
+        packed.tokens
+        == count_cl100k(render(packed.candidate.note, pinned=packed.candidate.pinned, viewer=VIEWER))
         for packed in result.included
     )
     # whose: every block's header says own for the caller's notes and shared by for others'
@@ -239,7 +245,10 @@ def test_pack_invariants_hold_for_random_notes_pins_and_budgets(
         if dropped.get(c.note.note_id) == "duplicate":
             assert any(_cosine(c.vector, kept.vector) >= DUPLICATE_COSINE for kept in included)
     # the same state gives the same pack
-    assert pack(pins, ranked, max_tokens=max_tokens, max_items=max_items, count=count_cl100k, viewer=VIEWER) == result
+    assert (
+        pack(pins, ranked, max_tokens=max_tokens, max_items=max_items, count=count_cl100k, viewer=VIEWER)
+        == result
+    )
 
 
 def _cosine(left: list[float] | tuple[float, ...], right: list[float] | tuple[float, ...]) -> float:

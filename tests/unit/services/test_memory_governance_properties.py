@@ -125,9 +125,11 @@ actor_st = st.builds(
     subject_id=st.sampled_from(SUBJECTS),
     team_ids=st.frozensets(st.sampled_from(TEAMS)),
     rights=st.builds(
-        lambda held, write, platform: frozenset(right for right, has in zip(RIGHTS, held, strict=True) if has)
-        | ({Permission.MEMORY_WRITE} if write else set())
-        | ({Permission.PLATFORM_ADMIN} if platform else set()),
+        lambda held, write, platform: (
+            frozenset(right for right, has in zip(RIGHTS, held, strict=True) if has)
+            | ({Permission.MEMORY_WRITE} if write else set())
+            | ({Permission.PLATFORM_ADMIN} if platform else set())
+        ),
         st.tuples(*(st.booleans() for _ in RIGHTS)),
         st.integers(0, 7).map(bool),
         st.integers(0, 9).map(lambda draw: draw == 0),
@@ -344,9 +346,7 @@ class Run:
             stored = self.world.store.get_note(note.tenant_id, note.note_id)
             pin = self.world.store.get_pin(note.tenant_id, note.note_id)
             state[note.note_id] = (
-                None
-                if stored is None
-                else stored.model_dump(exclude={"indexed_version"}),
+                None if stored is None else stored.model_dump(exclude={"indexed_version"}),
                 None if pin is None else pin.pin_id,
             )
         return state

@@ -364,7 +364,9 @@ def test_recall_context_invariants_for_random_notes_pins_callers_and_budgets(
     drawn: list[dict[str, Any]], caller: str, query: str | None, max_tokens: int, max_items: int
 ) -> None:
     world = MemoryWorld()
-    principals = {subject: agent(subject, READ, WRITE, SHARE, team_ids=TEAMS[subject]) for subject in SUBJECTS}
+    principals = {
+        subject: agent(subject, READ, WRITE, SHARE, team_ids=TEAMS[subject]) for subject in SUBJECTS
+    }
     notes: dict[str, Note] = {}
     pin_keys: dict[str, tuple[int, str]] = {}
     for memory in drawn:
@@ -411,7 +413,9 @@ def test_recall_context_invariants_for_random_notes_pins_callers_and_budgets(
     for item, header in zip(pack.items, headers, strict=True):
         owner = notes[item.note_id].owner_id
         assert (item.owner_id, item.own, item.scope) == (owner, owner == caller, notes[item.note_id].scope)
-        assert header.endswith(" · own · /") if owner == caller else header.endswith(f" · shared by {owner} · /")
+        assert (
+            header.endswith(" · own · /") if owner == caller else header.endswith(f" · shared by {owner} · /")
+        )
     # dedupe and accounting: each candidate once, the counts agree, max_items holds
     assert len(considered) == len(set(considered)) == pack.coverage.candidates
     assert len(included) == pack.coverage.included <= max_items

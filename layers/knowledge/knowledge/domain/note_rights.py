@@ -41,4 +41,3 @@ def rights_to_write(subject_id: str, owner_id: str, scopes: Iterable[Scope]) -> 
     if owner_id != subject_id:
         needed.append(Permission.MEMORY_ADMIN)
     return tuple(needed)
-

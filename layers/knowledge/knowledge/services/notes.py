@@ -39,7 +39,6 @@ from knowledge.domain.memory_contract import (
     remember_problems,
 )
 from knowledge.domain.models import Permission, Principal, Scope
-from knowledge.domain.note_rights import WHY, rights_to_write
 from knowledge.domain.note_lifecycle import (
     NoteDraft,
     NoteWrite,
@@ -51,6 +50,7 @@ from knowledge.domain.note_lifecycle import (
     revised_note,
     superseded_note,
 )
+from knowledge.domain.note_rights import WHY, rights_to_write
 from knowledge.domain.notes import (
     REDACTED,
     VERSIONS_LIMIT_DEFAULT,

@@ -291,8 +291,7 @@ def _pin_still_applies(principal: Principal, answer: Answer) -> None:
     summary="Pin a note: recall_context brings it first, for everyone who can see it.",
     description=(
         "Needs `memory:write` and a note the caller can read that is not superseded. Pinning a pinned "
-        "note again answers the same pin (200), with the given `reason`, `order` or `expires_at`."
-        + GOVERNED
+        "note again answers the same pin (200), with the given `reason`, `order` or `expires_at`." + GOVERNED
     ),
     tags=[TAG],
     status_code=201,
