@@ -200,7 +200,7 @@ def test_memory_pinned_note_is_recalled_first_until_unpinned(
     text = knowledge(runtime, "recall", query)
     assert text.returncode == 0, text.stderr
     assert text.stdout.startswith("## fact · ")
-    assert " · pinned · /office\nGannet, the office plant" in text.stdout
+    assert " · pinned · own · /office\nGannet, the office plant" in text.stdout
     assert "(1 pinned)" in text.stderr
 
     unpinned = knowledge(runtime, "unpin", pinned["note_id"])
