@@ -261,7 +261,10 @@ class Run:
         outcome, created = _outcome(lambda: self._call(actor.principal(), action, note, scope, team))
 
         assert outcome == expected, (action, note, actor)
-        event(f"{action.kind}: {outcome[0]} {outcome[1] or ''}".rstrip())
+        whose = "new" if action.kind in CREATES else "own"
+        if whose == "own" and note is not None and note.owner_id != actor.subject_id:
+            whose = "others'"
+        event(f"{action.kind} ({whose}): {outcome[0]} {outcome[1] or ''}".rstrip())
         if outcome != ALLOWED:
             assert self.snapshot() == before
             return

@@ -434,9 +434,9 @@ class NoteService:
         return note
 
     def require_rights(self, principal: Principal, note: Note | None, *scopes: Scope) -> None:
-        """``InsufficientScopeError`` naming the first scope ``principal`` lacks to write ``note``
-        (``None``: a new note of its own) leaving it in ``scopes`` (the governance matrix,
-        ``knowledge.domain.note_rights``): the note's own scope counts too."""
+        """``InsufficientScopeError`` naming the first scope ``principal`` lacks, by the governance
+        matrix (``knowledge.domain.note_rights``), to write ``note`` (``None``: a new note of its
+        own); ``scopes`` are the scopes the write gives the note, its current scope counts too."""
         owner_id = principal.subject_id if note is None else note.owner_id
         touched = scopes if note is None else (note.scope, *scopes)
         for right in rights_to_write(principal.subject_id, owner_id, touched):
