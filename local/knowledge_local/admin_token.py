@@ -6,7 +6,8 @@ credentials for the stack's table:
     python -m knowledge_local.admin_token --table <KnowledgeTableName> --tenant acme
 
 prints a new token (shown once; only its SHA-256 is stored) for ``--subject`` (default ``admin``)
-with ``knowledge:read``, ``knowledge:write`` and ``knowledge:admin`` in ``--tenant``, plus
+with ``knowledge:read``, ``knowledge:write``, ``knowledge:admin`` and every memory scope
+(``memory:read``, ``memory:write``, ``memory:share``, ``memory:admin``) in ``--tenant``, plus
 ``platform:admin`` with ``--platform-admin``. Credentials, region and endpoint come from the usual
 AWS settings (``AWS_PROFILE``, ``AWS_REGION``, ``AWS_ENDPOINT_URL``...). Exit status 1, with one
 line, when the table cannot be reached.
@@ -38,6 +39,8 @@ TENANT_SCOPES = (
     Permission.ADMIN.value,
     Permission.MEMORY_READ.value,
     Permission.MEMORY_WRITE.value,
+    Permission.MEMORY_SHARE.value,
+    Permission.MEMORY_ADMIN.value,
 )
 
 

@@ -229,7 +229,11 @@ def add_memory_commands(commands: Any, shared: Sequence[argparse.ArgumentParser]
     remember.add_argument("content")
     remember.add_argument("--path", help="a /-separated topic (default /)")
     remember.add_argument("--type", choices=MEMORY_TYPES, help="memory type (default fact)")
-    remember.add_argument("--scope", choices=NOTE_SCOPES, help="who may see it (default private)")
+    remember.add_argument(
+        "--scope",
+        choices=NOTE_SCOPES,
+        help="who may see it (default private; team and tenant need memory:share)",
+    )
     remember.add_argument("--team", help="team id, for --scope team")
     remember.add_argument("--agent", help="agent id the note is about")
     remember.add_argument("--key", help="semantic key: remembering under it again updates the note")

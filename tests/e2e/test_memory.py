@@ -37,7 +37,11 @@ def _found(api: httpx2.Client, query: str, **arguments: Any) -> list[str]:
 def _token(api: httpx2.Client, subject_id: str, tenant_id: str = "dev") -> str:
     response = api.post(
         "/v1/tokens",
-        json={"tenant_id": tenant_id, "subject_id": subject_id, "scopes": ["memory:read", "memory:write"]},
+        json={
+            "tenant_id": tenant_id,
+            "subject_id": subject_id,
+            "scopes": ["memory:read", "memory:write", "memory:share"],
+        },
     )
     assert response.status_code == 201, response.text
     token: str = response.json()["token"]
@@ -196,7 +200,7 @@ def test_memory_pinned_note_is_recalled_first_until_unpinned(
     text = knowledge(runtime, "recall", query)
     assert text.returncode == 0, text.stderr
     assert text.stdout.startswith("## fact · ")
-    assert " · pinned · /office\nGannet, the office plant" in text.stdout
+    assert " · pinned · own · /office\nGannet, the office plant" in text.stdout
     assert "(1 pinned)" in text.stderr
 
     unpinned = knowledge(runtime, "unpin", pinned["note_id"])

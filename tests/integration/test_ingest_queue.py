@@ -414,7 +414,9 @@ def test_ingest_message_without_a_valid_signature_fails_alone_and_writes_nothing
 
 
 def test_ingest_signed_message_writes_as_the_token_principal(world: SearchWorld, base_id: str) -> None:
-    writer = world.token(TENANT, "ingest-pipeline", scopes=["memory:write"], team_ids=["team-ops"])
+    writer = world.token(
+        TENANT, "ingest-pipeline", scopes=["memory:write", "memory:share"], team_ids=["team-ops"]
+    )
     upsert = _upsert(base_id, "unsigned-body")
     del upsert["tenant_id"]
 

@@ -28,6 +28,8 @@ def test_admin_token_prints_a_tenant_admin_token_the_store_resolves(
         "knowledge:admin",
         "memory:read",
         "memory:write",
+        "memory:share",
+        "memory:admin",
     }
     assert record.expires_at is None
 

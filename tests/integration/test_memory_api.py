@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from knowledge.bootstrap import use_container
-from tests.support.memory import call, forget, found, memory_token, remember, search_memory
+from tests.support.memory import SHARING, call, forget, found, memory_token, remember, search_memory
 from tests.support.rest import SearchWorld, error_body, new_world, result_items
 from tests.support.streams import StreamReader, drain
 
@@ -30,7 +30,7 @@ def stream(world: SearchWorld) -> StreamReader:
 
 @pytest.fixture
 def alice(world: SearchWorld) -> str:
-    return memory_token(world, "alice", team_ids=["red"])
+    return memory_token(world, "alice", team_ids=["red"], scopes=SHARING)
 
 
 def _created(alice: str, stream: StreamReader, content: str, **arguments: Any) -> dict[str, Any]:

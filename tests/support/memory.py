@@ -21,6 +21,8 @@ FUNCTION_OF = {
     ("POST", "/v1/tools/unpin_memory"): "unpin_memory",
 }
 MEMORY = ("memory:read", "memory:write")
+SHARING = (*MEMORY, "memory:share")
+"""Also writes notes others see (team and tenant scope) and pins them."""
 
 
 def _function(method: str, path: str) -> str:

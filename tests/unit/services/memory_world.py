@@ -34,6 +34,7 @@ from tests.support.embedding import HashingEmbedder
 from tests.unit.services.conftest import TENANT, caller
 
 READ, WRITE = Permission.MEMORY_READ, Permission.MEMORY_WRITE
+SHARE, ADMIN = Permission.MEMORY_SHARE, Permission.MEMORY_ADMIN
 
 
 def agent(subject_id: str = "alice", *scopes: Permission, **kwargs: Any) -> Principal:

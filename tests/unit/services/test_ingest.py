@@ -33,8 +33,8 @@ TEAM = "team-ops"
 WRITER_TOKEN = "kn_unit-ingest-writer"
 WRITER = f"Bearer {WRITER_TOKEN}"
 """The ``Authorization`` attribute of the messages below: a token of ``SUBJECT`` in ``TENANT``
-(team ``TEAM``) with both write scopes."""
-WRITE_SCOPES = (Permission.WRITE.value, Permission.MEMORY_WRITE.value)
+(team ``TEAM``) with both write scopes and ``memory:share`` (its team notes)."""
+WRITE_SCOPES = (Permission.WRITE.value, Permission.MEMORY_WRITE.value, Permission.MEMORY_SHARE.value)
 
 
 @pytest.fixture
@@ -428,6 +428,20 @@ def test_ingest_message_whose_token_lacks_the_scope_of_its_op_writes_nothing(
         ingest.ingest(body, message_id="m-1", authorization=authorization)
 
     assert raised.value.details == {"required_scope": required.value}
+    assert _state(store) == before
+
+
+def test_ingest_remember_of_a_team_note_without_memory_share_is_insufficient_scope_and_writes_nothing(
+    ingest: IngestService, tokens: TokenService, store: InMemoryKnowledgeStore
+) -> None:
+    authorization = _bearer(tokens, Permission.MEMORY_WRITE.value, team_ids=[TEAM])
+    body = _memory("remember", content="Team fact.", scope="team", team_id=TEAM, pin=True, team_ids=[TEAM])
+    before = _state(store)
+
+    with pytest.raises(InsufficientScopeError) as raised:
+        ingest.ingest(body, message_id="m-1", authorization=authorization)
+
+    assert raised.value.details == {"required_scope": "memory:share"}
     assert _state(store) == before
 
 

@@ -306,6 +306,7 @@ class World:
                 plan.owner_id,
                 Permission.MEMORY_READ,
                 Permission.MEMORY_WRITE,
+                Permission.MEMORY_SHARE,
                 tenant_id=plan.tenant_id,
                 team_ids=[team_id] if team_id else [],
             )

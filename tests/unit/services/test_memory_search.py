@@ -8,12 +8,12 @@ import pytest
 from knowledge.domain.memory_contract import RememberArguments
 from knowledge.domain.models import Permission
 from knowledge.errors import InsufficientScopeError, MemoryInvalidRequestError
-from tests.unit.services.memory_world import WRITE, MemoryWorld, agent
+from tests.unit.services.memory_world import READ, SHARE, WRITE, MemoryWorld, agent
 
-ALICE = agent("alice", team_ids=["red"])
-BOB = agent("bob", team_ids=["red"])
+ALICE = agent("alice", READ, WRITE, SHARE, team_ids=["red"])
+BOB = agent("bob", READ, WRITE, SHARE, team_ids=["red"])
 MALLORY = agent("mallory", team_ids=["blue"])
-OTHER_TENANT_ALICE = agent("alice", tenant_id="globex", team_ids=["red"])
+OTHER_TENANT_ALICE = agent("alice", READ, WRITE, SHARE, tenant_id="globex", team_ids=["red"])
 
 FILLER = [
     "The deploy pipeline runs the integration tests before every release.",

@@ -19,9 +19,9 @@ from knowledge.errors import (
     MemoryUnavailableError,
     RuntimeDisabledError,
 )
-from tests.unit.services.memory_world import READ, WRITE, MemoryWorld, agent
+from tests.unit.services.memory_world import READ, SHARE, WRITE, MemoryWorld, agent
 
-ALICE = agent("alice", team_ids=["red"])
+ALICE = agent("alice", READ, WRITE, SHARE, team_ids=["red"])
 BOB = agent("bob", team_ids=["red"])
 MALLORY = agent("mallory")
 OUTSIDER = agent("alice", tenant_id="other-tenant")

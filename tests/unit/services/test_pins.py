@@ -17,10 +17,11 @@ from knowledge.errors import (
     MemoryUnavailableError,
     RequestValidationError,
 )
-from tests.unit.services.memory_world import MemoryWorld, agent
+from tests.unit.services.memory_world import ADMIN, READ, SHARE, WRITE, MemoryWorld, agent
 
-ALICE = agent("alice", team_ids=["red"])
-BOB = agent("bob", team_ids=["red"])
+ALICE = agent("alice", READ, WRITE, SHARE, team_ids=["red"])
+BOB = agent("bob", READ, WRITE, SHARE, team_ids=["red"])
+RED_ADMIN = agent("rita", READ, WRITE, SHARE, ADMIN, team_ids=["red"])
 MALLORY = agent("mallory", team_ids=["blue"])
 OTHER_TENANT = agent("alice", tenant_id="globex", team_ids=["red"])
 
@@ -60,7 +61,7 @@ def test_pin_memory_again_with_other_values_keeps_the_pin_and_changes_them(world
     assert changed.order == 3
 
 
-def test_pin_applies_to_every_caller_who_can_see_the_note_and_team_members_may_unpin_it(
+def test_pin_applies_to_every_caller_who_can_see_the_note_and_only_a_memory_admin_may_unpin_it(
     world: MemoryWorld,
 ) -> None:
     note = world.remember(ALICE, "Red team deploys go through Bob.", scope="team", team_id="red").note
@@ -71,7 +72,10 @@ def test_pin_applies_to_every_caller_who_can_see_the_note_and_team_members_may_u
     ]
     assert world.pins.list_pins(MALLORY, limit=None, next_token=None).pins == []
     assert world.pins.list_pins(OTHER_TENANT, limit=None, next_token=None).pins == []
-    assert world.unpin(BOB, note.note_id) is True
+    with pytest.raises(InsufficientScopeError) as refused:
+        world.unpin(BOB, note.note_id)
+    assert refused.value.details == {"required_scope": "memory:admin"}
+    assert world.unpin(RED_ADMIN, note.note_id) is True
     assert world.pins.list_pins(ALICE, limit=None, next_token=None).pins == []
 
 

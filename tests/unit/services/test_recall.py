@@ -13,9 +13,9 @@ from knowledge.domain.context_pack import count_cl100k
 from knowledge.domain.models import Permission
 from knowledge.domain.notes import Note, can_see_note
 from knowledge.errors import InsufficientScopeError, MemoryInvalidRequestError, RuntimeDisabledError
-from tests.unit.services.memory_world import TENANT_ID, MemoryWorld, agent
+from tests.unit.services.memory_world import READ, SHARE, TENANT_ID, WRITE, MemoryWorld, agent
 
-ALICE = agent("alice", team_ids=["red"])
+ALICE = agent("alice", READ, WRITE, SHARE, team_ids=["red"])
 BOB = agent("bob", team_ids=["red"])
 MALLORY = agent("mallory", team_ids=["blue"])
 OTHER_TENANT = agent("alice", tenant_id="globex", team_ids=["red"])
@@ -87,7 +87,7 @@ def test_recall_context_pinned_note_comes_first_for_an_unrelated_query(world: Me
     assert pack.items[0].score is None
     assert pack.items[1].note_id == ids[4]  # the best match for the query comes right after
     assert pack.text.startswith("## fact · ")
-    assert pack.text.splitlines()[0].endswith(" · pinned · /")
+    assert pack.text.splitlines()[0].endswith(" · pinned · own · /")
     assert "minimum supported iOS version is 16" in pack.text.split("\n\n")[0]
 
 
@@ -364,7 +364,9 @@ def test_recall_context_invariants_for_random_notes_pins_callers_and_budgets(
     drawn: list[dict[str, Any]], caller: str, query: str | None, max_tokens: int, max_items: int
 ) -> None:
     world = MemoryWorld()
-    principals = {subject: agent(subject, team_ids=TEAMS[subject]) for subject in SUBJECTS}
+    principals = {
+        subject: agent(subject, READ, WRITE, SHARE, team_ids=TEAMS[subject]) for subject in SUBJECTS
+    }
     notes: dict[str, Note] = {}
     pin_keys: dict[str, tuple[int, str]] = {}
     for memory in drawn:
@@ -406,6 +408,14 @@ def test_recall_context_invariants_for_random_notes_pins_callers_and_budgets(
         (item.note_id for item in pinned_items), key=pin_keys.__getitem__
     )
     assert {item.note_id for item in pinned_items} <= visible_pins
+    # whose: every item and its block name the note's owner, own for the caller's
+    headers = [block.split("\n")[0] for block in _blocks(pack.text)]
+    for item, header in zip(pack.items, headers, strict=True):
+        owner = notes[item.note_id].owner_id
+        assert (item.owner_id, item.own, item.scope) == (owner, owner == caller, notes[item.note_id].scope)
+        assert (
+            header.endswith(" · own · /") if owner == caller else header.endswith(f" · shared by {owner} · /")
+        )
     # dedupe and accounting: each candidate once, the counts agree, max_items holds
     assert len(considered) == len(set(considered)) == pack.coverage.candidates
     assert len(included) == pack.coverage.included <= max_items

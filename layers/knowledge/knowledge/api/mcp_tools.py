@@ -53,7 +53,8 @@ REMEMBER_DESCRIPTION = (
     "with the same scope, path and content exists (result duplicate). With semantic_key (a stable "
     "name for the fact) or memory_id it writes a new version of that note (updated, or unchanged). "
     "supersedes retires older notes from search; expires_at or ttl_seconds makes a note expire; "
-    "pin true also pins it. "
+    "pin true also pins it. Your own private notes need memory:write; a team or tenant note (one "
+    "others see) also needs memory:share, and another principal's note memory:admin. "
     'Returns JSON text {"type":"memory","result":"created|updated|unchanged|duplicate","note":{...}}.'
 )
 SEARCH_MEMORY_DESCRIPTION = (
@@ -64,7 +65,8 @@ SEARCH_MEMORY_DESCRIPTION = (
 )
 FORGET_MEMORY_DESCRIPTION = (
     "Forget one note: soft hides it (restorable), redact replaces the content of every version with "
-    "[redacted], hard deletes it with its versions and index entries. Returns JSON text "
+    "[redacted], hard deletes it with its versions and index entries. A team or tenant note also "
+    "needs memory:share, and another principal's note memory:admin. Returns JSON text "
     '{"type":"memory_forgotten","note_id","mode"}.'
 )
 
@@ -72,18 +74,21 @@ RECALL_CONTEXT_DESCRIPTION = (
     "Build a context pack from your notes (never knowledge) to paste into your prompt: pinned notes "
     "first (within half of max_tokens), then the notes most relevant to query (without a query: the "
     "most important, then the most recent), whole notes only, near-duplicates dropped, never above "
-    "max_tokens (cl100k_base tokens). Returns JSON text "
-    '{"type":"memory_context","text","items":[{note_id, version, path, memory_type, pinned, tokens, '
-    'score}],"budget":{max_tokens, used_tokens, tokenizer, max_items},"coverage":{candidates, included, '
-    "dropped:[{note_id, reason}]}}."
+    "max_tokens (cl100k_base tokens). Each block's header says whose note it is: own, or shared by "
+    "its owner (weigh shared text accordingly). Returns JSON text "
+    '{"type":"memory_context","text","items":[{note_id, version, path, memory_type, scope, owner_id, '
+    'own, pinned, tokens, score}],"budget":{max_tokens, used_tokens, tokenizer, max_items},'
+    '"coverage":{candidates, included, dropped:[{note_id, reason}]}}.'
 )
 PIN_MEMORY_DESCRIPTION = (
     "Pin a note so recall_context always brings it first, for everyone who can see the note; order "
-    "(0 first) then pin time decide among pins. Pinning again returns the same pin. Returns JSON "
+    "(0 first) then pin time decide among pins. Pinning again returns the same pin. A team or tenant "
+    "note also needs memory:share, and another principal's note memory:admin. Returns JSON "
     'text {"type":"pin","pin_id","note_id","reason","order","expires_at","created_at"}.'
 )
 UNPIN_MEMORY_DESCRIPTION = (
-    'Remove a note\'s pin. Returns JSON text {"type":"unpinned","note_id","removed"} (removed is '
+    "Remove a note's pin (a team or tenant note also needs memory:share, and another principal's note "
+    'memory:admin). Returns JSON text {"type":"unpinned","note_id","removed"} (removed is '
     "false when the note had no pin)."
 )
 

@@ -4,12 +4,17 @@ its prompt, inside a token budget.
 Rendering: one block per note, blocks separated by one blank line; a block is a header line and the
 note's content (surrounding white space removed)::
 
-    ## decision · 2026-11-30 · pinned · /projects/alpha
+    ## decision · 2026-11-30 · pinned · own · /projects/alpha
     Billing runs on Postgres, not DynamoDB.
 
+    ## fact · 2026-11-29 · pinned · shared by alice · /ops
+    Deploys are frozen on Fridays.
+
 The header names the note's memory type, the UTC date of its current version, ``pinned`` for a pin,
-and last its path (which always starts with ``/``, so it can never be read as ``pinned``). A content
-line that starts with ``#`` is escaped with a backslash (``\\#``), so no note can forge a header.
+whose note it is — ``own`` when its owner is the caller (``viewer``), else ``shared by`` and the
+owner's subject (white space runs as one space, so the header stays one line) — and last its path
+(which always starts with ``/``, so it can never be read as ``pinned``). A content line that starts
+with ``#`` is escaped with a backslash (``\\#``), so no note can forge a header or its owner.
 Nothing else is added (no preamble), so an empty pack is the empty string.
 
 Packing (``pack``): pins first, in pin order, while the pin section fits in half of ``max_tokens``
@@ -90,13 +95,25 @@ def _cl100k() -> tiktoken.Encoding:
     return load_encoding(TOKENIZER)
 
 
-def render(note: Note, *, pinned: bool) -> str:
-    """One note's block: the header line, then its content (lines starting with ``#`` escaped)."""
+def render(note: Note, *, pinned: bool, viewer: str) -> str:
+    """One note's block for the caller whose subject is ``viewer``: the header line, then its
+    content (lines starting with ``#`` escaped)."""
     fields = [note.memory_type.value, note.updated_at.date().isoformat()]
-    fields += ["pinned", note.path] if pinned else [note.path]
+    if pinned:
+        fields.append("pinned")
+    fields.append(owner_label(note, viewer))
+    fields.append(note.path)
     lines = note.content.strip().split("\n")
     content = "\n".join("\\" + line if line.startswith("#") else line for line in lines)
     return f"## {' · '.join(fields)}\n{content}"
+
+
+def owner_label(note: Note, viewer: str) -> str:
+    """Whose ``note`` is, as its block's header says it to the caller ``viewer``: ``own``, or
+    ``shared by <owner subject>``."""
+    if note.owner_id == viewer:
+        return "own"
+    return "shared by " + " ".join(note.owner_id.split())
 
 
 def pack(
@@ -106,14 +123,15 @@ def pack(
     max_tokens: int,
     max_items: int,
     count: TokenCounter,
+    viewer: str,
 ) -> Pack:
     """The pack of ``pins`` (in pin order) then ``ranked`` (best first) within ``max_tokens`` (≥ 1)
-    and ``max_items`` (≥ 1); a note appearing in both is considered once, as a pin. ``count`` is the
-    tokenizer's count of a text."""
+    and ``max_items`` (≥ 1), for the caller whose subject is ``viewer``; a note appearing in both is
+    considered once, as a pin. ``count`` is the tokenizer's count of a text."""
     ranked = _without(ranked, {candidate.note.note_id for candidate in pins})
-    result = _pack(pins, ranked, max_tokens, max_items, count, exact=False)
+    result = _pack(pins, ranked, max_tokens, max_items, count, viewer, exact=False)
     if count(result.text) != result.used_tokens:
-        result = _pack(pins, ranked, max_tokens, max_items, count, exact=True)
+        result = _pack(pins, ranked, max_tokens, max_items, count, viewer, exact=True)
     return result
 
 
@@ -123,6 +141,7 @@ def _pack(
     max_tokens: int,
     max_items: int,
     count: TokenCounter,
+    viewer: str,
     *,
     exact: bool,
 ) -> Pack:
@@ -142,7 +161,7 @@ def _pack(
             if any(_dot(vector, other) >= DUPLICATE_COSINE for other in unit_vectors):
                 dropped.append((note_id, "duplicate"))
                 continue
-            block = render(candidate.note, pinned=candidate.pinned)
+            block = render(candidate.note, pinned=candidate.pinned, viewer=viewer)
             alone = count(block)
             tentative = count(SEPARATOR.join([*blocks, block])) if exact else closed + alone
             if tentative > limit:

@@ -298,13 +298,18 @@ class NoteVersionsResponse(BaseModel):
 
 
 class ContextItem(BaseModel):
-    """One note of a pack: ``tokens`` counts its block alone; ``score`` is its fused relevance (its
-    importance without a query), ``null`` for a pin."""
+    """One note of a pack: ``owner_id`` is the subject that wrote it and ``own`` whether that is the
+    caller (else another principal shared it, as the block's header says: ``shared by``);
+    ``scope`` is the note's; ``tokens`` counts its block alone; ``score`` is its fused relevance
+    (its importance without a query), ``null`` for a pin."""
 
     note_id: str
     version: int
     path: str
     memory_type: str
+    scope: str
+    owner_id: str
+    own: bool
     pinned: bool
     tokens: int
     score: float | None

@@ -41,7 +41,9 @@ class ItemStatus(StrEnum):
 
 
 class Permission(StrEnum):
-    """Token scopes (DESIGN §6 and §9). ``memory:*`` are the notes' scopes; a token holds exactly
+    """Token scopes (DESIGN §6 and §9). ``memory:*`` are the notes' scopes: ``memory:share`` to
+    write, pin, change or forget a note others see (``team`` or ``tenant`` scope), ``memory:admin``
+    to do so to another principal's note (``knowledge.domain.note_rights``). A token holds exactly
     the scopes it was issued with, and ``platform:admin`` implies every one."""
 
     READ = "knowledge:read"
@@ -50,6 +52,8 @@ class Permission(StrEnum):
     PLATFORM_ADMIN = "platform:admin"
     MEMORY_READ = "memory:read"
     MEMORY_WRITE = "memory:write"
+    MEMORY_SHARE = "memory:share"
+    MEMORY_ADMIN = "memory:admin"
 
 
 class _Frozen(BaseModel):

@@ -58,10 +58,11 @@ def find_item(
     return item, base
 
 
-def require_scope(principal: Principal, scope: Permission) -> None:
+def require_scope(principal: Principal, scope: Permission, why: str | None = None) -> None:
     """``InsufficientScopeError`` (``details.required_scope``) unless ``principal`` holds ``scope``
-    (``platform:admin`` implies every scope)."""
+    (``platform:admin`` implies every scope); ``why`` the scope is needed ends the message."""
     if not principal.has_scope(scope):
+        reason = f": {why}" if why else ""
         raise InsufficientScopeError(
-            f"The token lacks the {scope.value} scope.", {"required_scope": scope.value}
+            f"The token lacks the {scope.value} scope{reason}.", {"required_scope": scope.value}
         )

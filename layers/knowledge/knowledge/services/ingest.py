@@ -11,7 +11,8 @@ token (``Bearer <token>``), authenticated as the authorizer does (``TokenService
 the hash lookup, expiry, revocation of the token or of any ancestor). The message is applied as the
 token's principal, with the scope and access checks of the equivalent REST write: ``knowledge:write``
 and a base the token sees (its tenant, its allow-list, the visibility rule) for ``upsert`` and
-``archive``, ``memory:write`` for ``remember`` and ``forget``. The body's ``tenant_id``,
+``archive``, ``memory:write`` for ``remember`` and ``forget`` (and the notes' governance rights,
+``memory:share`` / ``memory:admin``, which the memory services check). The body's ``tenant_id``,
 ``subject_id`` and ``team_ids`` never choose whom to write as; given and different from the token's,
 they reject the message.
 

@@ -7,7 +7,13 @@ is a conditional commit (``NoteStore.commit_notes``); a lost race on a claim (an
 the same fact or key at the same moment) is decided again from the store, up to ``ATTEMPTS``
 times, so concurrent writers of one fact end with one note.
 
-Errors: ``RuntimeDisabledError``, ``InsufficientScopeError`` (``memory:write`` / ``memory:read``),
+Every write is governed by ``knowledge.domain.note_rights`` (``require_rights``): ``memory:write``,
+plus ``memory:share`` for a note others see and ``memory:admin`` for another principal's note,
+checked after the note is found visible (an invisible note is ``memory_unavailable`` first, so the
+check never tells that a note exists) and before anything is written.
+
+Errors: ``RuntimeDisabledError``, ``InsufficientScopeError`` (``memory:write`` / ``memory:read``,
+``memory:share``, ``memory:admin``, ``details.required_scope``),
 ``MemoryInvalidRequestError`` (bounds, a field that needs another), ``MemoryUnavailableError``,
 ``MemoryConflictError`` (stale ``expected_version``, carrying the current version),
 ``DependencyUnavailableError``.
@@ -44,6 +50,7 @@ from knowledge.domain.note_lifecycle import (
     revised_note,
     superseded_note,
 )
+from knowledge.domain.note_rights import WHY, rights_to_write
 from knowledge.domain.notes import (
     REDACTED,
     VERSIONS_LIMIT_DEFAULT,
@@ -165,14 +172,18 @@ class NoteService:
         tenant, now = principal.tenant_id, self._clock()
         target = self._target(principal, arguments, draft)
         supersedes = self._superseded(principal, arguments, exclude=target.note_id if target else None)
+        for old in supersedes:
+            self.require_rights(principal, old)
         if target is not None:
             merged = _merged(target, draft, arguments)
+            self.require_rights(principal, target, merged.scope)
             if is_unchanged(target, merged, [note.note_id for note in supersedes]):
                 return MemoryResponse(result="unchanged", note=view(target))
             note = revised_note(target, merged, supersedes=[n.note_id for n in supersedes], now=now)
             writes = [self._replacing(target, note)]
             result: Literal["created", "updated"] = "updated"
         else:
+            self.require_rights(principal, None, draft.scope)
             candidate = new_note(
                 tenant, principal.subject_id, draft, supersedes=[n.note_id for n in supersedes], now=now
             )
@@ -308,9 +319,10 @@ class NoteService:
         mode = ForgetMode(arguments.mode)
         note = self._visible(principal, arguments.note_id)
         now = self._clock()
+        if mode is ForgetMode.SOFT and not note.is_readable(now):
+            raise MemoryUnavailableError()  # already forgotten or expired: unavailable, as for a read
+        self.require_rights(principal, note)
         if mode is ForgetMode.SOFT:
-            if not note.is_readable(now):
-                raise MemoryUnavailableError()
             self._commit(principal.tenant_id, [self._forgetting(note, mode, now)], note)
         elif mode is ForgetMode.REDACT:
             if note.forgotten_mode is not ForgetMode.REDACT:
@@ -330,6 +342,7 @@ class NoteService:
         ``unchanged``; a redacted one cannot come back (``memory_invalid_request``)."""
         self.authorize(principal, Permission.MEMORY_WRITE)
         note = self._visible(principal, note_id)
+        self.require_rights(principal, note)
         if note.status is NoteStatus.ACTIVE:
             if not note.is_readable(self._clock()):
                 raise MemoryUnavailableError()
@@ -419,6 +432,15 @@ class NoteService:
         if note is None or not can_see_note(principal, note):
             raise MemoryUnavailableError()
         return note
+
+    def require_rights(self, principal: Principal, note: Note | None, *scopes: Scope) -> None:
+        """``InsufficientScopeError`` naming the first scope ``principal`` lacks, by the governance
+        matrix (``knowledge.domain.note_rights``), to write ``note`` (``None``: a new note of its
+        own); ``scopes`` are the scopes the write gives the note, its current scope counts too."""
+        owner_id = principal.subject_id if note is None else note.owner_id
+        touched = scopes if note is None else (note.scope, *scopes)
+        for right in rights_to_write(principal.subject_id, owner_id, touched):
+            require_scope(principal, right, WHY.get(right))
 
     def authorize(self, principal: Principal, scope: Permission) -> None:
         """``RuntimeDisabledError`` when the switch is off, ``InsufficientScopeError`` without

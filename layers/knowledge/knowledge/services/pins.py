@@ -1,8 +1,10 @@
 """The pin use cases (DESIGN §9): ``pin_memory``, ``unpin_memory``, ``GET /v1/pins``, and the pins
 ``recall_context`` puts first.
 
-A pin is one per note and applies to every caller who can see its note. Pinning needs
-``memory:write`` and a note the caller can read (visible, active, unexpired) that is not superseded;
+A pin is one per note and applies to every caller who can see its note. Pinning needs a note the
+caller can read (visible, active, unexpired) that is not superseded, and the rights to write it
+(``knowledge.domain.note_rights``: ``memory:write``; ``memory:share`` for a note others see, whose
+pin lands in their packs; ``memory:admin`` for another principal's note); unpinning needs the same;
 pinning a pinned note again returns the same pin (same ``pin_id`` and ``created_at``), with the
 ``reason``, ``order`` or ``expires_at`` the call gives replacing the old ones. Unpinning a note
 without a pin changes nothing (``removed: false``). Writes are conditioned on the pin read, and a
@@ -94,6 +96,7 @@ class PinService:
             raise MemoryInvalidRequestError("A pin_memory argument is out of bounds.", {"fields": problems})
         for _ in range(ATTEMPTS):
             note = self._notes.readable(principal, arguments.note_id)
+            self._notes.require_rights(principal, note)
             if note.superseded_by is not None:
                 raise MemoryInvalidRequestError(
                     "A superseded memory cannot be pinned; pin the memory that supersedes it.",
@@ -142,6 +145,7 @@ class PinService:
         self._notes.authorize(principal, Permission.MEMORY_WRITE)
         for _ in range(ATTEMPTS):
             note = self._notes.readable(principal, arguments.note_id)
+            self._notes.require_rights(principal, note)
             stored = self._store.get_pin(principal.tenant_id, note.note_id)
             if stored is None:
                 return UnpinnedResponse(note_id=note.note_id, removed=False)

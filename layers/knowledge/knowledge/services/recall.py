@@ -5,7 +5,8 @@ Candidates: every pin that applies to the caller under the arguments' filters (`
 pinned_notes``, in pin order), then the best ``RECALL_CANDIDATES`` (50) other notes: with a
 ``query``, by ``search_memory``'s hybrid ranking (same legs, fusion and truth check); without one,
 by importance, then recency (``NoteIndex.browse``, truth-checked the same way and ordered by the
-stored values). Packing, rendering and token counting are ``domain.context_pack``'s; near-duplicates
+stored values). Packing, rendering (each block names whose note it is: ``own`` or ``shared by`` its
+owner) and token counting are ``domain.context_pack``'s; near-duplicates
 are found on the embeddings of the notes' content (the vectors the note index was built from, read
 through the embedder's cache).
 
@@ -101,7 +102,12 @@ class RecallService:
             for (note, score), vector in zip(ranked, vectors[len(pinned) :], strict=True)
         ]
         result = pack(
-            pins, others, max_tokens=arguments.max_tokens, max_items=arguments.max_items, count=self._count
+            pins,
+            others,
+            max_tokens=arguments.max_tokens,
+            max_items=arguments.max_items,
+            count=self._count,
+            viewer=principal.subject_id,
         )
         logger.info(
             "context recalled",
@@ -120,6 +126,9 @@ class RecallService:
                     version=packed.candidate.note.version,
                     path=packed.candidate.note.path,
                     memory_type=packed.candidate.note.memory_type.value,
+                    scope=packed.candidate.note.scope.value,
+                    owner_id=packed.candidate.note.owner_id,
+                    own=packed.candidate.note.owner_id == principal.subject_id,
                     pinned=packed.candidate.pinned,
                     tokens=packed.tokens,
                     score=packed.candidate.score,

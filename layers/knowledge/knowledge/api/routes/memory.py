@@ -2,16 +2,20 @@
 
 | route | function | scope | answer |
 |---|---|---|---|
-| ``POST /v1/tools/remember`` | RememberFunction | memory:write | 201 created, else 200 ``memory`` |
+| ``POST /v1/tools/remember`` | RememberFunction | memory:write (+) | 201 created, else 200 ``memory`` |
 | ``POST /v1/tools/search_memory`` | SearchMemoryFunction | memory:read | 200 ``memory_search`` |
 | ``GET /v1/notes/{note_id}`` | SearchMemoryFunction | memory:read | 200 the note |
 | ``GET /v1/notes/{note_id}/versions`` | SearchMemoryFunction | memory:read | 200 ``{versions, next_token}`` |
-| ``POST /v1/tools/forget_memory`` | ForgetMemoryFunction | memory:write | 200 ``memory_forgotten`` |
-| ``POST /v1/notes/{note_id}/restore`` | ForgetMemoryFunction | memory:write | 200 ``memory`` |
+| ``POST /v1/tools/forget_memory`` | ForgetMemoryFunction | memory:write (+) | 200 ``memory_forgotten`` |
+| ``POST /v1/notes/{note_id}/restore`` | ForgetMemoryFunction | memory:write (+) | 200 ``memory`` |
 | ``POST /v1/tools/recall_context`` | RecallContextFunction | memory:read | 200 ``memory_context`` |
-| ``POST /v1/tools/pin_memory`` | PinMemoryFunction | memory:write | 201 new pin, else 200 ``pin`` |
+| ``POST /v1/tools/pin_memory`` | PinMemoryFunction | memory:write (+) | 201 new pin, else 200 ``pin`` |
 | ``GET /v1/pins`` | PinMemoryFunction | memory:read | 200 ``{pins, next_token}`` |
-| ``POST /v1/tools/unpin_memory`` | UnpinMemoryFunction | memory:write | 200 ``unpinned`` |
+| ``POST /v1/tools/unpin_memory`` | UnpinMemoryFunction | memory:write (+) | 200 ``unpinned`` |
+
+(+): and, by the governance matrix (``knowledge.domain.note_rights``), ``memory:share`` for a note
+others see and ``memory:admin`` for another principal's note, checked by the services once the note
+is found.
 
 Writes are ``write_route``s: the scope is checked before any ``Idempotency-Key`` record is read,
 and a repeated key answers the first answer (answers are bound to the caller) only while the note it
@@ -83,6 +87,10 @@ pin_memory_router = Router()  # type: ignore[no-untyped-call]
 unpin_memory_router = Router()  # type: ignore[no-untyped-call]
 
 WRITE_ERRORS = (400, 401, 403, 404, 409, 500, 503)
+GOVERNED = (
+    " A note others see (`team` or `tenant` scope, before or after the write) also needs `memory:share`, "
+    "and another principal's note `memory:admin` (403 `insufficient_scope`, `details.required_scope`)."
+)
 READ_ERRORS = (400, 401, 403, 404, 500, 503)
 Limit = Annotated[
     Annotated[int, Field(ge=1, le=VERSIONS_LIMIT_MAX), CANONICAL_INTEGER] | None,
@@ -134,7 +142,7 @@ def _note_still_readable(principal: Principal, answer: Answer) -> None:
         "Needs `memory:write`. A new note (201 `created`), a `duplicate` of a visible current note with "
         "the same scope, path and content (200, nothing written), or, with `semantic_key` or "
         "`memory_id`, a new version of that note (`updated`, or `unchanged`). A stale "
-        "`expected_version` is 409 `memory_conflict` with `details.current_version`."
+        "`expected_version` is 409 `memory_conflict` with `details.current_version`." + GOVERNED
     ),
     tags=[TAG],
     status_code=201,
@@ -205,6 +213,7 @@ def list_note_versions(
     summary="Forget a note: soft (restorable), redact (every version's content replaced) or hard.",
     description=(
         "Needs `memory:write`. Absent, unauthorized and forgotten notes answer 404 `memory_unavailable`."
+        + GOVERNED
     ),
     tags=[TAG],
     responses=_responses(200, "The note was forgotten (memory_forgotten).", *WRITE_ERRORS),
@@ -225,7 +234,8 @@ def forget_memory(
     on_replay=_note_still_readable,
     operation_id="restore_note",
     summary="Bring back a softly forgotten note (a new version).",
-    description="Needs `memory:write`. A redacted note cannot come back (400 `memory_invalid_request`).",
+    description="Needs `memory:write`. A redacted note cannot come back (400 `memory_invalid_request`)."
+    + GOVERNED,
     tags=[TAG],
     responses=_responses(200, "The restored note (memory, result restored or unchanged).", *WRITE_ERRORS),
 )
@@ -242,7 +252,9 @@ def restore_note(
     description=(
         "Needs `memory:read`. Pins first (pin order, at most half of `max_tokens`), then the best notes "
         "for `query` (without one: importance, then recency), whole notes only, near-duplicates dropped. "
-        "`budget.used_tokens` is the exact cl100k_base count of `text`, never above `max_tokens`."
+        "`budget.used_tokens` is the exact cl100k_base count of `text`, never above `max_tokens`. Each "
+        "item and block names whose note it is: `owner_id` and `own`, and `own` or `shared by <owner>` "
+        "in the block's header."
     ),
     tags=[TAG],
     responses=_responses(200, "The context pack (memory_context).", *READ_ERRORS),
@@ -277,7 +289,7 @@ def _pin_still_applies(principal: Principal, answer: Answer) -> None:
     summary="Pin a note: recall_context brings it first, for everyone who can see it.",
     description=(
         "Needs `memory:write` and a note the caller can read that is not superseded. Pinning a pinned "
-        "note again answers the same pin (200), with the given `reason`, `order` or `expires_at`."
+        "note again answers the same pin (200), with the given `reason`, `order` or `expires_at`." + GOVERNED
     ),
     tags=[TAG],
     status_code=201,
@@ -313,7 +325,7 @@ def list_pins(
     body=UnpinMemoryArguments,
     operation_id="unpin_memory",
     summary="Remove a note's pin.",
-    description="Needs `memory:write`. A note without a pin answers `removed: false`.",
+    description="Needs `memory:write`. A note without a pin answers `removed: false`." + GOVERNED,
     tags=[TAG],
     responses=_responses(200, "The pin is gone (unpinned).", *WRITE_ERRORS),
 )
