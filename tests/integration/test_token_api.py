@@ -242,7 +242,9 @@ def test_base_restricted_admin_minting_for_dave_and_team_blue_is_refused_and_rea
     world: SearchWorld,
 ) -> None:
     note_ids = _daves_notes(world)
-    narrow = AdminClient(world.token(TENANT, "mallory", scopes=(ADMIN, MEMORY_READ), knowledge_base_ids=[BASE]))
+    narrow = AdminClient(
+        world.token(TENANT, "mallory", scopes=(ADMIN, MEMORY_READ), knowledge_base_ids=[BASE])
+    )
 
     as_dave = narrow.call(
         "POST", "/v1/tokens", {"subject_id": "dave", "team_ids": ["blue"], "scopes": [ADMIN, MEMORY_READ]}

@@ -10,7 +10,9 @@ ADMIN, PLATFORM = "knowledge:admin", "platform:admin"
 BASE = "kb_01M8MSRAQ70QQ1SJHWP0AMCDPZ"
 
 
-def _issuer(*scopes: str, bases: frozenset[str] | None = None, teams: frozenset[str] = frozenset()) -> Principal:
+def _issuer(
+    *scopes: str, bases: frozenset[str] | None = None, teams: frozenset[str] = frozenset()
+) -> Principal:
     return Principal(
         tenant_id="acme", subject_id="ana", team_ids=teams, scopes=frozenset(scopes), knowledge_base_ids=bases
     )

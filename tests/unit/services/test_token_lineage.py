@@ -238,7 +238,9 @@ def test_list_tokens_shows_a_narrow_admin_only_what_it_may_revoke(
     token_admin: TokenAdministration, tokens: TokenService
 ) -> None:
     root = _root(tokens, ADMIN.value, READ.value, WRITE.value)
-    narrow = _mint(token_admin, tokens, root, subject_id="narrow", team_ids=["red"], knowledge_base_ids=[BASE])
+    narrow = _mint(
+        token_admin, tokens, root, subject_id="narrow", team_ids=["red"], knowledge_base_ids=[BASE]
+    )
     _mint(token_admin, tokens, root, subject_id="other-base", knowledge_base_ids=[OTHER_BASE])
     _mint(token_admin, tokens, root, subject_id="writer", scopes=[READ, WRITE])
     _mint(token_admin, tokens, root, subject_id="same-base", knowledge_base_ids=[BASE])

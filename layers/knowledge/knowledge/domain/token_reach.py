@@ -87,7 +87,9 @@ def overreach(issuer: Principal, grant: TokenGrant) -> InsufficientScopeError | 
             )
     missing = sorted(scope for scope in grant.scopes if not _holds(issuer, scope))
     if missing:
-        return InsufficientScopeError("A token cannot hold scopes its issuer lacks.", {"missing_scopes": missing})
+        return InsufficientScopeError(
+            "A token cannot hold scopes its issuer lacks.", {"missing_scopes": missing}
+        )
     own = issuer.knowledge_base_ids
     if own is not None and (grant.knowledge_base_ids is None or not grant.knowledge_base_ids <= own):
         outside = None if grant.knowledge_base_ids is None else sorted(grant.knowledge_base_ids - own)
@@ -117,4 +119,6 @@ def _holds(principal: Principal, scope: str) -> bool:
 
 
 def _lacks(scope: Permission) -> InsufficientScopeError:
-    return InsufficientScopeError(f"The token lacks the {scope.value} scope.", {"required_scope": scope.value})
+    return InsufficientScopeError(
+        f"The token lacks the {scope.value} scope.", {"required_scope": scope.value}
+    )

@@ -15,16 +15,18 @@ minting, so a token revoked since the authorizer cached its answer cannot mint; 
 at the same moment as a revocation still carries the revoked token in its lineage, so it never
 authenticates (``TokenService.rejection``). A token with ``MAX_LINEAGE_DEPTH`` ancestors cannot mint.
 
-Revocation follows the same rule: a principal revokes exactly the tokens it could have issued, expiry
-aside (an expiring administrator may revoke a token that outlives it). Any other token, an unknown one and a malformed ``token_id`` answer the same
-``ResourceUnavailableError``, so token ids never leak across tenants. Revoking twice is a no-op,
+Revocation follows the same rule: a principal revokes exactly the tokens it could have issued,
+expiry aside (an expiring administrator may revoke a token that outlives it). Any other token, an
+unknown one and a malformed ``token_id`` answer the same ``ResourceUnavailableError``, so token ids
+never leak across tenants. Revoking twice is a no-op,
 and revoking a token revokes every descendant with it. Listing shows exactly the tokens a
 principal may revoke, one tenant at a time.
 
 Errors: ``InsufficientScopeError`` (403; ``details.required_scope``, ``details.tenant_id``,
 ``details.missing_scopes``, ``details.knowledge_base_ids``, ``details.subject_id``,
-``details.team_ids`` or ``details.max_lineage_depth`` name the reason), ``AuthenticationRequiredError`` (401: the caller's token was revoked or expired since the
-authorizer accepted it), ``ResourceUnavailableError`` (404), ``RequestValidationError`` (400: a
+``details.team_ids`` or ``details.max_lineage_depth`` name the reason),
+``AuthenticationRequiredError`` (401: the caller's token was revoked or expired since the authorizer
+accepted it), ``ResourceUnavailableError`` (404), ``RequestValidationError`` (400: a
 foreign ``next_token``), ``DependencyUnavailableError`` (503).
 """
 
