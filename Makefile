@@ -49,9 +49,9 @@ test: lint typecheck lint-template  ## every gate: ruff, mypy, cfn-lint, sam val
 unit: install  ## unit tests only
 	$(BIN)/pytest tests/unit -q
 
-FUZZ_TESTS := tests/unit/services/test_isolation_properties.py tests/unit/services/test_memory_governance_properties.py tests/integration/test_api_fuzz.py tests/integration/test_mcp_fuzz.py
+FUZZ_TESTS := tests/unit/services/test_isolation_properties.py tests/unit/services/test_memory_governance_properties.py tests/unit/services/test_token_reach_properties.py tests/integration/test_api_fuzz.py tests/integration/test_mcp_fuzz.py
 
-fuzz: install  ## the long isolation and memory governance properties and REST/MCP fuzzing (thousands of cases; docs/reliability.md)
+fuzz: install  ## the long isolation, memory governance and token reach properties and REST/MCP fuzzing (thousands of cases; docs/reliability.md)
 	KNOWLEDGE_FUZZ=long POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/pytest -q -p no:cacheprovider -p no:logging --hypothesis-show-statistics $(FUZZ_TESTS)
 
 run: install  ## serve the API on http://127.0.0.1:3000 on embedded defaults (every setting: .venv/bin/python -m knowledge_local.runtime --help)

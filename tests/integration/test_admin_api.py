@@ -867,9 +867,9 @@ def test_create_token_cannot_widen_the_callers_base_allow_list(
     other = "kb_01M8MSRAQ70QQ1SJHWP0AMCDPZ"
 
     widened = narrow.call(
-        "POST", "/v1/tokens", {"subject_id": "x", "scopes": [READ], "knowledge_base_ids": [other]}
+        "POST", "/v1/tokens", {"subject_id": "curator-5", "scopes": [READ], "knowledge_base_ids": [other]}
     )
-    inherited = narrow.ok("POST", "/v1/tokens", {"subject_id": "x", "scopes": [READ]}, status=201)
+    inherited = narrow.ok("POST", "/v1/tokens", {"subject_id": "curator-5", "scopes": [READ]}, status=201)
 
     assert error_body(403, "insufficient_scope", widened)["details"] == {"knowledge_base_ids": [other]}
     token = world.store.get_token(hash_token(inherited["token"]))
@@ -997,7 +997,9 @@ def test_create_token_with_allow_list_in_own_tenant_stays_inside_it(
 ) -> None:
     narrow_operator = _client(world, "operator", PLATFORM, knowledge_base_ids=[base["knowledge_base_id"]])
 
-    issued = narrow_operator.ok("POST", "/v1/tokens", {"subject_id": "x", "scopes": [PLATFORM]}, status=201)
+    issued = narrow_operator.ok(
+        "POST", "/v1/tokens", {"subject_id": "operator", "scopes": [PLATFORM]}, status=201
+    )
 
     token = world.store.get_token(issued["token_id"])
     assert token is not None
@@ -1122,7 +1124,7 @@ def test_revoke_token_beyond_the_callers_reach_answers_resource_unavailable(
     wider = _issue(admin)
     stronger = _issue(operator, scopes=[PLATFORM])
     narrow = _client(world, "curator-5", ADMIN, READ, knowledge_base_ids=[base["knowledge_base_id"]])
-    inside = _issue(narrow)
+    inside = _issue(narrow, subject_id="curator-5")
 
     assert narrow.call("DELETE", f"/v1/tokens/{wider['token_id']}").status == 404
     assert admin.call("DELETE", f"/v1/tokens/{stronger['token_id']}").status == 404

@@ -12,11 +12,14 @@ from knowledge.bootstrap import use_container
 from knowledge.domain.bearer_tokens import hash_token
 from knowledge_local.routes import load_routes
 from tests.support.admin import AdminClient
+from tests.support.memory import call, found, pin_memory, recall_context, remember
 from tests.support.rest import SearchWorld, authorize, error_body, new_world
+from tests.support.streams import StreamReader, drain
 from tests.support.template import TEMPLATE
 
 TENANT = "acme"
 READ, WRITE, ADMIN, PLATFORM = "knowledge:read", "knowledge:write", "knowledge:admin", "platform:admin"
+MEMORY_READ = "memory:read"
 BASE = "kb_01M8MSRAQ70QQ1SJHWP0AMCDPZ"
 
 
@@ -171,11 +174,13 @@ def test_list_tokens_never_lists_another_tenants_tokens(world: SearchWorld, admi
 def test_list_tokens_shows_a_narrow_admin_only_the_tokens_it_may_revoke(admin: AdminClient) -> None:
     narrow, _ = _mint(admin, "narrow", ADMIN, READ, knowledge_base_ids=[BASE])
     _mint(admin, "writer", READ, WRITE)
-    _mint(narrow, "narrow-agent", READ)
+    _mint(admin, "same-base", READ, knowledge_base_ids=[BASE])
+    _, agent_id = _mint(narrow, "narrow", READ)
 
     listed = narrow.ok("GET", "/v1/tokens")["tokens"]
 
-    assert [entry["subject_id"] for entry in listed] == ["narrow", "narrow-agent"]
+    assert [entry["subject_id"] for entry in listed] == ["narrow", "narrow"]
+    assert listed[1]["token_id"] == agent_id
     for entry in reversed(listed):  # the narrow token last: revoking it revokes the caller
         assert narrow.call("DELETE", f"/v1/tokens/{entry['token_id']}").status == 204
 
@@ -205,3 +210,66 @@ def test_list_tokens_route_is_served_by_the_admin_function_in_the_template() -> 
     assert match is not None
     assert match.route.function.logical_id == "KnowledgeAdminFunction"
     assert match.route.authorizer is not None
+
+
+def _daves_notes(world: SearchWorld) -> tuple[str, str]:
+    """Dave's private note (pinned) and a note for team blue, indexed: their ids."""
+    stream = StreamReader()
+    # platform:admin holds every memory right, whatever governs shared notes.
+    dave = world.token(TENANT, "dave", scopes=(PLATFORM,), team_ids=["blue"])
+    private = remember(dave, "Dave keeps the vault code 4411 in his locker.")
+    team = remember(dave, "Team blue rotates the vault code on Thursdays.", scope="team", team_id="blue")
+    assert (private.status, team.status) == (201, 201), (private.text, team.text)
+    note_ids = (str(private.body["note"]["note_id"]), str(team.body["note"]["note_id"]))
+    assert pin_memory(dave, note_ids[0]).status in (200, 201)
+    drain(stream)
+    return note_ids
+
+
+def _sees_nothing_of(bearer: str, note_ids: tuple[str, ...]) -> None:
+    """No memory path shows ``bearer`` any of ``note_ids``: search, recall, pins, reads by id."""
+    assert found(bearer, "vault code") == []
+    recalled = recall_context(bearer, "vault code")
+    assert recalled.status == 200, recalled.text
+    assert recalled.body["items"] == []
+    assert call("GET", "/v1/pins", None, bearer).body["pins"] == []
+    for note_id in note_ids:
+        for path in (f"/v1/notes/{note_id}", f"/v1/notes/{note_id}/versions"):
+            error_body(404, "memory_unavailable", call("GET", path, None, bearer))
+
+
+def test_base_restricted_admin_minting_for_dave_and_team_blue_is_refused_and_reads_none_of_their_notes(
+    world: SearchWorld,
+) -> None:
+    note_ids = _daves_notes(world)
+    narrow = AdminClient(
+        world.token(TENANT, "mallory", scopes=(ADMIN, MEMORY_READ), knowledge_base_ids=[BASE])
+    )
+
+    as_dave = narrow.call(
+        "POST", "/v1/tokens", {"subject_id": "dave", "team_ids": ["blue"], "scopes": [ADMIN, MEMORY_READ]}
+    )
+    into_blue = narrow.call(
+        "POST", "/v1/tokens", {"subject_id": "mallory", "team_ids": ["blue"], "scopes": [MEMORY_READ]}
+    )
+    own, _ = _mint(narrow, "mallory", MEMORY_READ)
+
+    assert error_body(403, "insufficient_scope", as_dave)["details"] == {"subject_id": "dave"}
+    assert error_body(403, "insufficient_scope", into_blue)["details"] == {"team_ids": ["blue"]}
+    assert {entry["subject_id"] for entry in narrow.ok("GET", "/v1/tokens")["tokens"]} == {"mallory"}
+    for bearer in (narrow.authorization, own.authorization):
+        assert bearer is not None
+        _sees_nothing_of(bearer, note_ids)
+
+
+def test_tenant_administrator_minting_for_dave_and_team_blue_reads_their_notes(world: SearchWorld) -> None:
+    _daves_notes(world)
+    tenant_admin = AdminClient(world.token(TENANT, "curator-1", scopes=(ADMIN, MEMORY_READ)))
+
+    as_dave, _ = _mint(tenant_admin, "dave", MEMORY_READ, team_ids=["blue"])
+
+    assert as_dave.authorization is not None
+    assert sorted(found(as_dave.authorization, "vault code")) == [
+        "Dave keeps the vault code 4411 in his locker.",
+        "Team blue rotates the vault code on Thursdays.",
+    ]

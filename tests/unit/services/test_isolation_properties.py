@@ -349,14 +349,17 @@ class World:
             if parent is None:
                 issued.append((None, None))
                 continue
+            subject_id, team_ids = plan.subject_id, plan.team_ids
             if parent.knowledge_base_ids is not None:
+                # An allow-listed issuer mints only for itself (docs/write-api.md, tokens).
                 allow = sorted(parent.knowledge_base_ids & set(allow or parent.knowledge_base_ids))
+                subject_id, team_ids = parent.subject_id, team_ids & parent.team_ids
             held = sorted(scope for scope in scopes if parent.has_scope(Permission(scope)))
             minted = self.token_admin.issue(
                 parent,
                 CreateTokenRequest(
-                    subject_id=plan.subject_id,
-                    team_ids=sorted(plan.team_ids),
+                    subject_id=subject_id,
+                    team_ids=sorted(team_ids),
                     scopes=held,
                     knowledge_base_ids=allow or None,
                 ),

@@ -94,9 +94,9 @@ def test_issue_by_an_allow_listed_caller_inherits_its_list_and_cannot_widen_it(
     narrow = caller("curator-5", ADMIN, READ, knowledge_base_ids=[BASE])
 
     with pytest.raises(InsufficientScopeError) as widened:
-        _issue(token_admin, narrow, knowledge_base_ids=[OTHER_BASE])
-    inherited = _issue(token_admin, narrow)
-    narrowed = _issue(token_admin, narrow, knowledge_base_ids=[BASE])
+        _issue(token_admin, narrow, subject_id="curator-5", knowledge_base_ids=[OTHER_BASE])
+    inherited = _issue(token_admin, narrow, subject_id="curator-5")
+    narrowed = _issue(token_admin, narrow, subject_id="curator-5", knowledge_base_ids=[BASE])
 
     assert widened.value.details == {"knowledge_base_ids": [OTHER_BASE]}
     for issued in (inherited, narrowed):
@@ -178,11 +178,16 @@ def test_revoke_token_beyond_the_callers_reach_raises_resource_unavailable(
 ) -> None:
     wider = _issue(token_admin, ADMIN_CALLER)
     stronger = _issue(token_admin, caller("operator", PLATFORM), scopes=[PLATFORM])
-    narrow = caller("curator-5", ADMIN, READ, knowledge_base_ids=[BASE])
-    inside = _issue(token_admin, narrow)
+    narrow = caller("curator-5", ADMIN, READ, team_ids=["red"], knowledge_base_ids=[BASE])
+    inside = _issue(token_admin, narrow, subject_id="curator-5", team_ids=["red"])
+    same_bases_other_subject = _issue(token_admin, ADMIN_CALLER, knowledge_base_ids=[BASE])
+    same_bases_other_team = _issue(
+        token_admin, ADMIN_CALLER, subject_id="curator-5", team_ids=["blue"], knowledge_base_ids=[BASE]
+    )
 
-    with pytest.raises(ResourceUnavailableError):
-        token_admin.revoke(narrow, wider.token_id)
+    for beyond in (wider, same_bases_other_subject, same_bases_other_team):
+        with pytest.raises(ResourceUnavailableError):
+            token_admin.revoke(narrow, beyond.token_id)
     with pytest.raises(ResourceUnavailableError):
         token_admin.revoke(ADMIN_CALLER, stronger.token_id)
     token_admin.revoke(narrow, inside.token_id)
@@ -195,3 +200,52 @@ def test_revoke_without_admin_scope_raises_insufficient_scope(token_admin: Token
         token_admin.revoke(caller("writer-1", READ, WRITE), issued.token_id)
 
     assert raised.value.details == {"required_scope": ADMIN.value}
+
+
+def test_issue_by_an_allow_listed_caller_for_another_subject_raises_insufficient_scope_naming_it(
+    token_admin: TokenAdministration,
+) -> None:
+    narrow = caller("curator-5", ADMIN, READ, team_ids=["red"], knowledge_base_ids=[BASE])
+
+    with pytest.raises(InsufficientScopeError) as raised:
+        _issue(token_admin, narrow, subject_id="dave", team_ids=["red"])
+
+    assert raised.value.details == {"subject_id": "dave"}
+    assert "own subject_id" in raised.value.message
+
+
+def test_issue_by_an_allow_listed_caller_for_a_team_it_is_not_in_raises_insufficient_scope_naming_it(
+    token_admin: TokenAdministration,
+) -> None:
+    narrow = caller("curator-5", ADMIN, READ, team_ids=["red"], knowledge_base_ids=[BASE])
+
+    with pytest.raises(InsufficientScopeError) as raised:
+        _issue(token_admin, narrow, subject_id="curator-5", team_ids=["red", "blue", "amber"])
+
+    assert raised.value.details == {"team_ids": ["amber", "blue"]}
+
+
+def test_issue_by_an_allow_listed_caller_for_itself_and_some_of_its_teams_holds_them(
+    token_admin: TokenAdministration, store: InMemoryKnowledgeStore
+) -> None:
+    narrow = caller("curator-5", ADMIN, READ, team_ids=["red", "blue"], knowledge_base_ids=[BASE])
+
+    issued = _issue(token_admin, narrow, subject_id="curator-5", team_ids=["blue"])
+
+    record = store.get_token(issued.token_id)
+    assert record is not None
+    assert (record.subject_id, record.team_ids, record.knowledge_base_ids) == (
+        "curator-5",
+        frozenset({"blue"}),
+        frozenset({BASE}),
+    )
+
+
+def test_issue_by_a_tenant_administrator_for_any_subject_and_teams_holds_them(
+    token_admin: TokenAdministration, store: InMemoryKnowledgeStore
+) -> None:
+    issued = _issue(token_admin, ADMIN_CALLER, subject_id="dave", team_ids=["blue", "amber"])
+
+    record = store.get_token(issued.token_id)
+    assert record is not None
+    assert (record.subject_id, record.team_ids) == ("dave", frozenset({"blue", "amber"}))

@@ -238,15 +238,19 @@ def test_list_tokens_shows_a_narrow_admin_only_what_it_may_revoke(
     token_admin: TokenAdministration, tokens: TokenService
 ) -> None:
     root = _root(tokens, ADMIN.value, READ.value, WRITE.value)
-    narrow = _mint(token_admin, tokens, root, subject_id="narrow", knowledge_base_ids=[BASE])
+    narrow = _mint(
+        token_admin, tokens, root, subject_id="narrow", team_ids=["red"], knowledge_base_ids=[BASE]
+    )
     _mint(token_admin, tokens, root, subject_id="other-base", knowledge_base_ids=[OTHER_BASE])
     _mint(token_admin, tokens, root, subject_id="writer", scopes=[READ, WRITE])
-    _mint(token_admin, tokens, narrow.token, subject_id="narrow-child", scopes=[READ])
+    _mint(token_admin, tokens, root, subject_id="same-base", knowledge_base_ids=[BASE])
+    _mint(token_admin, tokens, root, subject_id="narrow", team_ids=["blue"], knowledge_base_ids=[BASE])
+    _mint(token_admin, tokens, narrow.token, subject_id="narrow", scopes=[READ])
     principal = _as(tokens, narrow.token)
 
     listed = _listed(token_admin, principal)
 
-    assert listed == ["narrow", "narrow-child"]
+    assert listed == ["narrow", "narrow"]
     for entry in reversed(
         token_admin.list_tokens(principal, tenant_id=None, limit=10, next_token=None).tokens
     ):

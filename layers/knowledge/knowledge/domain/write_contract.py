@@ -169,7 +169,9 @@ class CreateTokenRequest(_Request):
     """``POST /v1/tokens``. ``tenant_id`` defaults to the caller's (another tenant needs
     ``platform:admin``); ``scopes`` must all be held by the caller; ``knowledge_base_ids`` is an
     optional allow-list of at least one base (a caller holding one can only narrow it; an empty
-    list, which would admit nothing, is ``validation_error``); ``expires_in`` is in seconds."""
+    list, which would admit nothing, is ``validation_error``); ``subject_id`` and ``team_ids`` are
+    free for a caller without an allow-list, else its own subject and a subset of its own teams
+    (``knowledge.domain.token_reach``); ``expires_in`` is in seconds."""
 
     tenant_id: TenantId | None = None
     subject_id: Label

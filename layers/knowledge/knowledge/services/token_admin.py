@@ -1,15 +1,13 @@
 """Issuing and revoking bearer tokens for a principal (``/v1/tokens``, DESIGN §6).
 
-A token never reaches further than the token that issued it:
-
-- scopes: at most the issuer's (``platform:admin`` implies every scope);
-- tenant: the issuer's own; another tenant needs ``platform:admin`` and an issuer without a base
-  allow-list (an allow-listed issuer could otherwise mint an unrestricted token elsewhere, which
-  mints an unrestricted one back in the first tenant);
-- base allow-list: an issuer holding one passes it on when none is asked for and refuses any base
-  outside it;
-- expiry: never later than the issuer's own token (``Principal.expires_at``); a longer or omitted
-  ``expires_in`` is capped to it.
+A token never reaches further than the token that issued it: what it holds (tenant, subject,
+teams, scopes, base allow-list) is within its issuer's as ``knowledge.domain.token_reach`` defines
+it, checked here by ``overreach`` and nowhere else. In short, an issuer holding ``knowledge:admin``
+and no base allow-list (a tenant administrator; ``platform:admin``: of any tenant) issues for any
+subject and teams of its tenant; an allow-listed one only for its own subject and teams, inside its
+allow-list (passed on when none is asked for). Scopes are a subset of the issuer's; expiry is never
+later than the issuer's own token (``Principal.expires_at``): a longer or omitted ``expires_in`` is
+capped to it.
 
 Lineage: a token minted by a token records it as its issuer, after the issuer's own ancestors
 (``TokenRecord.ancestor_token_ids``). The issuer's record is re-read (strongly consistent) before
@@ -17,42 +15,35 @@ minting, so a token revoked since the authorizer cached its answer cannot mint; 
 at the same moment as a revocation still carries the revoked token in its lineage, so it never
 authenticates (``TokenService.rejection``). A token with ``MAX_LINEAGE_DEPTH`` ancestors cannot mint.
 
-Revocation follows the same rule: a principal revokes exactly the tokens it could have issued
-(its tenant, or any with ``platform:admin``; scopes it holds; an allow-list inside its own when it
-has one). Any other token, an unknown one and a malformed ``token_id`` answer the same
-``ResourceUnavailableError``, so token ids never leak across tenants. Revoking twice is a no-op,
+Revocation follows the same rule: a principal revokes exactly the tokens it could have issued,
+expiry aside (an expiring administrator may revoke a token that outlives it). Any other token, an
+unknown one and a malformed ``token_id`` answer the same ``ResourceUnavailableError``, so token ids
+never leak across tenants. Revoking twice is a no-op,
 and revoking a token revokes every descendant with it. Listing shows exactly the tokens a
 principal may revoke, one tenant at a time.
 
-Errors: ``InsufficientScopeError`` (403; ``details.required_scope``, ``details.missing_scopes``,
-``details.knowledge_base_ids``, ``details.tenant_id`` or ``details.max_lineage_depth`` name the
-reason), ``AuthenticationRequiredError`` (401: the caller's token was revoked or expired since the
-authorizer accepted it), ``ResourceUnavailableError`` (404), ``RequestValidationError`` (400: a
+Errors: ``InsufficientScopeError`` (403; ``details.required_scope``, ``details.tenant_id``,
+``details.missing_scopes``, ``details.knowledge_base_ids``, ``details.subject_id``,
+``details.team_ids`` or ``details.max_lineage_depth`` name the reason),
+``AuthenticationRequiredError`` (401: the caller's token was revoked or expired since the authorizer
+accepted it), ``ResourceUnavailableError`` (404), ``RequestValidationError`` (400: a
 foreign ``next_token``), ``DependencyUnavailableError`` (503).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import timedelta
 
 from knowledge.domain.bearer_tokens import TokenRejection, is_token_id
 from knowledge.domain.models import Permission, Principal, TokenRecord
+from knowledge.domain.token_reach import TokenGrant, overreach
 from knowledge.domain.write_contract import CreateTokenRequest, TokenEntry, TokenList, TokenResponse
 from knowledge.errors import AuthenticationRequiredError, InsufficientScopeError, ResourceUnavailableError
 from knowledge.observability import logger
 from knowledge.ports import TokenStore
 from knowledge.services.access import require_scope
 from knowledge.services.tokens import MAX_LINEAGE_DEPTH, TokenService
-
-
-@dataclass(frozen=True)
-class TokenGrant:
-    """What an authorized ``POST /v1/tokens`` may issue: the tenant and the base allow-list."""
-
-    tenant_id: str
-    knowledge_base_ids: list[str] | None
 
 
 class TokenAdministration:
@@ -64,22 +55,23 @@ class TokenAdministration:
         self._tokens = tokens
 
     def authorize_issue(self, principal: Principal, request: CreateTokenRequest) -> TokenGrant:
-        """Check that ``principal`` may issue the token ``request`` asks for (without issuing it)."""
-        require_scope(principal, Permission.ADMIN)
-        tenant_id = request.tenant_id or principal.tenant_id
-        if tenant_id != principal.tenant_id:
-            require_scope(principal, Permission.PLATFORM_ADMIN)
-            if principal.knowledge_base_ids is not None:
-                raise InsufficientScopeError(
-                    "A token with a knowledge base allow-list can only issue tokens for its own tenant.",
-                    {"tenant_id": tenant_id},
-                )
-        missing = sorted(scope.value for scope in set(request.scopes) if not principal.has_scope(scope))
-        if missing:
-            raise InsufficientScopeError(
-                "A token cannot hold scopes its issuer lacks.", {"missing_scopes": missing}
-            )
-        return TokenGrant(tenant_id=tenant_id, knowledge_base_ids=_allow_list(principal, request))
+        """What the token ``request`` asks for would hold (without issuing it): the tenant
+        (default: the caller's), subject, teams, scopes and base allow-list (the caller's own when
+        it has one and none is asked for). ``InsufficientScopeError`` unless it is within
+        ``principal`` (``token_reach.overreach``, whose ``details`` name the part refused)."""
+        own = principal.knowledge_base_ids
+        asked = None if request.knowledge_base_ids is None else frozenset(request.knowledge_base_ids)
+        grant = TokenGrant(
+            tenant_id=request.tenant_id or principal.tenant_id,
+            subject_id=request.subject_id,
+            team_ids=frozenset(request.team_ids),
+            scopes=frozenset(scope.value for scope in request.scopes),
+            knowledge_base_ids=own if asked is None else asked,
+        )
+        refusal = overreach(principal, grant)
+        if refusal is not None:
+            raise refusal
+        return grant
 
     def issue(self, principal: Principal, request: CreateTokenRequest) -> TokenResponse:
         """A new bearer token, returned once (only its hash, the ``token_id``, is stored), with
@@ -88,9 +80,9 @@ class TokenAdministration:
         ancestors = self._lineage_of(principal)
         token, record = self._tokens.issue(
             tenant_id=grant.tenant_id,
-            subject_id=request.subject_id,
-            scopes=[scope.value for scope in request.scopes],
-            team_ids=request.team_ids,
+            subject_id=grant.subject_id,
+            scopes=grant.scopes,
+            team_ids=grant.team_ids,
             knowledge_base_ids=grant.knowledge_base_ids,
             expires_in=timedelta(seconds=request.expires_in) if request.expires_in is not None else None,
             not_after=principal.expires_at,
@@ -189,22 +181,6 @@ class TokenAdministration:
         )
 
 
-def _allow_list(principal: Principal, request: CreateTokenRequest) -> list[str] | None:
-    """The new token's base allow-list: the issuer's own when none is asked for, and never wider."""
-    own = principal.knowledge_base_ids
-    if own is None:
-        return request.knowledge_base_ids
-    if request.knowledge_base_ids is None:
-        return sorted(own)
-    outside = sorted(set(request.knowledge_base_ids) - own)
-    if outside:
-        raise InsufficientScopeError(
-            "A token cannot admit knowledge bases outside its issuer's allow-list.",
-            {"knowledge_base_ids": outside},
-        )
-    return request.knowledge_base_ids
-
-
 def _revoked_ancestor(record: TokenRecord, ancestors: Mapping[str, TokenRecord]) -> str | None:
     """The revoked ancestor of ``record`` closest to its root, when one is stored."""
     return next(
@@ -218,13 +194,5 @@ def _revoked_ancestor(record: TokenRecord, ancestors: Mapping[str, TokenRecord])
 
 
 def _may_revoke(principal: Principal, record: TokenRecord) -> bool:
-    """True when ``principal`` could have issued ``record`` (see the module docs)."""
-    own = principal.knowledge_base_ids
-    if record.tenant_id != principal.tenant_id and (
-        own is not None or not principal.has_scope(Permission.PLATFORM_ADMIN)
-    ):
-        return False
-    held = principal.scopes
-    if Permission.PLATFORM_ADMIN.value not in held and not record.scopes <= held:
-        return False
-    return own is None or (record.knowledge_base_ids is not None and record.knowledge_base_ids <= own)
+    """True when ``principal`` could have issued ``record``, expiry aside (see the module docs)."""
+    return overreach(principal, TokenGrant.of(record)) is None

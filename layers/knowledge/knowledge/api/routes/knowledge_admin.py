@@ -383,7 +383,9 @@ def archive_knowledge_item(
     description=(
         "Needs `knowledge:admin`; another tenant needs `platform:admin` and a caller without a base "
         "allow-list. The token holds at most the caller's scopes and allow-list, and expires no later "
-        "than the caller's own token (`expires_in` is capped; `expires_at` tells when). `token_id` "
+        "than the caller's own token (`expires_in` is capped; `expires_at` tells when). A caller "
+        "with a base allow-list mints only for its own `subject_id` and a subset of its own "
+        "`team_ids`; one without (a tenant administrator) for any. `token_id` "
         "(the token's SHA-256, not secret) names it for revocation; `issuer_token_id` is the "
         "caller's token, whose revocation revokes this one too. The answer echoes the token's "
         "scopes and allow-list; an empty `knowledge_base_ids` is refused (400 validation_error). "
@@ -409,7 +411,8 @@ def create_token(
         "Needs `knowledge:admin`; lists the tokens of `tenant_id` (default: the caller's; another "
         "tenant needs `platform:admin` and no allow-list) that the caller could revoke: those "
         "holding no scope the caller lacks and, for an allow-listed caller, an allow-list inside "
-        "its own. Revoked and expired tokens are listed too; `revoked` is true when the token or "
+        "its own, its `subject_id` and teams among its own. Revoked and expired tokens are listed "
+        "too; `revoked` is true when the token or "
         "an ancestor (`revoked_ancestor_token_id`) was revoked. A token issued a moment ago may "
         "take a moment to appear (the listing reads an index)."
     ),
@@ -438,8 +441,9 @@ def list_tokens(
     summary="Revoke a token by its `token_id` (the SHA-256 hex that POST /v1/tokens answered).",
     description=(
         "Needs `knowledge:admin` in the token's tenant (`platform:admin`: any tenant) and the reach "
-        "to have issued it (its scopes, and its allow-list inside the caller's when the caller has "
-        "one). Every token it minted, and every token those minted, stops authenticating with it. "
+        "to have issued it (its scopes, and its allow-list inside the caller's, its subject the "
+        "caller's and its teams among the caller's when the caller has an allow-list). Every "
+        "token it minted, and every token those minted, stops authenticating with it. "
         "Idempotent: revoking a revoked token answers 204 too. Another tenant's, an unknown or "
         "a malformed `token_id` answers 404. The authorizer caches answers for 300 s, so a revoked "
         "token can be accepted for up to 5 minutes."
