@@ -155,7 +155,8 @@ def test_small_document_is_indexed_between_the_parts_of_a_large_one(
     reader = StreamReader()
     large = publish(world, "acme", "Plant four log", large_text(200_000, TAIL_WORD))
     assert run_indexer(reader.read()) == []
-    assert queue.poll_once() and queue.poll_once()  # the large revision's indexing is under way
+    assert queue.poll_once()
+    assert queue.poll_once()
     small = publish(world, tenant, "Badge office", "The badge office opens at nine on weekdays.")
     started = time.monotonic()
     assert run_indexer(reader.read()) == []
@@ -255,6 +256,24 @@ def test_late_part_of_an_older_revision_does_not_regress_the_index(
     token = world.token("acme")
     assert found_items(world.search(token, TAIL_WORD, mode="lexical")) == {first.knowledge_item_id}
     assert found_items(world.search(token, "basilisk", mode="lexical")) == set()
+
+
+def test_part_planned_for_another_part_layout_is_dropped_unwritten(
+    world: SearchWorld, queue: WorkQueue
+) -> None:
+    reader = StreamReader()
+    item = publish(world, "acme", "Plant four log", large_text(30_000, TAIL_WORD))
+    assert run_indexer(reader.read()) == []
+    planned = IndexWork.model_validate_json(
+        queue.sqs.receive_message(QueueUrl=queue.url, MaxNumberOfMessages=1)["Messages"][0]["Body"]
+    )
+    older_layout = planned.model_copy(update={"part": 1, "parts": 2})  # 15,000-character parts
+
+    assert queue.deliver(older_layout.model_dump_json()) == []
+    world.index.refresh()
+
+    assert len(world.index) == 0
+    assert indexed_revision(world, item) is None
 
 
 def test_malformed_work_message_is_reported_failed(world: SearchWorld, queue: WorkQueue) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -38,10 +40,13 @@ def test_boundaries_move_back_to_the_paragraph_break_before_them() -> None:
     cut = spans(text)
 
     assert len(cut) == part_count(len(text)) == 3
-    for (_, end), (start, _) in zip(cut, cut[1:], strict=False):
+    for (_, end), (start, _) in itertools.pairwise(cut):
         assert end == start
         assert text[start - 2 : start] == "\n\n"
-        assert PART_TARGET_CHARS - BOUNDARY_REACH_CHARS < start % PART_TARGET_CHARS or start % PART_TARGET_CHARS == 0
+        assert (
+            start % PART_TARGET_CHARS > PART_TARGET_CHARS - BOUNDARY_REACH_CHARS
+            or start % PART_TARGET_CHARS == 0
+        )
 
 
 def test_a_boundary_without_any_break_in_reach_stays_nominal() -> None:
@@ -57,13 +62,15 @@ _PIECES = st.sampled_from(["word ", "sentence. ", "line\n", "\n\n", "x" * 700, "
 
 
 @settings(max_examples=60, deadline=None)
-@given(pieces=st.lists(_PIECES, max_size=120), filler=st.integers(min_value=0, max_value=3 * PART_TARGET_CHARS))
+@given(
+    pieces=st.lists(_PIECES, max_size=120), filler=st.integers(min_value=0, max_value=3 * PART_TARGET_CHARS)
+)
 def test_parts_tile_the_revision_and_stay_bounded(pieces: list[str], filler: int) -> None:
     text = ("y" * filler) + "".join(pieces) * 20
     cut = spans(text)
 
     assert cut[0][0] == 0
     assert cut[-1][1] == len(text)
-    assert all(end == start for (_, end), (start, _) in zip(cut, cut[1:], strict=False))
+    assert all(end == start for (_, end), (start, _) in itertools.pairwise(cut))
     assert all(0 <= end - start < PART_TARGET_CHARS + BOUNDARY_REACH_CHARS for start, end in cut)
     assert all(end > start for start, end in cut) or len(text) == 0

@@ -3,9 +3,10 @@
 Each ``IndexWork`` is one message whose body is its JSON and whose ``MessageGroupId`` is its tenant;
 messages go out with ``SendMessageBatch``, ten per request (SQS's limit). On a standard queue the
 group makes it an SQS fair queue: when one tenant's messages pile up, SQS delivers the other
-tenants' first, so a tenant indexing many large revisions does not hold up the others. Errors: a failed request or any entry SQS
-refuses raises ``DependencyUnavailableError`` (retryable); entries already sent stay sent, which is
-harmless because index work is idempotent.
+tenants' first, so a tenant indexing many large revisions does not hold up the others.
+
+Errors: a failed request or any entry SQS refuses raises ``DependencyUnavailableError``
+(retryable); entries already sent stay sent, which is harmless because index work is idempotent.
 """
 
 from __future__ import annotations
