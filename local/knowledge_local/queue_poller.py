@@ -9,6 +9,11 @@ the reported ``batchItemFailures`` (message ids) with ``ReportBatchItemFailures`
 fails the whole batch). Messages left undeleted become visible again after the queue's visibility
 timeout, and the queue's redrive policy moves them to its dead-letter queue after
 ``maxReceiveCount`` receives.
+
+Lambda polls a queue with several pollers and runs up to the mapping's ``MaximumConcurrency``
+invocations at once, so one slow batch does not hold up the messages behind it. Locally each
+``QueuePoller`` delivers one batch at a time, and the runtime starts ``pollers_for(source)`` of them
+per mapping: ``MaximumConcurrency``, at most ``LOCAL_CONCURRENCY``.
 """
 
 from __future__ import annotations
@@ -30,16 +35,31 @@ IDLE_INTERVAL_SECONDS = 0.2
 """Pause after an empty receive. Receives are short polls: a long poll would hold the queue's
 visibility timeout from its start, so a change of it (tests shorten it) would not apply at once."""
 MAX_MESSAGES_PER_RECEIVE = 10
+LOCAL_CONCURRENCY = 2
+"""Pollers per queue mapping at most, locally: two cores' worth. Two are enough for a small
+document's index work to run while a large revision's part takes the other."""
+
+
+def pollers_for(source: EventSourceSpec) -> int:
+    """How many ``QueuePoller`` the runtime starts for the queue mapping ``source``."""
+    return max(1, min(source.maximum_concurrency or LOCAL_CONCURRENCY, LOCAL_CONCURRENCY))
 
 
 class QueuePoller(Poller):
     """Polls ``queue_url`` (ARN ``queue_arn``) with ``sqs`` (a boto3 client) into
-    ``source.function`` through ``invoker``."""
+    ``source.function`` through ``invoker``; ``number`` tells the pollers of one mapping apart."""
 
     def __init__(
-        self, source: EventSourceSpec, queue_url: str, queue_arn: str, sqs: Any, invoker: Invocations
+        self,
+        source: EventSourceSpec,
+        queue_url: str,
+        queue_arn: str,
+        sqs: Any,
+        invoker: Invocations,
+        *,
+        number: int = 0,
     ) -> None:
-        super().__init__(f"queue-{source.function.logical_id}")
+        super().__init__(f"queue-{source.function.logical_id}-{number}")
         self._source = source
         self._queue_url = queue_url
         self._queue_arn = queue_arn

@@ -13,9 +13,9 @@ Read from the template:
   ``RedrivePolicy`` whose ``deadLetterTargetArn`` names another queue of the template).
 - ``AWS::Serverless::Function`` events of type ``DynamoDB`` (``Stream: !GetAtt Table.StreamArn``)
   and ``SQS`` (``Queue: !GetAtt Queue.Arn``) with ``BatchSize``, ``StartingPosition``,
-  ``FunctionResponseTypes``, ``MaximumRetryAttempts``, ``FilterCriteria`` and an SQS
-  ``DestinationConfig.OnFailure``; defaults are Lambda's (batch size 100 for streams and 10 for
-  queues, retries until the record expires).
+  ``FunctionResponseTypes``, ``MaximumRetryAttempts``, ``FilterCriteria``, an SQS
+  ``ScalingConfig.MaximumConcurrency`` and a stream's ``DestinationConfig.OnFailure``; defaults
+  are Lambda's (batch size 100 for streams and 10 for queues, retries until the record expires).
 
 Physical names: ``TableName`` / ``QueueName`` when the template gives one (``!Sub`` resolved with
 parameter defaults and pseudo parameters), else the logical id, as a stack would derive its own.
@@ -109,6 +109,9 @@ class EventSourceSpec:
     filter_patterns: tuple[str, ...] = ()
     on_failure: str | None = None
     """Logical id of the queue of ``DestinationConfig.OnFailure`` (streams)."""
+    maximum_concurrency: int | None = None
+    """``ScalingConfig.MaximumConcurrency`` (queues): invocations of the mapping at once at most;
+    ``None``: Lambda's own limit."""
 
 
 @dataclass(frozen=True)
@@ -249,9 +252,16 @@ def _event_sources(
                 on_failure=_referenced_resource(
                     ((config.get("DestinationConfig") or {}).get("OnFailure") or {}).get("Destination")
                 ),
+                maximum_concurrency=_maximum_concurrency(config.get("ScalingConfig")),
             )
         )
     return sources
+
+
+def _maximum_concurrency(scaling: Any) -> int | None:
+    if not isinstance(scaling, Mapping) or scaling.get("MaximumConcurrency") is None:
+        return None
+    return int(scaling["MaximumConcurrency"])
 
 
 def _filter_patterns(criteria: Any) -> tuple[str, ...]:

@@ -63,7 +63,7 @@ from knowledge_local.invoker import InvocationError, Invoker
 from knowledge_local.opensearch_node import OpenSearchNode, claim_cluster, start_node
 from knowledge_local.poller import Poller
 from knowledge_local.provisioning import Provisioned, aws_client, provision
-from knowledge_local.queue_poller import QueuePoller
+from knowledge_local.queue_poller import QueuePoller, pollers_for
 from knowledge_local.resources import StackSpec, load_stack
 from knowledge_local.routes import FunctionSpec
 from knowledge_local.shared_services import SharedServices
@@ -391,24 +391,30 @@ class LocalStack:
     def _start_pollers(self, provisioned: Provisioned, endpoint_url: str, invoker: Invoker) -> None:
         streams, sqs = aws_client("dynamodbstreams", endpoint_url), aws_client("sqs", endpoint_url)
         for source in self.spec.event_sources:
-            poller: Poller
+            pollers: list[Poller]
             if source.kind == "dynamodb":
                 stream_arn = provisioned.tables[source.source].stream_arn
                 if stream_arn is None:
                     log.warning("table has no stream; event source skipped", extra={"table": source.source})
                     continue
-                poller = StreamPoller(
-                    source,
-                    stream_arn,
-                    streams,
-                    invoker,
-                    on_failure=_sender(sqs, provisioned, source.on_failure),
-                )
+                pollers = [
+                    StreamPoller(
+                        source,
+                        stream_arn,
+                        streams,
+                        invoker,
+                        on_failure=_sender(sqs, provisioned, source.on_failure),
+                    )
+                ]
             else:
                 queue = provisioned.queues[source.source]
-                poller = QueuePoller(source, queue.url, queue.arn, sqs, invoker)
-            poller.start()
-            self._pollers.append(poller)
+                pollers = [
+                    QueuePoller(source, queue.url, queue.arn, sqs, invoker, number=number)
+                    for number in range(pollers_for(source))
+                ]
+            for poller in pollers:
+                poller.start()
+                self._pollers.append(poller)
 
 
 def _say_indented(message: str) -> None:

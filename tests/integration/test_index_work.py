@@ -17,7 +17,7 @@ import pytest
 from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
 from knowledge.adapters.sqs_work_queue import SqsWorkQueue
 from knowledge.bootstrap import build_container, use_container
-from knowledge.domain.index_work import FANOUT_WINDOW, IndexWork
+from knowledge.domain.index_work import FANOUT_WINDOW, IndexWork, part_count
 from knowledge.domain.models import KnowledgeItem, Permission, Principal, Source
 from tests.support.events import lambda_context
 from tests.support.queues import sqs_event, sqs_record
@@ -130,7 +130,7 @@ def test_large_revision_is_queued_in_parts_and_found_by_its_last_words(
     indexed_in = time.monotonic() - started
     world.index.refresh()
 
-    assert parts == 80  # 4,000,000 characters in parts of one 50,000-character page
+    assert parts == part_count(LARGE_CHARS) == 500
     assert indexed_revision(world, large) == large.current_revision_id
     assert found_items(world.search(world.token("acme"), TAIL_WORD, mode="lexical")) == {
         large.knowledge_item_id
@@ -143,14 +143,21 @@ def test_large_revision_is_queued_in_parts_and_found_by_its_last_words(
     assert enqueued_in < 5.0
 
 
-def test_small_document_of_another_tenant_is_indexed_while_large_parts_are_pending(
-    world: SearchWorld, queue: WorkQueue
+def delivered_items(queue: WorkQueue) -> list[str]:
+    """The item of every message the consumer took, in order."""
+    return [IndexWork.model_validate_json(body).knowledge_item_id for body in queue.delivered]
+
+
+@pytest.mark.parametrize("tenant", ["acme", "globex"], ids=["same tenant", "another tenant"])
+def test_small_document_is_indexed_between_the_parts_of_a_large_one(
+    world: SearchWorld, queue: WorkQueue, tenant: str
 ) -> None:
     reader = StreamReader()
-    large = publish(world, "acme", "Plant four log", large_text(1_000_000, TAIL_WORD))
+    large = publish(world, "acme", "Plant four log", large_text(200_000, TAIL_WORD))
     assert run_indexer(reader.read()) == []
-    assert queue.poll_once()  # the large revision's indexing is under way
-    small = publish(world, "globex", "Badge office", "The badge office opens at nine on weekdays.")
+    assert queue.poll_once()
+    assert queue.poll_once()
+    small = publish(world, tenant, "Badge office", "The badge office opens at nine on weekdays.")
     started = time.monotonic()
     assert run_indexer(reader.read()) == []
 
@@ -160,13 +167,39 @@ def test_small_document_of_another_tenant_is_indexed_while_large_parts_are_pendi
         taken += 1
     latency = time.monotonic() - started
 
+    assert taken <= FANOUT_WINDOW + 1  # at most the large one's part queued before it, then itself
     assert indexed_revision(world, large) is None
-    assert queue.waiting() > 0
-    assert taken <= FANOUT_WINDOW + 1
-    assert found_items(world.search(world.token("globex"), "badge office")) == {small.knowledge_item_id}
+    assert queue.waiting() == FANOUT_WINDOW
+    assert found_items(world.search(world.token(tenant), "badge office", mode="lexical")) == {
+        small.knowledge_item_id
+    }
     print(f"\nsmall document indexed {latency:.2f} s after its publish, {taken} messages taken")
     queue.drain()
+    order = delivered_items(queue)
+    place = order.index(small.knowledge_item_id)
+    assert order[:place].count(large.knowledge_item_id) >= 2
+    assert order[place + 1 :].count(large.knowledge_item_id) == part_count(200_000) - place
     assert indexed_revision(world, large) == large.current_revision_id
+    assert found_items(world.search(world.token("acme"), TAIL_WORD, mode="lexical")) == {
+        large.knowledge_item_id
+    }
+
+
+def test_large_revisions_written_together_take_turns(world: SearchWorld, queue: WorkQueue) -> None:
+    reader = StreamReader()
+    first = publish(world, "acme", "Plant four log", large_text(40_000, "basilisk"))
+    second = publish(world, "globex", "Plant five log", large_text(40_000, TAIL_WORD))
+    assert run_indexer(reader.read()) == []
+
+    assert queue.drain() == 2 * part_count(40_000)
+
+    order = delivered_items(queue)
+    assert order == [first.knowledge_item_id, second.knowledge_item_id] * part_count(40_000)
+    assert indexed_revision(world, first) == first.current_revision_id
+    assert indexed_revision(world, second) == second.current_revision_id
+    assert found_items(world.search(world.token("globex"), TAIL_WORD, mode="lexical")) == {
+        second.knowledge_item_id
+    }
 
 
 def test_replayed_and_duplicated_part_messages_change_nothing(world: SearchWorld, queue: WorkQueue) -> None:
@@ -223,6 +256,24 @@ def test_late_part_of_an_older_revision_does_not_regress_the_index(
     token = world.token("acme")
     assert found_items(world.search(token, TAIL_WORD, mode="lexical")) == {first.knowledge_item_id}
     assert found_items(world.search(token, "basilisk", mode="lexical")) == set()
+
+
+def test_part_planned_for_another_part_layout_is_dropped_unwritten(
+    world: SearchWorld, queue: WorkQueue
+) -> None:
+    reader = StreamReader()
+    item = publish(world, "acme", "Plant four log", large_text(30_000, TAIL_WORD))
+    assert run_indexer(reader.read()) == []
+    planned = IndexWork.model_validate_json(
+        queue.sqs.receive_message(QueueUrl=queue.url, MaxNumberOfMessages=1)["Messages"][0]["Body"]
+    )
+    older_layout = planned.model_copy(update={"part": 1, "parts": 2})  # 15,000-character parts
+
+    assert queue.deliver(older_layout.model_dump_json()) == []
+    world.index.refresh()
+
+    assert len(world.index) == 0
+    assert indexed_revision(world, item) is None
 
 
 def test_malformed_work_message_is_reported_failed(world: SearchWorld, queue: WorkQueue) -> None:

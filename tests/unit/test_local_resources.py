@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from knowledge_local.queue_poller import LOCAL_CONCURRENCY, pollers_for
 from knowledge_local.resources import TemplateError, load_stack
 from tests.support.template import TEMPLATE, create_table_kwargs
 
@@ -62,3 +64,15 @@ def test_load_stack_event_source_naming_an_unknown_queue_is_a_template_error(tmp
 
     with pytest.raises(TemplateError, match="Elsewhere"):
         load_stack(broken)
+
+
+def test_queue_mappings_get_their_maximum_concurrency_in_pollers_up_to_the_local_limit() -> None:
+    sources = {source.function.logical_id: source for source in load_stack(TEMPLATE).event_sources}
+    worker = sources["IndexWorkerFunction"]
+    unbounded = load_stack(POLLERS).event_sources[-1]
+
+    assert (worker.batch_size, worker.maximum_concurrency) == (1, 10)
+    assert pollers_for(worker) == LOCAL_CONCURRENCY == 2
+    assert pollers_for(replace(worker, maximum_concurrency=1)) == 1
+    assert (unbounded.kind, unbounded.maximum_concurrency) == ("sqs", None)
+    assert pollers_for(unbounded) == LOCAL_CONCURRENCY

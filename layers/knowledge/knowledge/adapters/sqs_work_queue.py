@@ -1,9 +1,12 @@
 """``SqsWorkQueue``: the ``WorkQueue`` port on an SQS queue (the index work queue).
 
-Each ``IndexWork`` is one message whose body is its JSON; messages go out with
-``SendMessageBatch``, ten per request (SQS's limit). Errors: a failed request or any entry SQS
-refuses raises ``DependencyUnavailableError`` (retryable); entries already sent stay sent, which is
-harmless because index work is idempotent.
+Each ``IndexWork`` is one message whose body is its JSON and whose ``MessageGroupId`` is its tenant;
+messages go out with ``SendMessageBatch``, ten per request (SQS's limit). On a standard queue the
+group makes it an SQS fair queue: when one tenant's messages pile up, SQS delivers the other
+tenants' first, so a tenant indexing many large revisions does not hold up the others.
+
+Errors: a failed request or any entry SQS refuses raises ``DependencyUnavailableError``
+(retryable); entries already sent stay sent, which is harmless because index work is idempotent.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ class SqsWorkQueue:
         """Send every entry of ``work`` (nothing for an empty sequence)."""
         for start in range(0, len(work), _BATCH):
             entries = [
-                {"Id": str(number), "MessageBody": entry.model_dump_json()}
+                {"Id": str(number), "MessageBody": entry.model_dump_json(), "MessageGroupId": entry.tenant_id}
                 for number, entry in enumerate(work[start : start + _BATCH])
             ]
             try:

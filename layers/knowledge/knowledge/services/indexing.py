@@ -20,11 +20,12 @@ What the index holds for an item (``sync_item``):
 
 With a work queue (``work``; SQS on AWS and in the local runtime) the stream consumer only reads
 and enqueues: a publishable item becomes ``IndexWork`` messages, one per part of its current
-revision (``index_work.part_count``: whole pages of about 50,000 characters), of which the first
-``FANOUT_WINDOW`` are sent at once; the work consumer indexes a part (``index_part``), writing it
-with ``SearchIndex.upsert_part`` at the item's version, and sends the part ``FANOUT_WINDOW``
-further on. So a large revision never holds up the stream, and another item's work waits behind
-at most ``FANOUT_WINDOW`` of its parts. A part planned for a version the item has left is dropped
+revision (``index_work.part_count``: about 8,000 characters each, a second or two of embedding),
+of which the first ``FANOUT_WINDOW`` (one) is sent at once; the work consumer indexes a part
+(``index_part``), writing it with ``SearchIndex.upsert_part`` at the item's version, and then sends
+the next part, which queues behind whatever arrived meanwhile. So a large revision never holds up
+the stream, every item being indexed holds one place in the queue, and another item's work waits
+for at most one part of each. A part planned for a version the item has left is dropped
 (the newer version's own change queued its parts), and the index refuses it anyway. The
 ``indexed_revision_id`` mark is set by the part whose write completed the version. Without a work
 queue (tests, scripts) the same parts are indexed in process, one after another.
@@ -48,7 +49,14 @@ from typing import TYPE_CHECKING
 
 from knowledge.domain.changes import ChangeKind, StoreChange
 from knowledge.domain.chunking import Chunker
-from knowledge.domain.index_work import FANOUT_WINDOW, ORDINAL_STRIDE, IndexWork, part_chars, part_count
+from knowledge.domain.index_work import (
+    FANOUT_WINDOW,
+    ORDINAL_STRIDE,
+    IndexWork,
+    part_count,
+    part_span,
+    part_window,
+)
 from knowledge.domain.models import BaseStatus, ItemStatus, KnowledgeBase, KnowledgeItem, Revision
 from knowledge.domain.retrieval import IndexedItem
 from knowledge.errors import ConflictError, DependencyUnavailableError, ResourceUnavailableError
@@ -192,6 +200,10 @@ class IndexingService:
         write them with ``upsert_part``; set the indexed mark when the version is complete, and
         send the part ``FANOUT_WINDOW`` further on unless the index already holds it.
 
+        A message planned for another part layout (``parts`` other than ``part_count`` of the
+        revision: sent before a change of ``PART_TARGET_CHARS``) is dropped, never written at the
+        wrong offsets.
+
         Answers ``INDEXED`` (the version is complete), ``PARTIAL``, ``SUPERSEDED`` (the item left
         the planned version or revision, or the index holds a newer one) or ``SKIPPED`` (its base
         is inactive or missing). Errors propagate (``DependencyUnavailableError``), so the message
@@ -213,10 +225,17 @@ class IndexingService:
         if base is None or base.status is not BaseStatus.ACTIVE:
             return IndexAction.SKIPPED
         revision = self._revision(item)
-        size = part_chars(revision.page_size)
-        offset = min(work.part * size, revision.total_chars)
-        window = self._store.read_content(revision, offset=offset, limit=size)
-        entry = self._build(item, base, revision, window.text, offset=window.offset, part=work.part)
+        if work.parts != part_count(revision.total_chars):
+            logger.warning(
+                "index work of another part layout dropped",
+                extra={"knowledge_item_id": work.knowledge_item_id, "parts": work.parts},
+            )
+            return IndexAction.SUPERSEDED
+        offset, limit = part_window(work.part, revision.total_chars)
+        window = self._store.read_content(revision, offset=offset, limit=limit)
+        start, end = part_span(window.text, window.offset, part=work.part, total_chars=revision.total_chars)
+        text = window.text[start - window.offset : end - window.offset]
+        entry = self._build(item, base, revision, text, offset=start, part=work.part)
         outcome = self._index.upsert_part(entry, part=work.part, parts=work.parts)
         if not outcome.written:
             return IndexAction.SUPERSEDED
@@ -365,7 +384,7 @@ class IndexingService:
 
     def _plan(self, item: KnowledgeItem) -> list[IndexWork]:
         revision = self._revision(item)
-        parts = part_count(revision.total_chars, revision.page_size)
+        parts = part_count(revision.total_chars)
         return [
             IndexWork(
                 tenant_id=item.tenant_id,
