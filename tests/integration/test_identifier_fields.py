@@ -14,7 +14,7 @@ from moto import mock_aws
 from knowledge.bootstrap import use_container
 from tests.conftest import TABLE_NAME
 from tests.support.admin import admin_event, invoke_admin
-from tests.support.memory import call, memory_token
+from tests.support.memory import SHARING, call, memory_token
 from tests.support.rest import Reply, SearchWorld, error_body, new_world
 from tests.support.template import create_table_kwargs
 
@@ -271,7 +271,7 @@ def test_identifiers_of_visible_characters_are_accepted(world: SearchWorld, toke
         token, "POST", "/v1/tokens", {"subject_id": value, "team_ids": [value], "scopes": ["memory:write"]}
     )
     assert minted.status == 201, minted.text
-    writer = memory_token(world, value, team_ids=[value])
+    writer = memory_token(world, value, team_ids=[value], scopes=SHARING)
 
     remembered = call(
         "POST",
