@@ -79,7 +79,9 @@ class RuntimeSettings(BaseSettings):
         description="execution environments (processes) per function at most",
     )
     knowledge_persist: bool = Field(
-        default=False, description="keep the table in the state directory across restarts"
+        default=True,
+        description="keep the tables and the ingest queues in the state directory, every write on "
+        "disk (journal, snapshot) before it is answered; false: in memory only, gone at stop",
     )
     knowledge_authorizer_cache: bool = Field(
         default=False,
