@@ -49,7 +49,7 @@ test: lint typecheck lint-template  ## every gate: ruff, mypy, cfn-lint, sam val
 unit: install  ## unit tests only
 	$(BIN)/pytest tests/unit -q
 
-FUZZ_TESTS := tests/unit/services/test_isolation_properties.py tests/integration/test_api_fuzz.py tests/integration/test_mcp_fuzz.py
+FUZZ_TESTS := tests/unit/services/test_isolation_properties.py tests/integration/test_api_fuzz.py tests/integration/test_mcp_fuzz.py tests/e2e/test_crash_recovery.py
 
 fuzz: install  ## the long isolation properties and REST/MCP fuzzing (thousands of cases; docs/reliability.md)
 	KNOWLEDGE_FUZZ=long POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/pytest -q -p no:cacheprovider -p no:logging --hypothesis-show-statistics $(FUZZ_TESTS)

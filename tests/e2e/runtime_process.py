@@ -110,9 +110,11 @@ def start_runtime(
     port: int | None = None,
     aws_port: int | None = None,
     environment: Mapping[str, str] | None = None,
+    own_group: bool = False,
 ) -> RuntimeProcess:
     """Start the runtime on ``port``/``aws_port`` (default: free ones) with ``work_dir/state`` as its
-    state folder, seeding ``seed_dir`` (``None``: no seed); it is not waited for."""
+    state folder, seeding ``seed_dir`` (``None``: no seed); it is not waited for. ``own_group``:
+    in a new session, so that the whole runtime can be signalled at once (``os.killpg``)."""
     state_dir = work_dir / "state"
     log_path = work_dir / "runtime.log"
     port = port or free_port()
@@ -139,6 +141,7 @@ def start_runtime(
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
+            start_new_session=own_group,
         )
     return RuntimeProcess(process, log_path, state_dir, port, aws_port)
 
