@@ -51,7 +51,7 @@ unit: install  ## unit tests only
 
 FUZZ_TESTS := tests/unit/services/test_isolation_properties.py tests/integration/test_api_fuzz.py tests/integration/test_mcp_fuzz.py tests/e2e/test_crash_recovery.py
 
-fuzz: install  ## the long isolation properties and REST/MCP fuzzing (thousands of cases; docs/reliability.md)
+fuzz: install  ## the long isolation properties, REST/MCP fuzzing and 20 crash points (docs/reliability.md)
 	KNOWLEDGE_FUZZ=long POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/pytest -q -p no:cacheprovider -p no:logging --hypothesis-show-statistics $(FUZZ_TESTS)
 
 run: install  ## serve the API on http://127.0.0.1:3000 on embedded defaults (every setting: .venv/bin/python -m knowledge_local.runtime --help)

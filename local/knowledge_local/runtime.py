@@ -7,8 +7,8 @@ project's ``README.md`` and ``docs/`` (or ``KNOWLEDGE_SEED_DIR``) through the AP
 bar, waits until the index holds them, prints how to try it, and serves until SIGINT or SIGTERM.
 Settings: ``config``. Exit status: 0 after a clean stop; 1 when it cannot start (another runtime
 still serving from the same state directory, a port in use, a bad setting, an unreadable seed
-folder, a state directory it cannot create), with a one-line reason; such a failed start leaves no
-state directory behind that it created.
+folder, a state directory it cannot create, a damaged snapshot or journal), with a one-line
+reason; such a failed start leaves no state directory behind that it created.
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     # Imported only now: the handlers' Powertools objects read the environment set just above.
     from knowledge_local.documents import DocumentError
     from knowledge_local.invoker import stop_helper_processes
+    from knowledge_local.journal import JournalError
     from knowledge_local.opensearch_node import NodeError
     from knowledge_local.routes import TemplateError
     from knowledge_local.snapshot import SnapshotError
@@ -79,7 +80,14 @@ def main(argv: list[str] | None = None) -> int:
         _serve(stack, plan)
     except KeyboardInterrupt:
         print("\nStopping...", flush=True)
-    except (InstanceRunningError, PortInUseError, StateDirectoryError, SnapshotError, NodeError) as error:
+    except (
+        InstanceRunningError,
+        PortInUseError,
+        StateDirectoryError,
+        SnapshotError,
+        JournalError,
+        NodeError,
+    ) as error:
         print(error, file=sys.stderr)
         code = 1
     finally:

@@ -5,8 +5,9 @@
   "ingest_dlq_url", "opensearch_url"}`` (``opensearch_url`` is null on the embedded index);
 - ``dev-token``: the dev token (readable by its owner only);
 - ``embeddings.sqlite3``: the embedding cache, kept across runs so restarts embed nothing twice;
-- ``table.jsonl``: with ``KNOWLEDGE_PERSIST``, the table as the last clean stop left it
-  (``snapshot``).
+- ``table.jsonl`` and ``journal-<generation>.log``: with ``KNOWLEDGE_PERSIST`` (the default), the
+  tables and the ingest queues' messages: a snapshot and the write-ahead journal of every write
+  since (``durable_state``).
 
 One runtime owns a state directory at a time: ``running_instance`` tells whether the runtime that
 wrote ``endpoints.json`` still answers, so a second one can refuse to start instead of taking over

@@ -33,8 +33,10 @@ from tests.support.fuzzing import budget, is_long
 
 KILL_POINTS = budget(2, 20)
 WRITERS = 3
-LOAD_SECONDS = (2.0, 5.0)
-"""Each kill comes after a random time of load within these bounds."""
+LOAD_SECONDS = (0.5, 3.0)
+"""Each kill comes after a random time of load within these bounds, once every writer has had a
+write acknowledged (the functions' environments are started by then)."""
+WARM_UP_TIMEOUT_SECONDS = 90.0
 
 
 @dataclass
@@ -87,10 +89,19 @@ class Writer:
         self.queue_url = runtime.endpoints["ingest_queue_url"]
         self.token = runtime.token
         self.count = 0
+        self.warm = threading.Event()
 
     def run(self, stop: threading.Event) -> None:
         creating = [self.create_item, self.mint, self.remember, self.update_by_key, self.queue_document]
-        changing = [self.publish, self.archive, self.revoke, self.supersede, self.forget, self.pin, self.unpin]
+        changing = [
+            self.publish,
+            self.archive,
+            self.revoke,
+            self.supersede,
+            self.forget,
+            self.pin,
+            self.unpin,
+        ]
         operations = creating + 2 * changing  # a change with nothing to change is skipped at once
         try:
             while not stop.is_set():
@@ -123,6 +134,7 @@ class Writer:
 
     def _ack(self, kind: str) -> None:
         self.ledger.acknowledged[kind] += 1
+        self.warm.set()
 
     def _pick(self, pool: dict[str, Any], usable: Any) -> str | None:
         keys = [key for key, value in pool.items() if key not in self.ledger.uncertain and usable(value)]
@@ -445,6 +457,9 @@ def test_crash_recovery_kill_9_under_load_loses_no_acknowledged_write(tmp_path: 
             threads = [threading.Thread(target=writer.run, args=(stop,)) for writer in writers]
             for thread in threads:
                 thread.start()
+            deadline = time.monotonic() + WARM_UP_TIMEOUT_SECONDS
+            for writer in writers:
+                writer.warm.wait(max(deadline - time.monotonic(), 0))
             time.sleep(chooser.uniform(*LOAD_SECONDS))
             _kill_the_group(runtime)
             stop.set()
