@@ -17,7 +17,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 OPENSEARCH_NODE := $(BIN)/python -m knowledge_local.opensearch_node
 
-.PHONY: help install test lint typecheck unit fuzz run opensearch lint-template pr bench bench-install bench-relevance bench-memory bench-ingest bench-failover clean
+.PHONY: help install test lint typecheck unit fuzz run opensearch lint-template pr bench bench-install bench-relevance bench-memory bench-ingest bench-durability bench-failover clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -97,6 +97,9 @@ bench-memory: install  ## remember → searchable, search_memory p50/p95 at 10,0
 
 bench-ingest: install  ## SciFact + FastAPI pages through the write API into a local runtime: docs/s, RSS, stop time
 	$(BIN)/python -m bench.ingest --data-dir "$${DATA_DIR:-../shared/data}"
+
+bench-durability: install  ## durable local state: write p50 with KNOWLEDGE_PERSIST on vs off (interleaved), restart time with 5,000 SciFact documents, nothing embedded again
+	POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/python -m bench.durability --data-dir "$${DATA_DIR:-../shared/data}"
 
 bench-failover: install  ## two OpenSearch nodes, one killed under a search load: answers/s and failures/s, p50/p99 per phase, time to yellow, answers identical to the survivor's copy (about 4 minutes)
 	POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/python -m bench.failover
