@@ -253,7 +253,7 @@ class Writer:
         )
         if keyed is None or self.random.random() < 0.3:
             marker = self._marker()
-            key = f"key.{marker}"
+            key = f"key.{self.number}.{self.count}"  # not the marker: a key is no text to erase
             content = f"Keyed note {marker} version one."
             answer = self._send(
                 "POST", "/v1/tools/remember", marker, {"content": content, "semantic_key": key}
