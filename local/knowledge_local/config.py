@@ -66,7 +66,7 @@ class RuntimeSettings(BaseSettings):
     )
     knowledge_state_dir: Path = Field(
         default=DEFAULT_STATE_DIR,
-        description="endpoints, dev token and embedding cache; one runtime each",
+        description="endpoints, dev token, embedding cache and the kept state; one runtime each",
         json_schema_extra={"shown_default": ".knowledge"},
     )
     log_level: LogLevel = Field(
