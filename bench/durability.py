@@ -4,9 +4,12 @@ restart time of a runtime holding thousands of documents.
     make bench-durability                     # DATA_DIR=../shared/data by default
     python -m bench.durability --data-dir ../shared/data --documents 5000 --writes 200
 
-Two measurements, each on runtimes it starts itself (``python -m knowledge_local.runtime``, no
-seed, tenant quotas off, free ports):
+Three measurements, the last two on runtimes it starts itself (``python -m knowledge_local.runtime``,
+no seed, tenant quotas off, free ports):
 
+0. ``journal cost``: one moto server in this process, one ``TransactWriteItems`` (a 1.5 kB item,
+   as an item create sends) at a time, ``--writes`` × 3 each with the journal attached and not,
+   interleaved: what the journal adds to one DynamoDB write (its record and its ``fdatasync``);
 1. ``write cost``: two runtimes side by side, one with ``KNOWLEDGE_PERSIST=true`` (every write
    journaled and synced to disk before its answer) and one with ``KNOWLEDGE_PERSIST=false`` (in
    memory). ``--writes`` rounds; each round sends one ``remember`` and one item create (published)
@@ -41,10 +44,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.ingest import Runtime, cached_embeddings, scifact_documents
+from knowledge_local.aws_server import AwsServer
 from knowledge_local.client import KnowledgeClient
+from knowledge_local.durable_state import DurableState
 from knowledge_local.ingestion import ensure_base, ingest_into, wait_until_indexed
 from knowledge_local.journal import segments
 from knowledge_local.processes import descendants
+from knowledge_local.provisioning import aws_client
+from knowledge_local.resources import load_stack
 from knowledge_local.snapshot import SNAPSHOT_FILE
 from knowledge_local.state import PROJECT_ROOT
 
@@ -96,6 +103,37 @@ def kill(runtime: Runtime) -> None:
     for pid in children:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+
+
+# -- journal cost ---------------------------------------------------------------------------------
+
+
+def journal_cost(writes: int) -> None:
+    arguments = load_stack(PROJECT_ROOT / "template.yaml").table("KnowledgeTable").create_table_arguments
+    samples: dict[str, list[float]] = {"journaled": [], "in memory": []}
+    with AwsServer(port=0) as aws, tempfile.TemporaryDirectory(prefix="journal-") as scratch:
+        dynamodb = aws_client("dynamodb", aws.url)
+        tables = {"journaled": "bench-journaled", "in memory": "bench-in-memory"}
+        for name in tables.values():
+            dynamodb.create_table(**{**arguments, "TableName": name})
+        state = DurableState(Path(scratch))
+        state.restore(aws, tables=[tables["journaled"]], kept_queues=[])
+        for number in range(writes):
+            for label in random.sample(list(tables), len(tables)):
+                aws.attach_journal(state if label == "journaled" else None)
+                item = {"PK": {"S": f"T#bench#ITEM#{number}"}, "SK": {"S": "META"}, "text": {"S": "x" * 1500}}
+                started = time.perf_counter()
+                dynamodb.transact_write_items(
+                    TransactItems=[{"Put": {"TableName": tables[label], "Item": item}}]
+                )
+                samples[label].append(time.perf_counter() - started)
+        aws.attach_journal(state)
+        state.close()
+    print(f"journal cost: {writes} TransactWriteItems each way, interleaved")
+    for label, values in samples.items():
+        values.sort()
+        p50, p90 = statistics.median(values), values[int(0.9 * (len(values) - 1))]
+        print(f"  {label:<10} p50 {p50 * 1000:6.2f} ms  p90 {p90 * 1000:6.2f} ms")
 
 
 # -- write cost -----------------------------------------------------------------------------------
@@ -211,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-write-cost", action="store_true", help="measure the restart only")
     args = parser.parse_args(argv)
     if not args.skip_write_cost:
+        journal_cost(args.writes * 3)
         write_cost(args.writes)
     if not args.skip_restart:
         restart(args.data_dir, args.state_dir, args.documents)
