@@ -32,6 +32,8 @@ FRAME = struct.Struct(">II")
 """Header of a frame: payload length in bytes, CRC-32 of the payload."""
 SEGMENT_PATTERN = re.compile(r"^journal-(\d{10})\.log$")
 FILE_MODE = 0o600
+_datasync = getattr(os, "fdatasync", os.fsync)
+"""``fdatasync`` where there is one (Linux), ``fsync`` elsewhere (macOS has no ``fdatasync``)."""
 
 
 class JournalError(RuntimeError):
@@ -168,7 +170,7 @@ class Journal:
                 return
             with self._lock:
                 descriptor, reached = self._descriptor, Ticket(self._generation, self._written)
-            os.fdatasync(descriptor)
+            _datasync(descriptor)
             self._durable = reached
 
     def rotate(self) -> int:
@@ -176,7 +178,7 @@ class Journal:
         closed. Every ticket handed out before is durable when this returns."""
         with self._sync_lock, self._lock:
             closed = self._generation
-            os.fdatasync(self._descriptor)
+            _datasync(self._descriptor)
             os.close(self._descriptor)
             self._durable = Ticket(closed, self._written)
             self._generation = closed + 1
@@ -188,7 +190,7 @@ class Journal:
         """Sync and close; appending afterwards is an error."""
         with self._sync_lock, self._lock:
             if self._descriptor >= 0:
-                os.fdatasync(self._descriptor)
+                _datasync(self._descriptor)
                 os.close(self._descriptor)
                 self._descriptor = -1
 
