@@ -17,7 +17,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 OPENSEARCH_NODE := $(BIN)/python -m knowledge_local.opensearch_node
 
-.PHONY: help install test lint typecheck unit fuzz run opensearch lint-template pr bench bench-install bench-relevance bench-memory bench-ingest bench-fairness bench-failover clean
+.PHONY: help install test lint typecheck unit fuzz run opensearch lint-template pr bench bench-install bench-relevance bench-memory bench-ingest bench-fairness bench-durability bench-failover clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -49,9 +49,9 @@ test: lint typecheck lint-template  ## every gate: ruff, mypy, cfn-lint, sam val
 unit: install  ## unit tests only
 	$(BIN)/pytest tests/unit -q
 
-FUZZ_TESTS := tests/unit/services/test_isolation_properties.py tests/unit/services/test_memory_governance_properties.py tests/unit/services/test_token_reach_properties.py tests/integration/test_api_fuzz.py tests/integration/test_mcp_fuzz.py
+FUZZ_TESTS := tests/unit/services/test_isolation_properties.py tests/unit/services/test_memory_governance_properties.py tests/unit/services/test_token_reach_properties.py tests/integration/test_api_fuzz.py tests/integration/test_mcp_fuzz.py tests/e2e/test_crash_recovery.py
 
-fuzz: install  ## the long isolation, memory governance and token reach properties and REST/MCP fuzzing (thousands of cases; docs/reliability.md)
+fuzz: install  ## the long isolation, memory governance and token reach properties, REST/MCP fuzzing and 20 crash points (thousands of cases; docs/reliability.md)
 	KNOWLEDGE_FUZZ=long POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/pytest -q -p no:cacheprovider -p no:logging --hypothesis-show-statistics $(FUZZ_TESTS)
 
 run: install  ## serve the API on http://127.0.0.1:3000 on embedded defaults (every setting: .venv/bin/python -m knowledge_local.runtime --help)
@@ -100,6 +100,8 @@ bench-ingest: install  ## SciFact + FastAPI pages through the write API into a l
 
 bench-fairness: install  ## a 500,000-character document indexing while small documents of its tenant and another arrive every second: p50/max seconds from 2xx to searchable beside a baseline of small documents alone (LARGE_CHARS override)
 	POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/python -m bench.fairness --large-chars "$${LARGE_CHARS:-500000}"
+bench-durability: install  ## durable local state: write p50 with KNOWLEDGE_PERSIST on vs off (interleaved), restart time with 5,000 SciFact documents, nothing embedded again
+	POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/python -m bench.durability --data-dir "$${DATA_DIR:-../shared/data}"
 
 bench-failover: install  ## two OpenSearch nodes, one killed under a search load: answers/s and failures/s, p50/p99 per phase, time to yellow, answers identical to the survivor's copy (about 4 minutes)
 	POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/python -m bench.failover

@@ -15,18 +15,27 @@ everything ever written:
 - a query on a table's key reads its partition, not the whole table (``partition_queries``);
 - stream records every reader has passed are dropped (``stream_retention``).
 
+With a journal attached (``attach_journal``, ``KNOWLEDGE_PERSIST``), every DynamoDB write that
+succeeds (``PutItem``, ``UpdateItem``, ``DeleteItem``, ``BatchWriteItem``, ``TransactWriteItems``
+and PartiQL statements) is handed to it, request body and all, inside the lock, so the journal's
+order is the order of application, and its answer waits until the journal has it on disk (outside
+the lock: writers waiting at once share one disk sync). ``replay`` applies such a request again,
+under the same lock, without journaling it.
+
 The server binds in ``start()``, in the caller's thread, so a port in use raises ``OSError`` there
 (moto's own ``ThreadedMotoServer`` binds in its thread, and werkzeug exits the process instead).
 """
 
 from __future__ import annotations
 
+import io
 import logging
+import re
 import socket
 import threading
 from collections.abc import Callable, Iterable
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 from moto.core.model_instances import model_data
 from moto.dynamodb.models import dynamodb_backends
@@ -37,30 +46,105 @@ from moto.moto_server.werkzeug_app import (
     create_backend_app,
 )
 from werkzeug.serving import BaseWSGIServer, make_server
+from werkzeug.test import EnvironBuilder
 
 from knowledge_local import partition_queries, stream_retention, transactions
+from knowledge_local.config import LOCAL_ACCESS_KEY
+from knowledge_local.http_api import REGION
+from knowledge_local.journal import Ticket
 
 log = logging.getLogger(__name__)
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 _SERIALIZED_TARGETS = ("DynamoDB_", "DynamoDBStreams_")
 """``X-Amz-Target`` prefixes of the DynamoDB and DynamoDB Streams JSON APIs."""
+WRITE_OPERATIONS = frozenset(
+    {
+        "PutItem",
+        "UpdateItem",
+        "DeleteItem",
+        "BatchWriteItem",
+        "TransactWriteItems",
+        "ExecuteStatement",
+        "BatchExecuteStatement",
+        "ExecuteTransaction",
+    }
+)
+"""DynamoDB operations that may change items (PartiQL statements may, so they are kept too)."""
+_REGION = re.compile(r"Credential=[^/]*/[^/]*/([^/]+)/")
+
+
+class DynamoDBJournal(Protocol):
+    """Where the successful DynamoDB writes go (``durable_state.DurableState``)."""
+
+    def dynamodb_written(self, target: str, region: str, body: bytes) -> Ticket:
+        """Journal a write just applied (called under the lock, in the order of application)."""
+
+    def sync(self, ticket: Ticket) -> None:
+        """Return once the write of ``ticket`` is on disk."""
 
 
 class SerializedDynamoDB:
-    """WSGI middleware: DynamoDB and Streams requests run (and their bodies are read) under one lock."""
+    """WSGI middleware: DynamoDB and Streams requests run (and their bodies are read) under one
+    lock; successful writes go to the attached journal before they are answered."""
 
     def __init__(self, app: WsgiApp) -> None:
-        self._app = app
-        self.lock = threading.Lock()
+        self.app = app
+        self.lock = threading.RLock()
+        self.journal: DynamoDBJournal | None = None
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         target = str(environ.get("HTTP_X_AMZ_TARGET", ""))
         if not target.startswith(_SERIALIZED_TARGETS):
-            return self._app(environ, start_response)
+            return self.app(environ, start_response)
+        journal = self.journal
+        if journal is None or target.rpartition(".")[2] not in WRITE_OPERATIONS:
+            with self.lock:
+                # Consume the body inside the lock: a lazy iterable would run moto after release.
+                return list(self.app(environ, start_response))
+        statuses: list[str] = []
+
+        def recording_start_response(status: str, *arguments: Any) -> Any:
+            statuses.append(status)
+            return start_response(status, *arguments)
+
+        body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+        environ["wsgi.input"], environ["CONTENT_LENGTH"] = io.BytesIO(body), str(len(body))
+        ticket = None
         with self.lock:
-            # Consume the body inside the lock: a lazy iterable would run moto after release.
-            return list(self._app(environ, start_response))
+            answer = list(self.app(environ, recording_start_response))
+            if statuses and statuses[-1].startswith("2"):
+                region = _REGION.search(str(environ.get("HTTP_AUTHORIZATION", "")))
+                ticket = journal.dynamodb_written(target, region.group(1) if region else REGION, body)
+        if ticket is not None:
+            journal.sync(ticket)  # the answer leaves only once the write is on disk
+        return answer
+
+    def replay(self, target: str, region: str, body: bytes) -> int:
+        """Apply a journaled request again (not journaled); its HTTP status."""
+        environ = EnvironBuilder(
+            path="/",
+            method="POST",
+            data=body,
+            headers=[
+                ("X-Amz-Target", target),
+                ("Content-Type", "application/x-amz-json-1.0"),
+                (
+                    "Authorization",
+                    f"AWS4-HMAC-SHA256 Credential={LOCAL_ACCESS_KEY}/20260101/{region}"
+                    "/dynamodb/aws4_request, SignedHeaders=host, Signature=0",
+                ),
+            ],
+        ).get_environ()
+        statuses: list[str] = []
+
+        def record(status: str, *arguments: Any) -> Callable[[bytes], None]:
+            statuses.append(status)
+            return lambda data: None
+
+        with self.lock:
+            list(self.app(environ, record))
+        return int(statuses[-1].split()[0]) if statuses else 500
 
 
 class _Untracked(list[Any]):
@@ -127,12 +211,30 @@ class AwsServer:
         log.info("aws server listening", extra={"url": self.url})
         return self
 
+    def attach_journal(self, journal: DynamoDBJournal | None) -> None:
+        """Journal every successful DynamoDB write from now on (``None``: no more)."""
+        self._started().journal = journal
+
+    def replay(self, target: str, region: str, body: bytes) -> int:
+        """Apply a journaled DynamoDB request (``X-Amz-Target`` ``target``, ``region``, ``body``)
+        again, not journaled; its HTTP status (2xx: applied)."""
+        return self._started().replay(target, region, body)
+
+    @property
+    def serialized(self) -> threading.RLock:
+        """The lock every DynamoDB request runs under: hold it to see the tables between two
+        requests (``export_table`` takes it too)."""
+        return self._started().lock
+
+    def _started(self) -> SerializedDynamoDB:
+        if self._app is None:
+            raise RuntimeError("The AWS server is not started.")
+        return self._app
+
     def export_table(self, table_name: str) -> list[str]:
         """Every item of the table ``table_name`` in DynamoDB's JSON (one string each, binary values
         base64), read from moto's memory between two requests; ``KeyError`` for no such table."""
-        if self._app is None:
-            raise RuntimeError("The AWS server is not started.")
-        with self._app.lock:
+        with self._started().lock:
             for account in list(dynamodb_backends.values()):
                 for backend in list(account.values()):
                     table = backend.tables.get(table_name)

@@ -381,7 +381,10 @@ def _hint(error: ApiError, command: str) -> str | None:
         again = "; files already ingested count as unchanged" if command == "ingest" else ""
         return f"the local runtime is stopping: start it again (`make run`) and repeat the command{again}"
     if error.code == "knowledge_resource_unavailable" and command == "read":
-        return "ids from an earlier run do not survive a restart; search again to get current ids"
+        return (
+            "no such item here (an id from an in-memory run, KNOWLEDGE_PERSIST=false, or another state "
+            "directory, or a base you cannot see); search again to get current ids"
+        )
     if error.code == "knowledge_resource_unavailable" and command == "token":
         return "`knowledge token list` shows the tokens you may revoke"
     return None

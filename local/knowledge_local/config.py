@@ -69,7 +69,7 @@ class RuntimeSettings(BaseSettings):
     )
     knowledge_state_dir: Path = Field(
         default=DEFAULT_STATE_DIR,
-        description="endpoints, dev token and embedding cache; one runtime each",
+        description="endpoints, dev token, embedding cache and the kept state; one runtime each",
         json_schema_extra={"shown_default": ".knowledge"},
     )
     log_level: LogLevel = Field(
@@ -82,7 +82,9 @@ class RuntimeSettings(BaseSettings):
         description="execution environments (processes) per function at most",
     )
     knowledge_persist: bool = Field(
-        default=False, description="keep the table in the state directory across restarts"
+        default=True,
+        description="keep the tables and the ingest queues in the state directory, every write on "
+        "disk (journal, snapshot) before it is answered; false: in memory only, gone at stop",
     )
     knowledge_authorizer_cache: bool = Field(
         default=False,

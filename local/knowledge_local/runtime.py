@@ -8,8 +8,8 @@ project's ``README.md`` and ``docs/`` (or ``KNOWLEDGE_SEED_DIR``) through the AP
 bar, waits until the index holds them, prints how to try it, and serves until SIGINT or SIGTERM.
 Settings: ``config``. Exit status: 0 after a clean stop; 1 when it cannot start (another runtime
 still serving from the same state directory, a port in use, a bad setting, an unreadable seed
-folder, a state directory it cannot create), with a one-line reason; such a failed start leaves no
-state directory behind that it created.
+folder, a state directory it cannot create, a damaged snapshot or journal), with a one-line
+reason; such a failed start leaves no state directory behind that it created.
 """
 
 from __future__ import annotations
@@ -63,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     # Imported only now: the handlers' Powertools objects read the environment set just above.
     from knowledge_local.documents import DocumentError
     from knowledge_local.invoker import stop_helper_processes
+    from knowledge_local.journal import JournalError
     from knowledge_local.opensearch_node import NodeError
     from knowledge_local.routes import TemplateError
     from knowledge_local.snapshot import SnapshotError
@@ -81,7 +82,14 @@ def main(argv: list[str] | None = None) -> int:
         _serve(stack, plan)
     except KeyboardInterrupt:
         print("\nStopping...", flush=True)
-    except (InstanceRunningError, PortInUseError, StateDirectoryError, SnapshotError, NodeError) as error:
+    except (
+        InstanceRunningError,
+        PortInUseError,
+        StateDirectoryError,
+        SnapshotError,
+        JournalError,
+        NodeError,
+    ) as error:
         print(error, file=sys.stderr)
         code = 1
     finally:
@@ -97,18 +105,22 @@ def _serve(stack: LocalStack, plan: SeedPlan | None) -> None:
     from knowledge_local.client import ApiError
     from knowledge_local.dev_token import SCOPES, TENANT_ID
     from knowledge_local.ingestion import IndexWaitTimeoutError
+    from knowledge_local.journal import segments
     from knowledge_local.snapshot import SNAPSHOT_FILE
 
     started = time.monotonic()
     print(f"Starting the knowledge service on {_engine(stack.settings)}...", flush=True)
     state_dir = stack.settings.knowledge_state_dir
-    saved = state_dir / SNAPSHOT_FILE
-    if stack.settings.knowledge_persist and saved.exists():
-        print(f"Restoring the table saved in {display_path(saved)}; it is indexed before the API serves...")
+    if stack.settings.knowledge_persist and ((state_dir / SNAPSHOT_FILE).exists() or segments(state_dir)):
+        print(f"Restoring the state kept in {display_path(state_dir)}; indexed before the API serves...")
     endpoints = stack.start()
-    if stack.restored:
-        print(f"  {'restored':<13} {stack.restored} records, all indexed")
-    _print_endpoints(endpoints, state_dir)
+    restored = stack.restored
+    if restored.anything:
+        print(
+            f"  {'restored':<13} {restored.items} records, {restored.writes} journaled writes, "
+            f"{restored.messages} queued messages; all indexed"
+        )
+    _print_endpoints(endpoints, state_dir, persist=stack.settings.knowledge_persist)
     switched_off = switch_notice(stack.settings)
     if switched_off is not None:
         print(switched_off)
@@ -198,7 +210,12 @@ def switch_notice(settings: RuntimeSettings) -> str | None:
     )
 
 
-def _print_endpoints(endpoints: Endpoints, state_dir: Path) -> None:
+def _print_endpoints(endpoints: Endpoints, state_dir: Path, *, persist: bool) -> None:
+    kept = (
+        f"{display_path(state_dir)}  (tables and ingest queues; every write on disk before its answer)"
+        if persist
+        else "in memory only (KNOWLEDGE_PERSIST=false): gone at stop"
+    )
     rows = [
         ("API", f"{endpoints.api_url}  (REST /v1/..., MCP /mcp)"),
         ("AWS endpoint", f"{endpoints.aws_endpoint_url}  (moto: DynamoDB, DynamoDB Streams, SQS)"),
@@ -206,6 +223,7 @@ def _print_endpoints(endpoints: Endpoints, state_dir: Path) -> None:
         ("ingest queue", endpoints.ingest_queue_url or "-"),
         ("dead letters", endpoints.ingest_dlq_url or "-"),
         *([("OpenSearch", _opensearch_row(endpoints.opensearch_url))] if endpoints.opensearch_url else []),
+        ("state", kept),
         ("saved in", display_path(state_dir / ENDPOINTS_FILE)),
     ]
     for label, value in rows:

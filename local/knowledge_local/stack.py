@@ -22,9 +22,11 @@ instead, which every environment reaches over HTTP: the one at ``OPENSEARCH_URL`
 Functions' settings come from the process environment:
 ``config.function_environment`` before anything of ``knowledge`` is imported, the endpoints, table
 and queue once they exist. ``dev_token`` and ``seed`` prepare a stack for use; ``stop``
-ends everything. State is in memory; the embedding cache survives a restart, and with
-``KNOWLEDGE_PERSIST`` the table does too (``snapshot``: restored before the pollers start, indexed
-before the API serves, saved on stop).
+ends everything. With ``KNOWLEDGE_PERSIST`` (the default) the tables and the ingest queues are
+kept in the state directory, every write on disk before it is answered (``durable_state``:
+restored before the pollers start, indexed before the API serves, compacted on stop); with
+``KNOWLEDGE_PERSIST=false`` they live in memory only. The embedding cache survives a restart
+either way.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ from knowledge_local.config import (
 )
 from knowledge_local.dev_token import DevToken
 from knowledge_local.documents import DocumentError, SkippedFile, SourceDocument, collect_documents
+from knowledge_local.durable_state import DurableState, Restored
 from knowledge_local.gateway import Gateway
 from knowledge_local.ingestion import IngestSummary, ingest, wait_until_indexed
 from knowledge_local.invoker import InvocationError, Invoker
@@ -138,9 +141,9 @@ class LocalStack:
         self._pollers: list[Poller] = []
         self._opensearch: OpenSearchNode | None = None
         self._written: dict[Path, str] = {}
-        self._table_name: str | None = None
-        self.restored = 0
-        """Items restored from the saved table on start (``KNOWLEDGE_PERSIST``)."""
+        self._durable: DurableState | None = None
+        self.restored = Restored()
+        """What the start restored from the state directory (``KNOWLEDGE_PERSIST``)."""
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -174,14 +177,16 @@ class LocalStack:
             ingest_queue, dead_letters = self._ingest_queues(provisioned)
             work_queue = provisioned.queues.get(INDEX_WORK_QUEUE)
             self._configure_endpoints(self._aws.url, table.name, work_queue.url if work_queue else None)
-            self._table_name = table.name
             if settings.knowledge_persist:
-                dynamodb = aws_client("dynamodb", self._aws.url)
-                self.restored = snapshot.restore(dynamodb, table.name, settings.knowledge_state_dir)
+                self._durable = DurableState(settings.knowledge_state_dir)
+                others = [other.name for other in provisioned.tables.values() if other is not table]
+                kept = [provisioned.queues[name].name for name in self._kept_queues()]
+                tables = [table.name, *others]
+                self.restored = self._durable.restore(self._aws, tables=tables, kept_queues=kept)
             container = get_container()
             services.start(container.index, container.note_index, container.embedder)
             self._start_pollers(provisioned, self._aws.url, invoker)
-            if self.restored:
+            if self.restored.anything:
                 self._wait_for_the_index()
             gateway.start()
             self._warm(invoker, gateway.routes.functions)
@@ -203,9 +208,9 @@ class LocalStack:
         return self.endpoints
 
     def stop(self) -> None:
-        """Stop serving, then the pollers, the functions' environments and the shared index; save
-        the table (``KNOWLEDGE_PERSIST``); stop moto and the OpenSearch node it started; remove the
-        files this stack wrote."""
+        """Stop serving, then the pollers, the functions' environments and the shared index;
+        compact the state (``KNOWLEDGE_PERSIST``); stop moto and the OpenSearch node it started;
+        remove the files this stack wrote."""
         started = time.monotonic()
         phases: dict[str, float] = {}
 
@@ -231,8 +236,11 @@ class LocalStack:
         services, self._services = self._services, None
         if services is not None:
             services.stop()
-        self._save_the_table()
+        self._compact_the_state()
         self._stop_servers()
+        durable, self._durable = self._durable, None
+        if durable is not None:
+            durable.close()
         done("servers")
         for path, content in self._written.items():
             remove_if_unchanged(path, content)
@@ -334,18 +342,16 @@ class LocalStack:
             ):
                 log.warning("the index is still catching up with the restored table; serving anyway")
 
-    def _save_the_table(self) -> None:
-        """With ``KNOWLEDGE_PERSIST``, save the table (nothing writes to it any more); a failure is
-        logged, the stop goes on."""
-        if not self.settings.knowledge_persist or self._aws is None or self._table_name is None:
-            return
-        if self.endpoints is None:
-            return  # a start that failed (say, on the saved table) must not replace it
+    def _compact_the_state(self) -> None:
+        """With ``KNOWLEDGE_PERSIST``, fold the journal into a new snapshot (nothing is lost
+        without it: the journal already holds every write); a failure is logged, the stop goes on."""
+        if self._durable is None or not self._durable.attached:
+            return  # a start that failed (say, on a damaged snapshot) must not replace it
         try:
-            saved = snapshot.save(self._aws.export_table(self._table_name), self.settings.knowledge_state_dir)
-            log.info("table saved", extra={"items": saved})
+            saved = self._durable.compact()
+            log.info("state saved", extra={"items": saved})
         except (OSError, KeyError, RuntimeError) as error:
-            log.error("the table could not be saved", extra={"error": str(error)})
+            log.error("the state could not be compacted; the journal keeps it", extra={"error": str(error)})
 
     @staticmethod
     def _warm(invoker: Invoker, functions: list[FunctionSpec]) -> None:
@@ -363,6 +369,17 @@ class LocalStack:
 
         with ThreadPoolExecutor(max_workers=len(functions) or 1, thread_name_prefix="warm") as pool:
             list(pool.map(warm, functions))
+
+    def _kept_queues(self) -> list[str]:
+        """Logical ids of the queues whose messages are kept across restarts: those producers send
+        to (every SQS event source but the index work queue) and their dead-letter queues. The
+        others carry work the table's stream gives again after a restart."""
+        kept: list[str] = []
+        for source in self.spec.event_sources:
+            if source.kind == "sqs" and source.source != INDEX_WORK_QUEUE:
+                dead_letters = self.spec.queues[source.source].dead_letter_queue
+                kept.extend([source.source, *([dead_letters] if dead_letters else [])])
+        return kept
 
     def _ingest_queues(self, provisioned: Provisioned) -> tuple[str | None, str | None]:
         """URLs of the queue producers send to (the SQS event source that is not the index work

@@ -6,8 +6,9 @@
 - ``dev-token``: the dev token (``dev_token``: one per directory, reused across restarts);
 - ``embeddings.sqlite3`` (and its ``-wal`` and ``-shm`` files): the embedding cache, kept across
   runs so restarts embed nothing twice;
-- ``table.jsonl``: with ``KNOWLEDGE_PERSIST``, the table as the last clean stop left it
-  (``snapshot``).
+- ``table.jsonl`` and ``journal-<generation>.log``: with ``KNOWLEDGE_PERSIST`` (the default), the
+  tables and the ingest queues' messages: a snapshot and the write-ahead journal of every write
+  since (``durable_state``).
 
 The directory is mode 0700 and every file in it 0600 (``make_private``; the runtime also runs
 with umask 077), since they hold a token with every scope and every item and note.

@@ -143,7 +143,7 @@ def test_runtime_second_instance_on_one_state_folder_refuses_and_leaves_the_firs
 
 
 def test_runtime_with_persistence_keeps_the_table_and_rebuilds_the_index(tmp_path: Path) -> None:
-    persist = {"KNOWLEDGE_PERSIST": "true"}
+    persist: dict[str, str] = {}  # the default
     first = start_runtime(tmp_path, seed_dir=None, environment=persist)
     try:
         first.wait_until_ready()
@@ -171,14 +171,15 @@ def test_runtime_with_persistence_keeps_the_table_and_rebuilds_the_index(tmp_pat
     finally:
         assert second.stop() == 0, second.log
 
-    assert "Restoring the table saved in" in second.log
+    assert "Restoring the state kept in" in second.log
     assert item["current_revision_id"] == created["knowledge_revision_id"]
     assert [result["knowledge_item_id"] for result in found["results"]] == [created["knowledge_item_id"]]
     assert (state / "table.jsonl").exists()
 
 
 def test_runtime_without_persistence_starts_empty(tmp_path: Path) -> None:
-    first = start_runtime(tmp_path, seed_dir=None)
+    in_memory = {"KNOWLEDGE_PERSIST": "false"}
+    first = start_runtime(tmp_path, seed_dir=None, environment=in_memory)
     try:
         first.wait_until_ready()
         with first.http() as api:
@@ -187,7 +188,7 @@ def test_runtime_without_persistence_starts_empty(tmp_path: Path) -> None:
             )
     finally:
         assert first.stop() == 0, first.log
-    second = start_runtime(tmp_path, seed_dir=None)  # the same state folder
+    second = start_runtime(tmp_path, seed_dir=None, environment=in_memory)  # the same state folder
     try:
         second.wait_until_ready()
         with second.http() as api:
@@ -198,3 +199,5 @@ def test_runtime_without_persistence_starts_empty(tmp_path: Path) -> None:
     assert response.status_code == 200, response.text
     assert response.json()["knowledge_bases"] == []
     assert not (first.state_dir / "table.jsonl").exists()
+    assert not list(first.state_dir.glob("journal-*.log"))
+    assert "in memory only (KNOWLEDGE_PERSIST=false)" in second.log

@@ -229,7 +229,10 @@ def test_cli_read_of_an_unknown_item_hints_that_ids_do_not_survive_a_restart(
     error_line, hint = capsys.readouterr().err.splitlines()
     assert status == 1
     assert error_line.startswith("error: knowledge_resource_unavailable: ")
-    assert hint == "hint: ids from an earlier run do not survive a restart; search again to get current ids"
+    assert hint == (
+        "hint: no such item here (an id from an in-memory run, KNOWLEDGE_PERSIST=false, or another state "
+        "directory, or a base you cannot see); search again to get current ids"
+    )
 
 
 def test_cli_search_in_a_mistyped_base_suggests_the_close_names(

@@ -48,35 +48,50 @@ def test_snapshot_saved_table_comes_back_exactly(tmp_path: Path) -> None:
         for item in ITEMS:
             client.put_item(TableName=saved_from, Item=item)
 
-        count = snapshot.save(aws.export_table(saved_from), tmp_path)
+        count = snapshot.save(tmp_path, journal_through=4, items={saved_from: aws.export_table(saved_from)})
+        loaded = snapshot.load(tmp_path, legacy_table="unused")
         _, restored_into = _table(aws)
-        restored = snapshot.restore(client, restored_into, tmp_path)
+        restored = snapshot.restore_items(client, restored_into, loaded.items[saved_from])
 
-        assert (count, restored) == (2, 2)
+        assert (count, restored, loaded.journal_through) == (2, 2, 4)
         assert _items(client, restored_into) == _items(client, saved_from)
 
 
-def test_snapshot_without_a_saved_table_restores_nothing(tmp_path: Path) -> None:
+def test_snapshot_of_an_earlier_version_is_the_knowledge_table_before_any_journal(tmp_path: Path) -> None:
     with AwsServer(port=0) as aws:
-        client, name = _table(aws)
+        client, saved_from = _table(aws)
+        for item in ITEMS:
+            client.put_item(TableName=saved_from, Item=item)
+        exported = aws.export_table(saved_from)
+        (tmp_path / snapshot.SNAPSHOT_FILE).write_text("".join(f"{item}\n" for item in exported))
 
-        assert snapshot.restore(client, name, tmp_path) == 0
-        assert _items(client, name) == []
+        loaded = snapshot.load(tmp_path, legacy_table="KnowledgeTable")
+
+        assert loaded.journal_through == 0
+        assert loaded.items == {"KnowledgeTable": exported}
 
 
-def test_snapshot_file_that_is_not_a_saved_table_is_refused(tmp_path: Path) -> None:
-    (tmp_path / snapshot.SNAPSHOT_FILE).write_text("not json\n", encoding="utf-8")
-    with AwsServer(port=0) as aws:
-        client, name = _table(aws)
+def test_snapshot_absent_is_an_empty_one(tmp_path: Path) -> None:
+    loaded = snapshot.load(tmp_path, legacy_table="KnowledgeTable")
 
-        with pytest.raises(snapshot.SnapshotError, match=r"table\.jsonl is not a saved table"):
-            snapshot.restore(client, name, tmp_path)
+    assert (loaded.journal_through, loaded.item_count, loaded.messages) == (0, 0, [])
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["not json\n", '{"snapshot": 1, "journal_through": 2}\n{"neither": 1}\n', "[1, 2]\n"],
+)
+def test_snapshot_file_that_is_not_a_saved_table_is_refused(tmp_path: Path, content: str) -> None:
+    (tmp_path / snapshot.SNAPSHOT_FILE).write_text(content, encoding="utf-8")
+
+    with pytest.raises(snapshot.SnapshotError, match=r"table\.jsonl is not a saved table"):
+        snapshot.load(tmp_path, legacy_table="KnowledgeTable")
 
 
 def test_snapshot_file_is_readable_by_its_owner_only(tmp_path: Path) -> None:
     (tmp_path / snapshot.SNAPSHOT_FILE).write_text("", encoding="utf-8")
     (tmp_path / snapshot.SNAPSHOT_FILE).chmod(0o644)
 
-    snapshot.save(['{"pk": {"S": "a"}}'], tmp_path)
+    snapshot.save(tmp_path, journal_through=0, items={"t": ['{"pk": {"S": "a"}}']})
 
     assert (tmp_path / snapshot.SNAPSHOT_FILE).stat().st_mode & 0o777 == 0o600

@@ -83,7 +83,7 @@ def test_runtime_help_lists_every_setting_with_its_default(capsys: pytest.Captur
     for variable in [*variables, "OPENSEARCH_INDEX", "EMBEDDER", "EMBEDDING_CACHE_PATH"]:
         assert f"  {variable} (" in shown
     assert "  PORT (3000): " in shown
-    assert "  KNOWLEDGE_PERSIST (false): " in shown
+    assert "  KNOWLEDGE_PERSIST (true): " in shown
     assert "  KNOWLEDGE_AUTHORIZER_CACHE (false): " in shown
     assert "  SEARCH_BACKEND (embedded): " in shown
     assert "  OPENSEARCH_URL (none): " in shown
