@@ -152,6 +152,18 @@ def _request(request: pytest.FixtureRequest, case: str) -> tuple[Send, str]:
             ),
             "team_id",
         ),
+        "remember.path": (
+            lambda t, v: call("POST", memory + "remember", {"content": "A.", "path": "/ops" + v}, t),
+            "path",
+        ),
+        "search_memory.path_prefix": (
+            lambda t, v: call("POST", memory + "search_memory", {"query": "a", "path_prefix": "/ops" + v}, t),
+            "path_prefix",
+        ),
+        "base.name": (
+            lambda t, v: _admin(t, "POST", "/v1/knowledge-bases", {"name": "Red" + v, "scope": "tenant"}),
+            "name",
+        ),
         "remember.agent_id": (
             lambda t, v: call("POST", memory + "remember", {"content": "A.", "agent_id": v}, t),
             "agent_id",

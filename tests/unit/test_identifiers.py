@@ -42,7 +42,7 @@ REFUSED = {
     BIDI: list("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"),
     INVISIBLE: list(
         "\u00ad\u200b\u200c\u200d\u2060\u2064\ufeff\u180e\u034f\u115f\u3164\ufe00\ufe0f\uffa0"
-        "\U0001d173\U000e0001\U000e0041\U000e0100"
+        "\U0001d173\U000e0001\U000e0041\U000e0100\u2800\ufdd0\ufdef\ufffe\uffff\U0001fffe\U0010ffff"
     ),
 }
 ACCEPTED = [
@@ -105,6 +105,9 @@ def _refused(character: str) -> bool:
         or 0xFE00 <= ord(character) <= 0xFE0F
         or 0xFFF0 <= ord(character) <= 0xFFF8
         or 0xE0000 <= ord(character) <= 0xE0FFF
+        or character == "\u2800"
+        or 0xFDD0 <= ord(character) <= 0xFDEF
+        or ord(character) % 0x10000 in {0xFFFE, 0xFFFF}
     )
 
 

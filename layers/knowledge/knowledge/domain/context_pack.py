@@ -12,9 +12,12 @@ note's content (surrounding white space removed)::
 
 The header names the note's memory type, the UTC date of its current version, ``pinned`` for a pin,
 whose note it is — ``own`` when its owner is the caller (``viewer``), else ``shared by`` and the
-owner's subject (white space runs as one space, so the header stays one line) — and last its path
-(which always starts with ``/``, so it can never be read as ``pinned``). A content line that starts
-with ``#`` is escaped with a backslash (``\\#``), so no note can forge a header or its owner.
+owner's subject — and last its path (which always starts with ``/``, so it can never be read as
+``pinned``). In the owner and the path, white space runs (line breaks of every kind included) are
+one space and a ``·`` is escaped (``\\·``), so the header stays one line of the fields above; the
+content is split at every kind of line break (``str.splitlines``) and a line that starts with
+``#``, after any white space, is escaped with a backslash (``\\#``), so no note can forge a
+header or its owner.
 Nothing else is added (no preamble), so an empty pack is the empty string.
 
 Packing (``pack``): pins first, in pin order, while the pin section fits in half of ``max_tokens``
@@ -102,9 +105,9 @@ def render(note: Note, *, pinned: bool, viewer: str) -> str:
     if pinned:
         fields.append("pinned")
     fields.append(owner_label(note, viewer))
-    fields.append(note.path)
-    lines = note.content.strip().split("\n")
-    content = "\n".join("\\" + line if line.startswith("#") else line for line in lines)
+    fields.append(_header_value(note.path))
+    lines = note.content.strip().splitlines()
+    content = "\n".join("\\" + line if line.lstrip().startswith("#") else line for line in lines)
     return f"## {' · '.join(fields)}\n{content}"
 
 
@@ -113,7 +116,18 @@ def owner_label(note: Note, viewer: str) -> str:
     ``shared by <owner subject>``."""
     if note.owner_id == viewer:
         return "own"
-    return "shared by " + " ".join(note.owner_id.split())
+    return "shared by " + _header_value(note.owner_id)
+
+
+def _header_value(value: str) -> str:
+    """``value`` fit for one field of a header line: white space runs (line breaks of every kind
+    included) as one space, and the field separator ``·`` escaped (``\\·``), so that no owner or
+    path can add a field or a line."""
+    return " ".join(value.split()).replace(SEPARATOR_DOT, "\\" + SEPARATOR_DOT)
+
+
+SEPARATOR_DOT = "·"
+"""What separates a header's fields (with a space on each side)."""
 
 
 def pack(

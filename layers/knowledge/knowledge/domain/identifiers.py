@@ -16,8 +16,10 @@ field and the character's code point, never echoing the value):
 - bidirectional controls: the embeddings and overrides U+202A to U+202E, the isolates U+2066 to
   U+2069, the marks U+200E, U+200F and U+061C;
 - invisible characters: every other format character (Unicode category Cf: U+200B to U+200D,
-  U+2060, U+FEFF, U+00AD, the tag characters...) and the other default-ignorable code points
-  (Unicode's ``Default_Ignorable_Code_Point``: variation selectors, Hangul fillers...).
+  U+2060, U+FEFF, U+00AD, the tag characters...), the other default-ignorable code points
+  (Unicode's ``Default_Ignorable_Code_Point``: variation selectors, Hangul fillers...), the
+  Braille blank U+2800 (drawn as a space) and the noncharacters (U+FDD0 to U+FDEF and the last two
+  code points of every plane, U+FFFE, U+FFFF...).
 
 Unpaired surrogates are refused first (``knowledge.domain.text``). Ordinary spaces are the field's
 own business (a tenant id refuses them, a subject id may hold them).
@@ -55,6 +57,7 @@ _DEFAULT_IGNORABLE_RANGES = (
 )
 """Unicode's ``Default_Ignorable_Code_Point`` ranges (DerivedCoreProperties.txt) outside category
 Cf, which the category check already covers."""
+_BRAILLE_BLANK = 0x2800
 
 
 def character_class(character: str) -> str | None:
@@ -67,6 +70,8 @@ def character_class(character: str) -> str | None:
     if point in _BIDI_CONTROLS:
         return BIDI
     if category == "Cf" or any(low <= point <= high for low, high in _DEFAULT_IGNORABLE_RANGES):
+        return INVISIBLE
+    if point == _BRAILLE_BLANK or 0xFDD0 <= point <= 0xFDEF or point & 0xFFFE == 0xFFFE:
         return INVISIBLE
     return None
 
@@ -97,3 +102,10 @@ Identifier = Annotated[str, AfterValidator(require_identifier)]
 
 StrictIdentifier = Annotated[StrictStr, AfterValidator(require_identifier)]
 """A strict ``str`` identifier (no coercion from other JSON types) of visible characters."""
+
+VisibleText = Identifier
+"""Free text shown to people on one line (a note's ``path``, a base's ``name``): spaces allowed,
+control, bidirectional and invisible characters refused as in an identifier."""
+
+StrictVisibleText = StrictIdentifier
+"""``VisibleText``, strict (no coercion from other JSON types)."""

@@ -25,7 +25,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validato
 
 from knowledge.domain.bounds import VERSION_MAX, VERSION_MIN
 from knowledge.domain.contract import MAX_RESULTS_MAX, MAX_RESULTS_MIN, MODES, QUERY_MAX_CHARS, Scores
-from knowledge.domain.identifiers import Identifier
+from knowledge.domain.identifiers import Identifier, VisibleText
 from knowledge.domain.notes import CONTENT_MAX_CHARS, DEFAULT_IMPORTANCE, LABEL_MAX_CHARS, PATH_MAX_CHARS
 from knowledge.domain.notes import SEMANTIC_KEY_MAX_CHARS as KEY_MAX_CHARS
 from knowledge.domain.pins import ORDER_MAX, REASON_MAX_CHARS
@@ -62,7 +62,7 @@ class RememberArguments(_Arguments):
         description=f"The fact to keep, 1 to {CONTENT_MAX_CHARS:,} characters.",
         json_schema_extra={"minLength": 1, "maxLength": CONTENT_MAX_CHARS},
     )
-    path: Text = Field(default="/", max_length=PATH_MAX_CHARS, description="A /-separated topic.")
+    path: VisibleText = Field(default="/", max_length=PATH_MAX_CHARS, description="A /-separated topic.")
     memory_type: MemoryTypeName = Field(default="fact", description="What kind of memory this is.")
     scope: ScopeName = Field(
         default="private", description="Who may see it: the writer, a team, or the whole tenant."
@@ -146,7 +146,7 @@ class SearchMemoryArguments(_Arguments):
         default=None, max_length=LABEL_MAX_CHARS, description="Only this agent's notes."
     )
     memory_type: MemoryTypeName | None = Field(default=None, description="Only notes of this type.")
-    path_prefix: Text | None = Field(
+    path_prefix: VisibleText | None = Field(
         default=None, max_length=PATH_MAX_CHARS, description="Only notes at this path or below it."
     )
     include_superseded: bool = Field(default=False, description="Also superseded notes.")
@@ -181,7 +181,7 @@ class RecallContextArguments(_Arguments):
         default=None, max_length=LABEL_MAX_CHARS, description="Only this agent's notes."
     )
     memory_type: MemoryTypeName | None = Field(default=None, description="Only notes of this type.")
-    path_prefix: Text | None = Field(
+    path_prefix: VisibleText | None = Field(
         default=None, max_length=PATH_MAX_CHARS, description="Only notes at this path or below it."
     )
 

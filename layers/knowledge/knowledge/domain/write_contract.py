@@ -30,7 +30,7 @@ from pydantic import (
 
 from knowledge.domain import ids
 from knowledge.domain.bounds import VERSION_MAX, VERSION_MIN
-from knowledge.domain.identifiers import StrictIdentifier, require_identifier
+from knowledge.domain.identifiers import StrictIdentifier, StrictVisibleText, require_identifier
 from knowledge.domain.models import (
     EXTERNAL_ID_MAX_CHARS,
     TENANT_ID_PATTERN,
@@ -92,7 +92,7 @@ def _not_blank(value: str | None, field: str) -> None:
 class CreateKnowledgeBaseRequest(_Request):
     """``POST /v1/knowledge-bases``. ``team`` scope needs ``team_id``; other scopes take none."""
 
-    name: Annotated[StrictText, Field(min_length=1, max_length=NAME_MAX_CHARS)]
+    name: Annotated[StrictVisibleText, Field(min_length=1, max_length=NAME_MAX_CHARS)]
     scope: Scope
     team_id: Label | None = None
 
@@ -110,7 +110,7 @@ class UpdateKnowledgeBaseRequest(_Request):
     """``PATCH /v1/knowledge-bases/{kb}``: a new ``status`` and/or ``name``."""
 
     status: BaseStatus | None = None
-    name: Annotated[StrictText, Field(min_length=1, max_length=NAME_MAX_CHARS)] | None = None
+    name: Annotated[StrictVisibleText, Field(min_length=1, max_length=NAME_MAX_CHARS)] | None = None
     expected_version: Version
 
     @model_validator(mode="after")
