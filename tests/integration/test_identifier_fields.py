@@ -7,16 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import boto3
 import pytest
-from moto import mock_aws
 
-from knowledge.bootstrap import use_container
-from tests.conftest import TABLE_NAME
 from tests.support.admin import admin_event, invoke_admin
 from tests.support.memory import SHARING, call, memory_token
-from tests.support.rest import Reply, SearchWorld, error_body, new_world
-from tests.support.template import create_table_kwargs
+from tests.support.rest import Reply, SearchWorld, error_body, moto_world
 
 ADMIN_SCOPES = ("knowledge:read", "knowledge:write", "knowledge:admin", "memory:read", "memory:write")
 NOTE_ID = "nt_01J9Z3K4QW5E6R7T8Y9V0A1B2C"
@@ -58,13 +53,8 @@ EVERY_CHARACTER = [
 @pytest.fixture(scope="module")
 def world() -> Iterator[SearchWorld]:
     """One moto table for the module: every request here is refused before it writes."""
-    with mock_aws():
-        boto3.client("dynamodb", region_name="us-east-1").create_table(
-            **create_table_kwargs("KnowledgeTable", TABLE_NAME)
-        )
-        built = new_world()
+    with moto_world() as built:
         yield built
-        use_container(None)
 
 
 @pytest.fixture(scope="module")

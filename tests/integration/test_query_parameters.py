@@ -6,17 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from knowledge.api.query_parameters import NOT_CANONICAL_PROBLEM, require_canonical_integer
-from knowledge.bootstrap import use_container
-from tests.conftest import TABLE_NAME
 from tests.support.admin import admin_event, invoke_admin
 from tests.support.memory import call, remember
-from tests.support.rest import Reply, SearchWorld, error_body, new_world
-from tests.support.template import create_table_kwargs
+from tests.support.rest import Reply, SearchWorld, error_body, moto_world
 
 ADMIN_SCOPES = ("knowledge:read", "knowledge:write", "knowledge:admin", "memory:read", "memory:write")
 NOT_CANONICAL = [
@@ -40,13 +35,8 @@ NOT_CANONICAL = [
 @pytest.fixture(scope="module")
 def world() -> Iterator[SearchWorld]:
     """One moto table for the module: the tests only read what the fixtures wrote."""
-    with mock_aws():
-        boto3.client("dynamodb", region_name="us-east-1").create_table(
-            **create_table_kwargs("KnowledgeTable", TABLE_NAME)
-        )
-        built = new_world()
+    with moto_world() as built:
         yield built
-        use_container(None)
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,9 @@ from datetime import timedelta
 from functools import cache
 from typing import Any
 
+import boto3
+from moto import mock_aws
+
 from knowledge.adapters.dynamodb.knowledge_store import DynamoDBKnowledgeStore
 from knowledge.adapters.embedded_index import EmbeddedIndex
 from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
@@ -33,7 +36,7 @@ from tests.support.embedding import HashingEmbedder
 from tests.support.events import lambda_context, load_event, with_authorization, with_body
 from tests.support.index import open_index
 from tests.support.store import make_store, new_client
-from tests.support.template import ROOT
+from tests.support.template import ROOT, create_table_kwargs
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 READ = "knowledge:read"
@@ -231,6 +234,18 @@ def new_world(**kwargs: Any) -> SearchWorld:
     world = SearchWorld(store=make_store(client), dynamodb=client, **kwargs)
     world.install()
     return world
+
+
+@contextmanager
+def moto_world() -> Iterator[SearchWorld]:
+    """``new_world`` on a moto table of its own (for a module-scoped world, where the per-test
+    ``table`` fixture cannot reach); the process's container is uninstalled afterwards."""
+    with mock_aws():
+        boto3.client("dynamodb", region_name="us-east-1").create_table(
+            **create_table_kwargs("KnowledgeTable", TABLE_NAME)
+        )
+        yield new_world()
+        use_container(None)
 
 
 @contextmanager
