@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.relevance import _read_jsonl
-from knowledge.domain.chunking import Chunker, embedding_text
-from knowledge.domain.context_pack import count_cl100k
+from knowledge.domain.memory.context_pack import count_cl100k
+from knowledge.domain.retrieval.chunking import Chunker, embedding_text
 from knowledge.services.ranking import window
 
 PRICES = {

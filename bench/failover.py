@@ -86,8 +86,9 @@ from bench.phases import (
 )
 from knowledge.adapters.opensearch_engine import build_opensearch_client
 from knowledge.adapters.opensearch_index import OpenSearchIndex
+from knowledge.domain.access.visibility import VisibilityFilter
 from knowledge.domain.models import Principal, Scope
-from knowledge.domain.retrieval import (
+from knowledge.domain.retrieval.hits import (
     CANDIDATE_DEPTH,
     Chunk,
     ChunkHit,
@@ -96,7 +97,6 @@ from knowledge.domain.retrieval import (
     IndexQuery,
     LegHits,
 )
-from knowledge.domain.visibility import VisibilityFilter
 from knowledge_local.opensearch_node import NodeError, OpenSearchNode, ensure_built, start_node
 
 REGION = "us-east-1"

@@ -51,22 +51,22 @@ from tqdm import tqdm
 
 from knowledge.adapters.embedded_index import EmbeddedIndex
 from knowledge.adapters.embedded_note_index import EmbeddedNoteIndex
-from knowledge.adapters.embedding_cache import CachedEmbedder, InMemoryEmbeddingCache, SqliteEmbeddingCache
+from knowledge.adapters.embedding_cache import CachedEmbedder, InProcessEmbeddingCache, SqliteEmbeddingCache
+from knowledge.adapters.in_process.store import InProcessKnowledgeStore
 from knowledge.adapters.local_embedder import LocalEmbedder
-from knowledge.adapters.memory_store import InMemoryKnowledgeStore
 from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
 from knowledge.bootstrap import utc_now
-from knowledge.domain.chunking import Chunker
-from knowledge.domain.context_pack import count_cl100k
-from knowledge.domain.contract import SearchKnowledgeArguments
-from knowledge.domain.memory_contract import (
+from knowledge.contract.memory import (
     PinMemoryArguments,
     RecallContextArguments,
     RememberArguments,
     SearchMemoryArguments,
 )
+from knowledge.contract.search import SearchKnowledgeArguments
+from knowledge.domain.memory.context_pack import count_cl100k
 from knowledge.domain.models import Permission, Principal, Scope, Source
-from knowledge.domain.retrieval import IndexedItem
+from knowledge.domain.retrieval.chunking import Chunker
+from knowledge.domain.retrieval.hits import IndexedItem
 from knowledge.ports import Embedder
 from knowledge.services.documents import build_indexed_item
 from knowledge.services.memory_search import MemorySearchService
@@ -148,7 +148,7 @@ class HashingVectors:
 
 class Bench:
     def __init__(self, cache_path: Path, *, hashed_corpus: bool) -> None:
-        self.store = InMemoryKnowledgeStore()
+        self.store = InProcessKnowledgeStore()
         self.embedder = CachedEmbedder(LocalEmbedder(), SqliteEmbeddingCache(cache_path))
         self.note_index = EmbeddedNoteIndex()
         self.chunk_index = EmbeddedIndex()
@@ -237,12 +237,12 @@ class RecallBench:
     also where the service reads the candidates' vectors from."""
 
     def __init__(self, query_embedder: CachedEmbedder, *, hashed_corpus: bool) -> None:
-        self.store = InMemoryKnowledgeStore()
+        self.store = InProcessKnowledgeStore()
         self.index = EmbeddedNoteIndex()
         self.index.ensure_ready(model_id=query_embedder.model_id, dimension=query_embedder.dimension)
         self.vectors: Embedder = (
             CachedEmbedder(
-                HashingVectors(query_embedder.dimension), InMemoryEmbeddingCache(max_entries=200_000)
+                HashingVectors(query_embedder.dimension), InProcessEmbeddingCache(max_entries=200_000)
             )
             if hashed_corpus
             else query_embedder

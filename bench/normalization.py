@@ -41,9 +41,9 @@ from bench.relevance import (
     open_embedder,
     retrieve,
 )
-from knowledge.domain.chunking import Chunker
-from knowledge.domain.fusion import MinMaxWithLowerBounds, Normalizer
-from knowledge.domain.retrieval import TIE_BREAKER, TITLE_BOOST, Leg, LegHits
+from knowledge.domain.retrieval.chunking import Chunker
+from knowledge.domain.retrieval.fusion import MinMaxWithLowerBounds, Normalizer
+from knowledge.domain.retrieval.hits import TIE_BREAKER, TITLE_BOOST, Leg, LegHits
 
 SEMANTIC_BOUNDS = (None, -1.0, 0.0, 0.1, 0.2, 0.3)
 

@@ -53,9 +53,10 @@ from tqdm import tqdm
 from bench.metrics import mean, ndcg_at_k
 from bench.relevance import TENANT, Split, _read_jsonl, load_split, open_embedder
 from knowledge.adapters.embedded_index import EmbeddedIndex
-from knowledge.domain.chunking import Chunker, embedding_text
-from knowledge.domain.fusion import fuse
-from knowledge.domain.retrieval import (
+from knowledge.domain.access.visibility import VisibilityFilter
+from knowledge.domain.retrieval.chunking import Chunker, embedding_text
+from knowledge.domain.retrieval.fusion import fuse
+from knowledge.domain.retrieval.hits import (
     CANDIDATE_DEPTH,
     Chunk,
     IndexedChunk,
@@ -63,7 +64,6 @@ from knowledge.domain.retrieval import (
     IndexQuery,
     SearchMode,
 )
-from knowledge.domain.visibility import VisibilityFilter
 from knowledge.ports import Embedder
 from knowledge.services.documents import build_indexed_item
 from knowledge.services.search import legs_for

@@ -19,7 +19,7 @@ on the node at ``--opensearch-url``, or on a node started for the run with
 Each query runs, on every backend, one search per leg set the modes need (lexical alone, semantic
 alone, both legs for hybrid and RRF) with the service's fixed candidate depth
 (``retrieval.CANDIDATE_DEPTH`` per leg: passages for BM25, chunks for kNN); each mode's hits go
-through the service's fusion (``knowledge.domain.fusion.fuse``) and its top 100 items are scored.
+through the service's fusion (``knowledge.domain.retrieval.fusion.fuse``) and its top 100 items are scored.
 Unless ``--alpha`` is given, the hybrid alpha is chosen on the 809 train queries with the first
 backend of the run (the embedded index for ``both``) and used for every backend.
 
@@ -54,9 +54,10 @@ from knowledge.adapters.embedding_cache import CachedEmbedder, SqliteEmbeddingCa
 from knowledge.adapters.local_embedder import LocalEmbedder
 from knowledge.adapters.opensearch_engine import build_opensearch_client
 from knowledge.adapters.opensearch_index import OpenSearchIndex
-from knowledge.domain.chunking import Chunker
-from knowledge.domain.fusion import FusedHit, Normalizer, fuse
-from knowledge.domain.retrieval import (
+from knowledge.domain.access.visibility import VisibilityFilter
+from knowledge.domain.retrieval.chunking import Chunker
+from knowledge.domain.retrieval.fusion import FusedHit, Normalizer, fuse
+from knowledge.domain.retrieval.hits import (
     CANDIDATE_DEPTH,
     TIE_BREAKER,
     TITLE_BOOST,
@@ -67,7 +68,6 @@ from knowledge.domain.retrieval import (
     LegHits,
     SearchMode,
 )
-from knowledge.domain.visibility import VisibilityFilter
 from knowledge.ports import Embedder, SearchIndex
 from knowledge.services.documents import build_indexed_item
 from knowledge.services.search import legs_for

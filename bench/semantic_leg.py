@@ -31,9 +31,9 @@ import numpy as np
 import numpy.typing as npt
 
 from knowledge.adapters.embedded_index import EmbeddedIndex
+from knowledge.domain.access.visibility import VisibilityFilter
 from knowledge.domain.models import Principal, Scope
-from knowledge.domain.retrieval import ChunkHit, IndexedChunk, IndexedItem, IndexQuery, Leg
-from knowledge.domain.visibility import VisibilityFilter
+from knowledge.domain.retrieval.hits import ChunkHit, IndexedChunk, IndexedItem, IndexQuery, Leg
 
 TENANT = "bench"
 DIMENSION = 384

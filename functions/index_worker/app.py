@@ -18,11 +18,11 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from knowledge.bootstrap import get_container
-from knowledge.domain.index_work import IndexWork
+from knowledge.domain.retrieval.index_work import IndexWork
 from knowledge.observability import logger, metrics, tracer
 
 if TYPE_CHECKING:  # the indexing service is imported when the container builds it (first message)
-    from knowledge.services.indexing import IndexAction
+    from knowledge.domain.changes import IndexAction
 
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 

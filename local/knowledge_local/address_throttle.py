@@ -1,7 +1,7 @@
 """The local gateway's throttle of unauthenticated requests, per client address.
 
 Each client address (the connection's peer, ``HttpRequest.source_ip``) may fail authentication
-``limit`` times per second, with a burst of ``limit``: a GCRA rate (``knowledge.domain.rates``, the
+``limit`` times per second, with a burst of ``limit``: a GCRA rate (``knowledge.domain.access.rates``, the
 same algorithm as the tenants' quotas), kept in memory. A request to a route behind the authorizer
 uses one when its identity source is missing or the authorizer does not accept its token (denied,
 or ``authenticated: "false"`` in its context: unknown, expired or revoked). Requests that
@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from knowledge.domain.rates import MICROS, Rate
+from knowledge.domain.access.rates import MICROS, Rate
 
 KNOWN_SECONDS = 300
 """How long an identity the authorizer accepted passes a throttled address (the template's

@@ -25,10 +25,10 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from knowledge.adapters.dynamodb.knowledge_store import DynamoDBKnowledgeStore
+from knowledge.contract.ingest_messages import is_tenant_id
+from knowledge.contract.writes import LABEL_MAX_CHARS
 from knowledge.domain.identifiers import identifier_problem
-from knowledge.domain.ingest_messages import is_tenant_id
 from knowledge.domain.models import Permission
-from knowledge.domain.write_contract import LABEL_MAX_CHARS
 from knowledge.observability import logger
 from knowledge.services.tokens import TokenService
 from knowledge_local.cli import UsageError, parse_duration

@@ -48,7 +48,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from knowledge.domain.bearer_tokens import TOKEN_PREFIX, is_token_id
+from knowledge.domain.access.bearer_tokens import TOKEN_PREFIX, is_token_id
 from knowledge.domain.ids import ITEM_PREFIX, KB_PREFIX, REVISION_PREFIX, is_well_formed
 from knowledge.domain.models import Permission
 from knowledge.domain.sources import is_safe_uri

@@ -44,7 +44,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from knowledge.domain.bearer_tokens import TokenRejection
+from knowledge.domain.access.bearer_tokens import TokenRejection
 from knowledge_local.address_throttle import QUOTA, AddressThrottle
 from knowledge_local.authorizer_cache import AuthorizerCache
 from knowledge_local.gateway_server import GatewayServer

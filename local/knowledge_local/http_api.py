@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl
 
-from knowledge.domain.contract import ErrorDetail, ErrorResponse
+from knowledge.contract.search import ErrorDetail, ErrorResponse
 
 ACCOUNT_ID = "123456789012"
 REGION = "us-east-1"

@@ -19,7 +19,7 @@ from knowledge.adapters.embedded_index import EmbeddedIndex
 from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
 from knowledge.api.routes import knowledge_admin
 from knowledge.bootstrap import use_container
-from knowledge.domain.bearer_tokens import hash_token
+from knowledge.domain.access.bearer_tokens import hash_token
 from knowledge.domain.ids import ITEM_PREFIX, KB_PREFIX, shape_of
 from knowledge.settings import Settings
 from knowledge_local.routes import load_routes

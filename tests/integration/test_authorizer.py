@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from knowledge.bootstrap import get_token_service, use_container
-from knowledge.domain.bearer_tokens import hash_token
+from knowledge.domain.access.bearer_tokens import hash_token
 from knowledge.errors import DependencyUnavailableError
 from knowledge.settings import get_settings
 from tests.conftest import TABLE_NAME

@@ -12,7 +12,7 @@ from botocore.stub import Stubber
 
 from knowledge.adapters.dynamodb.knowledge_store import DynamoDBKnowledgeStore
 from knowledge.domain.models import ItemStatus, KnowledgeBase, Source
-from knowledge.domain.truth import CandidateKey
+from knowledge.domain.retrieval.truth import CandidateKey
 from knowledge.errors import ConflictError, DependencyUnavailableError
 from tests.conftest import TABLE_NAME
 from tests.support.store import REGION, failing, intercepted, make_base, make_store, new_client, raw_items

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from knowledge.domain.bearer_tokens import hash_token, new_token
+from knowledge.domain.access.bearer_tokens import hash_token, new_token
 from knowledge.domain.models import TokenRecord
 from knowledge.errors import RequestValidationError
 from tests.conftest import TABLE_NAME

@@ -17,8 +17,8 @@ import pytest
 from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
 from knowledge.adapters.sqs_work_queue import SqsWorkQueue
 from knowledge.bootstrap import build_container, use_container
-from knowledge.domain.index_work import FANOUT_WINDOW, IndexWork, part_count
 from knowledge.domain.models import KnowledgeItem, Permission, Principal, Source
+from knowledge.domain.retrieval.index_work import FANOUT_WINDOW, IndexWork, part_count
 from tests.support.events import lambda_context
 from tests.support.queues import sqs_event, sqs_record
 from tests.support.rest import SearchWorld, found_items, load_handler, new_world

@@ -20,10 +20,11 @@ from knowledge.adapters.dynamodb.stream import decode_stream_record
 from knowledge.adapters.embedded_index import EmbeddedIndex
 from knowledge.adapters.embedding_cache import DynamoDBEmbeddingCache
 from knowledge.bootstrap import Container, use_container
+from knowledge.contract.writes import CreateRevisionRequest
+from knowledge.domain.changes import IndexAction
 from knowledge.domain.models import BaseStatus, KnowledgeBase, KnowledgeItem, Principal, Source
-from knowledge.domain.write_contract import CreateRevisionRequest
 from knowledge.errors import ConflictError, DependencyUnavailableError
-from knowledge.services.indexing import IndexAction, IndexingService
+from knowledge.services.indexing import IndexingService
 from knowledge.settings import Settings
 from tests.conftest import TABLE_NAME
 from tests.support.admin import AdminClient

@@ -12,7 +12,7 @@ import pytest
 from moto import mock_aws
 
 from knowledge.bootstrap import use_container
-from knowledge.domain.bearer_tokens import hash_token
+from knowledge.domain.access.bearer_tokens import hash_token
 from knowledge_local.cli import main
 from knowledge_local.client import ApiError, KnowledgeClient
 from knowledge_local.dev_token import SCOPES as DEV_SCOPES

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from knowledge.domain.memory.notes import MemoryType
+from knowledge.domain.memory.retrieval import IndexedNote, NoteFilter, NoteQuery
 from knowledge.domain.models import Scope
-from knowledge.domain.note_retrieval import IndexedNote, NoteFilter, NoteQuery
-from knowledge.domain.notes import MemoryType
-from knowledge.domain.retrieval import Leg
+from knowledge.domain.retrieval.hits import Leg
 from knowledge.errors import IndexConfigurationError
 from knowledge.ports import NoteIndex
 from tests.support.index import DIMENSION, MODEL_ID, at_angle, axis

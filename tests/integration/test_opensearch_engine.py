@@ -12,7 +12,7 @@ import pytest
 from knowledge.adapters import opensearch_queries as dsl
 from knowledge.adapters.opensearch_engine import build_opensearch_client
 from knowledge.adapters.opensearch_index import OpenSearchIndex
-from knowledge.domain.retrieval import Leg
+from knowledge.domain.retrieval.hits import Leg
 from knowledge.errors import IndexConfigurationError
 from tests.support.index import DIMENSION, MODEL_ID, axis, item, leg_hits, query
 

@@ -22,7 +22,7 @@ from opensearchpy.exceptions import RequestError
 from knowledge.adapters import opensearch_queries as dsl
 from knowledge.adapters.opensearch_engine import build_opensearch_client
 from knowledge.adapters.opensearch_index import OpenSearchIndex
-from knowledge.domain.retrieval import ChunkHit, IndexQuery, Leg
+from knowledge.domain.retrieval.hits import ChunkHit, IndexQuery, Leg
 from knowledge.errors import DependencyUnavailableError, IndexConfigurationError
 from tests.support.index import item, viewer
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from knowledge.domain.fusion import fuse
-from knowledge.domain.retrieval import Chunk, IndexedItem, IndexQuery, Leg, LegHits, SearchMode
+from knowledge.domain.retrieval.fusion import fuse
+from knowledge.domain.retrieval.hits import Chunk, IndexedItem, IndexQuery, Leg, LegHits, SearchMode
 from knowledge.errors import IndexConfigurationError
 from knowledge.ports import SearchIndex
 from tests.support import multilingual

@@ -13,7 +13,7 @@ import pytest
 
 from knowledge.adapters.runtime_switch import ParameterRuntimeSwitch, StaticRuntimeSwitch
 from knowledge.bootstrap import use_container
-from knowledge.domain.bearer_tokens import hash_token
+from knowledge.domain.access.bearer_tokens import hash_token
 from knowledge.domain.models import Scope, Source
 from tests.support.events import load_event, with_authorizer_context
 from tests.support.rest import SearchWorld, error_body, invoke, new_world, search_event

@@ -11,7 +11,7 @@ import pytest
 
 from knowledge.bootstrap import use_container
 from knowledge.domain.models import KnowledgeBase, KnowledgeItem, Revision
-from knowledge.domain.retrieval import CANDIDATE_DEPTH
+from knowledge.domain.retrieval.hits import CANDIDATE_DEPTH
 from tests.support.rest import SearchWorld, error_body, new_world, result_items
 
 

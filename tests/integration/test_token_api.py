@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from knowledge.bootstrap import use_container
-from knowledge.domain.bearer_tokens import hash_token
+from knowledge.domain.access.bearer_tokens import hash_token
 from knowledge_local.routes import load_routes
 from tests.support.admin import AdminClient
 from tests.support.memory import call, found, pin_memory, recall_context, remember

@@ -20,10 +20,10 @@ from moto import mock_aws
 
 from knowledge.adapters.embedded_index import EmbeddedIndex
 from knowledge.adapters.embedded_note_index import EmbeddedNoteIndex
-from knowledge.adapters.memory_store import InMemoryKnowledgeStore
+from knowledge.adapters.in_process.store import InProcessKnowledgeStore
 from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
 from knowledge.bootstrap import Container, build_container, use_container
-from knowledge.domain.memory_contract import RememberArguments
+from knowledge.contract.memory import RememberArguments
 from knowledge.domain.models import Permission, Principal, Scope, Source
 from knowledge.settings import Settings
 from knowledge_local.gateway import Gateway
@@ -61,7 +61,7 @@ def fuzz_api() -> Iterator[FuzzApi]:
         embedder = HashingEmbedder()
         container = build_container(
             Settings(table_name=TABLE_NAME),
-            store=InMemoryKnowledgeStore(),
+            store=InProcessKnowledgeStore(),
             index=EmbeddedIndex(),
             embedder=embedder,
             note_index=EmbeddedNoteIndex(),

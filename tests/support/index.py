@@ -15,8 +15,8 @@ from contextlib import contextmanager
 from knowledge.adapters.embedded_index import EmbeddedIndex
 from knowledge.adapters.opensearch_engine import build_opensearch_client
 from knowledge.adapters.opensearch_index import OpenSearchIndex
-from knowledge.domain.retrieval import Chunk, IndexedChunk, IndexedItem, IndexQuery, Leg, LegHits
-from knowledge.domain.visibility import VisibilityFilter
+from knowledge.domain.access.visibility import VisibilityFilter
+from knowledge.domain.retrieval.hits import Chunk, IndexedChunk, IndexedItem, IndexQuery, Leg, LegHits
 from knowledge.ports import SearchIndex
 
 MODEL_ID = "contract-model"

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from knowledge.adapters.embedded_note_index import EmbeddedNoteIndex
 from knowledge.adapters.opensearch_engine import build_opensearch_client
 from knowledge.adapters.opensearch_note_index import OpenSearchNoteIndex
-from knowledge.domain.retrieval import Leg
+from knowledge.domain.retrieval.hits import Leg
 from knowledge.ports import NoteIndex
 from tests.support.index import DIMENSION, MODEL_ID
 

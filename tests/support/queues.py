@@ -22,7 +22,7 @@ from typing import Any
 
 import boto3
 
-from knowledge.domain.bearer_tokens import hash_token
+from knowledge.domain.access.bearer_tokens import hash_token
 from knowledge.domain.models import Permission, TokenRecord
 from knowledge.ports import TokenStore
 from tests.support.events import lambda_context

@@ -27,7 +27,7 @@ from knowledge.adapters.embedded_index import EmbeddedIndex
 from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
 from knowledge.bootstrap import Container, build_container, use_container
 from knowledge.domain.models import KnowledgeBase, KnowledgeItem, Revision, Scope, Source
-from knowledge.domain.retrieval import IndexedItem
+from knowledge.domain.retrieval.hits import IndexedItem
 from knowledge.ports import RuntimeSwitch, SearchIndex
 from knowledge.services.documents import build_indexed_item
 from knowledge.settings import Settings

@@ -15,7 +15,7 @@ from botocore.awsrequest import AWSResponse, HTTPHeaders
 from moto.dynamodb.responses import DynamoHandler
 
 from knowledge.adapters.dynamodb.knowledge_store import DynamoDBKnowledgeStore
-from knowledge.adapters.memory_store import InMemoryKnowledgeStore
+from knowledge.adapters.in_process.store import InProcessKnowledgeStore
 from knowledge.domain.models import KnowledgeBase, Scope
 from knowledge.ports import BaseStore, KnowledgeStore
 from tests.conftest import TABLE_NAME
@@ -55,7 +55,7 @@ STORES = ("memory", "dynamodb")
 def open_store(kind: str, **kwargs: Any) -> KnowledgeStore:
     """A new store of ``kind`` (``clock``, ``page_size_chars`` as the adapters take them)."""
     if kind == "memory":
-        return InMemoryKnowledgeStore(**kwargs)
+        return InProcessKnowledgeStore(**kwargs)
     return make_store(**kwargs)
 
 

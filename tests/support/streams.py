@@ -19,8 +19,8 @@ from typing import Any
 
 import boto3
 
-from knowledge.domain.retrieval import IndexQuery, Leg
-from knowledge.domain.visibility import VisibilityFilter
+from knowledge.domain.access.visibility import VisibilityFilter
+from knowledge.domain.retrieval.hits import IndexQuery, Leg
 from knowledge.ports import SearchIndex
 from tests.conftest import TABLE_NAME
 from tests.support.events import lambda_context

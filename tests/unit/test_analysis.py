@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from knowledge.adapters.embedded_index import index_terms
-from knowledge.domain.analysis import analyze, fold, query_terms
+from knowledge.domain.retrieval.analysis import analyze, fold, query_terms
 
 
 def test_analyze_keeps_words_whole_as_the_standard_tokenizer() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from bench.ingest_path import PHASES, TENANT, Document, ingest_path, table
 from bench.memory import HashingVectors
-from knowledge.domain.retrieval import IndexQuery, Leg
-from knowledge.domain.visibility import VisibilityFilter
+from knowledge.domain.access.visibility import VisibilityFilter
+from knowledge.domain.retrieval.hits import IndexQuery, Leg
 
 WORDS = ("quokka", "narwhal", "axolotl", "pangolin", "okapi")
 

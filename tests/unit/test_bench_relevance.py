@@ -25,8 +25,8 @@ from bench.relevance import (
     search_all,
 )
 from knowledge.adapters.embedded_index import EmbeddedIndex
-from knowledge.domain.chunking import Chunker
-from knowledge.domain.retrieval import ChunkHit, Leg, LegHits, SearchMode
+from knowledge.domain.retrieval.chunking import Chunker
+from knowledge.domain.retrieval.hits import ChunkHit, Leg, LegHits, SearchMode
 from knowledge.services.documents import build_indexed_item
 from knowledge.services.search import legs_for
 from tests.support.embedding import HashingEmbedder

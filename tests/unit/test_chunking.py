@@ -7,9 +7,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from knowledge.domain.chunking import Chunker, TokenizerUnavailableError, embedding_text, load_encoding
-from knowledge.domain.graphemes import is_grapheme_boundary
-from knowledge.domain.retrieval import Chunk
+from knowledge.domain.retrieval.chunking import (
+    Chunker,
+    TokenizerUnavailableError,
+    embedding_text,
+    load_encoding,
+)
+from knowledge.domain.retrieval.graphemes import is_grapheme_boundary
+from knowledge.domain.retrieval.hits import Chunk
 
 SENTENCES = [
     "Hybrid retrieval mixes BM25 scores with kNN similarity.",

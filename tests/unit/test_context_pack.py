@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from knowledge.domain.context_pack import (
+from knowledge.domain.memory.context_pack import (
     DUPLICATE_COSINE,
     SEPARATOR,
     Candidate,
@@ -18,7 +18,7 @@ from knowledge.domain.context_pack import (
     pack,
     render,
 )
-from knowledge.domain.notes import MemoryType, Note
+from knowledge.domain.memory.notes import MemoryType, Note
 
 MOMENT = datetime(2026, 11, 30, 8, 15, tzinfo=UTC)
 VIEWER = "alice"

@@ -15,7 +15,7 @@ import pytest
 
 from knowledge.adapters.embedding_cache import (
     CachedEmbedder,
-    InMemoryEmbeddingCache,
+    InProcessEmbeddingCache,
     SqliteEmbeddingCache,
     embedding_key,
     pack_vector,
@@ -79,7 +79,7 @@ def test_pack_vector_round_trip_float32_little_endian() -> None:
 
 
 def test_in_memory_cache_put_then_get_returns_float32_vectors() -> None:
-    cache = InMemoryEmbeddingCache()
+    cache = InProcessEmbeddingCache()
     cache.put_many({"a": [0.1, 0.2], "b": [0.3, 0.4]})
 
     found = cache.get_many(["a", "missing", "b"])
@@ -88,7 +88,7 @@ def test_in_memory_cache_put_then_get_returns_float32_vectors() -> None:
 
 
 def test_in_memory_cache_over_capacity_evicts_least_recently_used() -> None:
-    cache = InMemoryEmbeddingCache(max_entries=2)
+    cache = InProcessEmbeddingCache(max_entries=2)
     cache.put_many({"a": [1.0], "b": [2.0]})
     cache.get_many(["a"])  # "b" is now the least recently used
 
@@ -100,7 +100,7 @@ def test_in_memory_cache_over_capacity_evicts_least_recently_used() -> None:
 
 def test_in_memory_cache_zero_capacity_raises_value_error() -> None:
     with pytest.raises(ValueError, match="max_entries"):
-        InMemoryEmbeddingCache(max_entries=0)
+        InProcessEmbeddingCache(max_entries=0)
 
 
 def test_sqlite_cache_reopened_file_returns_stored_vectors(tmp_path: Path) -> None:
@@ -183,7 +183,7 @@ def test_sqlite_cache_concurrent_threads_lose_nothing(tmp_path: Path) -> None:
 
 def test_cached_embedder_duplicate_texts_in_one_call_embedded_once() -> None:
     inner = CountingEmbedder()
-    embedder = CachedEmbedder(inner, InMemoryEmbeddingCache())
+    embedder = CachedEmbedder(inner, InProcessEmbeddingCache())
 
     vectors = embedder.embed(["alpha", "beta", "alpha", "alpha", "beta"])
 
@@ -194,7 +194,7 @@ def test_cached_embedder_duplicate_texts_in_one_call_embedded_once() -> None:
 
 
 def test_cached_embedder_duplicate_texts_returned_as_independent_lists() -> None:
-    embedder = CachedEmbedder(CountingEmbedder(), InMemoryEmbeddingCache())
+    embedder = CachedEmbedder(CountingEmbedder(), InProcessEmbeddingCache())
     vectors = embedder.embed(["alpha", "alpha"])
 
     vectors[0][0] = 42.0
@@ -205,7 +205,7 @@ def test_cached_embedder_duplicate_texts_returned_as_independent_lists() -> None
 
 def test_cached_embedder_second_call_embeds_only_new_text() -> None:
     inner = CountingEmbedder()
-    embedder = CachedEmbedder(inner, InMemoryEmbeddingCache())
+    embedder = CachedEmbedder(inner, InProcessEmbeddingCache())
     first = embedder.embed(["alpha", "beta"])
 
     second = embedder.embed(["beta", "gamma", "alpha"])
@@ -216,7 +216,7 @@ def test_cached_embedder_second_call_embeds_only_new_text() -> None:
 
 def test_cached_embedder_mixed_hits_and_misses_keep_input_order() -> None:
     inner = CountingEmbedder()
-    embedder = CachedEmbedder(inner, InMemoryEmbeddingCache())
+    embedder = CachedEmbedder(inner, InProcessEmbeddingCache())
     embedder.embed(["b", "d"])
     texts = ["a", "b", "c", "d", "e"]
 
@@ -227,7 +227,7 @@ def test_cached_embedder_mixed_hits_and_misses_keep_input_order() -> None:
 
 
 def test_cached_embedder_hit_identical_to_miss() -> None:
-    embedder = CachedEmbedder(CountingEmbedder(), InMemoryEmbeddingCache())
+    embedder = CachedEmbedder(CountingEmbedder(), InProcessEmbeddingCache())
 
     (miss,) = embedder.embed(["same text"])
     (hit,) = embedder.embed(["same text"])
@@ -253,7 +253,7 @@ def test_cached_embedder_shared_sqlite_file_never_embeds_unchanged_text_twice(tm
 
 
 def test_cached_embedder_other_model_same_cache_embeds_again() -> None:
-    cache = InMemoryEmbeddingCache()
+    cache = InProcessEmbeddingCache()
     CachedEmbedder(CountingEmbedder("model-a"), cache).embed(["text"])
     other = CountingEmbedder("model-b")
 
@@ -265,13 +265,13 @@ def test_cached_embedder_other_model_same_cache_embeds_again() -> None:
 def test_cached_embedder_empty_input_returns_empty_without_embedding() -> None:
     inner = CountingEmbedder()
 
-    assert CachedEmbedder(inner, InMemoryEmbeddingCache()).embed([]) == []
+    assert CachedEmbedder(inner, InProcessEmbeddingCache()).embed([]) == []
     assert inner.calls == 0
 
 
 def test_cached_embedder_all_hits_calls_inner_not_at_all() -> None:
     inner = CountingEmbedder()
-    embedder = CachedEmbedder(inner, InMemoryEmbeddingCache())
+    embedder = CachedEmbedder(inner, InProcessEmbeddingCache())
     embedder.embed(["a", "b"])
 
     embedder.embed(["b", "a", "b"])
@@ -281,7 +281,7 @@ def test_cached_embedder_all_hits_calls_inner_not_at_all() -> None:
 
 def test_cached_embedder_cached_vector_of_wrong_size_embedded_again() -> None:
     inner = CountingEmbedder(dimension=8)
-    cache = InMemoryEmbeddingCache()
+    cache = InProcessEmbeddingCache()
     cache.put_many({embedding_key(inner.model_id, inner.dimension, "text"): [1.0, 0.0]})
 
     (vector,) = CachedEmbedder(inner, cache).embed(["text"])
@@ -291,6 +291,6 @@ def test_cached_embedder_cached_vector_of_wrong_size_embedded_again() -> None:
 
 
 def test_cached_embedder_reports_inner_model_and_dimension() -> None:
-    embedder = CachedEmbedder(CountingEmbedder("m", 16), InMemoryEmbeddingCache())
+    embedder = CachedEmbedder(CountingEmbedder("m", 16), InProcessEmbeddingCache())
 
     assert (embedder.model_id, embedder.dimension) == ("m", 16)

@@ -7,7 +7,7 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from knowledge.domain.excerpts import EXCERPT_MAX_CHARS, Excerpt, citation, make_excerpt, reference
+from knowledge.domain.retrieval.excerpts import EXCERPT_MAX_CHARS, Excerpt, citation, make_excerpt, reference
 
 FILLER = (
     "The service keeps every revision immutable and stores its content in fixed pages. "

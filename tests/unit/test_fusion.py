@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from knowledge.domain.fusion import RRF_K, FusedHit, clamp_alpha, collapse, fuse
-from knowledge.domain.retrieval import ChunkHit, LegHits, SearchMode
+from knowledge.domain.retrieval.fusion import RRF_K, FusedHit, clamp_alpha, collapse, fuse
+from knowledge.domain.retrieval.hits import ChunkHit, LegHits, SearchMode
 
 
 def _hit(item: str, score: float, *, ordinal: int = 0, revision: str = "kr_1") -> ChunkHit:

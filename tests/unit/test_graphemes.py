@@ -4,7 +4,7 @@ import regex
 from hypothesis import given
 from hypothesis import strategies as st
 
-from knowledge.domain.graphemes import ClusterEdges, is_grapheme_boundary
+from knowledge.domain.retrieval.graphemes import ClusterEdges, is_grapheme_boundary
 
 FLAG = "🇫🇷"
 

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from knowledge.api.error_envelopes import error_envelope, from_validation_errors
 from knowledge.api.http import build_resolver, parse_json_body
 from knowledge.bootstrap import use_container
-from knowledge.domain.write_contract import CreateItemRequest, CreateTokenRequest
+from knowledge.contract.writes import CreateItemRequest, CreateTokenRequest
 from knowledge.errors import (
     ConflictError,
     DependencyUnavailableError,

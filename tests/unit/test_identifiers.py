@@ -11,16 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
-from knowledge.domain.identifiers import (
-    BIDI,
-    CONTROL,
-    INVISIBLE,
-    character_class,
-    identifier_problem,
-    require_identifier,
-)
-from knowledge.domain.ingest_messages import INGEST_MESSAGE, is_tenant_id
-from knowledge.domain.memory_contract import (
+from knowledge.contract.ingest_messages import INGEST_MESSAGE, is_tenant_id
+from knowledge.contract.memory import (
     ForgetMemoryArguments,
     PinMemoryArguments,
     RecallContextArguments,
@@ -28,11 +20,19 @@ from knowledge.domain.memory_contract import (
     SearchMemoryArguments,
     UnpinMemoryArguments,
 )
-from knowledge.domain.write_contract import (
+from knowledge.contract.writes import (
     CreateItemRequest,
     CreateKnowledgeBaseRequest,
     CreateTokenRequest,
     PublishRequest,
+)
+from knowledge.domain.identifiers import (
+    BIDI,
+    CONTROL,
+    INVISIBLE,
+    character_class,
+    identifier_problem,
+    require_identifier,
 )
 from tests.support.fuzzing import budget
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from knowledge.domain import ids
-from knowledge.domain.bearer_tokens import hash_token, new_token
+from knowledge.domain.access.bearer_tokens import hash_token, new_token
 from knowledge.domain.models import TokenRecord
 
 

@@ -1,4 +1,4 @@
-"""How a revision is cut into index parts (``knowledge.domain.index_work``)."""
+"""How a revision is cut into index parts (``knowledge.domain.retrieval.index_work``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from knowledge.domain.index_work import (
+from knowledge.domain.retrieval.index_work import (
     BOUNDARY_REACH_CHARS,
     PART_TARGET_CHARS,
     part_count,

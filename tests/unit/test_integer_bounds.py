@@ -13,8 +13,8 @@ import pytest
 
 from knowledge.api.mcp_tools import TOOLS, input_schema
 from knowledge.api.openapi import openapi_document
+from knowledge.contract.ingest_messages import INGEST_MESSAGE
 from knowledge.domain.bounds import INTEGER_MAX
-from knowledge.domain.ingest_messages import INGEST_MESSAGE
 
 _BOUND_KEYWORDS = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
 DYNAMODB_MAX = 10**38 - 1

@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from knowledge.domain import keys
+from knowledge.adapters.dynamodb import keys
 
 
 def test_key_builders_follow_the_documented_layout() -> None:

@@ -6,10 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from knowledge.domain.models import Principal, Scope
-from knowledge.domain.note_lifecycle import NoteDraft, forgotten_note, new_note, restored_note, revised_note
-from knowledge.domain.note_retrieval import NoteHit, NoteLegHits, fuse_notes
-from knowledge.domain.notes import (
+from knowledge.domain.memory.lifecycle import NoteDraft, forgotten_note, new_note, restored_note, revised_note
+from knowledge.domain.memory.notes import (
     REDACTED,
     ForgetMode,
     MemoryType,
@@ -19,7 +17,9 @@ from knowledge.domain.notes import (
     normalize_path,
     path_ancestors,
 )
-from knowledge.domain.retrieval import SearchMode
+from knowledge.domain.memory.retrieval import NoteHit, NoteLegHits, fuse_notes
+from knowledge.domain.models import Principal, Scope
+from knowledge.domain.retrieval.hits import SearchMode
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 

@@ -1,4 +1,4 @@
-"""GCRA rate quotas (``knowledge.domain.rates``): the burst, the even spacing of a sustained flood,
+"""GCRA rate quotas (``knowledge.domain.access.rates``): the burst, the even spacing of a sustained flood,
 and the bound on any one second, by example and by property."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from knowledge.domain.rates import MICROS, Rate
+from knowledge.domain.access.rates import MICROS, Rate
 
 START = 1_800_000_000 * MICROS
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
+from knowledge.contract.writes import CreateItemRequest
 from knowledge.domain.models import Source
 from knowledge.domain.sources import URI_PROBLEM, SafeSource
-from knowledge.domain.write_contract import CreateItemRequest
 
 SOURCES: TypeAdapter[Source] = TypeAdapter(SafeSource)
 

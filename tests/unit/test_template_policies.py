@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from knowledge.domain import keys
+from knowledge.adapters.dynamodb import keys
 from tests.support.template import load_template, resource
 
 FUNCTIONS = sorted(

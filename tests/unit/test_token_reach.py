@@ -3,8 +3,8 @@ subset, so a scope this release does not know follows the same rule."""
 
 from __future__ import annotations
 
+from knowledge.domain.access.reach import TokenGrant, is_tenant_administrator, overreach
 from knowledge.domain.models import Principal
-from knowledge.domain.token_reach import TokenGrant, is_tenant_administrator, overreach
 
 ADMIN, PLATFORM = "knowledge:admin", "platform:admin"
 BASE = "kb_01M8MSRAQ70QQ1SJHWP0AMCDPZ"

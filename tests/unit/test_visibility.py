@@ -4,8 +4,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from knowledge.domain.access.visibility import VisibilityFilter, can_see
 from knowledge.domain.models import BaseStatus, KnowledgeBase, Principal, Scope
-from knowledge.domain.visibility import VisibilityFilter, can_see
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
 
-    from knowledge.domain.chunking import Chunker
+    from knowledge.domain.retrieval.chunking import Chunker
     from knowledge.ports import (
         Embedder,
         KnowledgeStore,
@@ -132,7 +132,7 @@ class Container:
     @property
     def chunker(self) -> Chunker:
         def build() -> Chunker:
-            from knowledge.domain.chunking import Chunker
+            from knowledge.domain.retrieval.chunking import Chunker
 
             return Chunker(
                 max_tokens=self.settings.chunk_tokens, overlap_tokens=self.settings.chunk_overlap_tokens
@@ -207,7 +207,7 @@ class Container:
     @property
     def recall(self) -> RecallService:
         def build() -> RecallService:
-            from knowledge.domain.context_pack import count_cl100k
+            from knowledge.domain.memory.context_pack import count_cl100k
             from knowledge.services.recall import RecallService
 
             return RecallService(
@@ -344,7 +344,7 @@ def build_embedder(settings: Settings) -> Embedder:
     from knowledge.adapters.embedding_cache import (
         CachedEmbedder,
         DynamoDBEmbeddingCache,
-        InMemoryEmbeddingCache,
+        InProcessEmbeddingCache,
         SqliteEmbeddingCache,
     )
     from knowledge.ports import EmbeddingCache
@@ -367,7 +367,7 @@ def build_embedder(settings: Settings) -> Embedder:
     elif settings.embedding_cache == "table":
         cache = DynamoDBEmbeddingCache(settings.table_name)
     else:
-        cache = InMemoryEmbeddingCache()
+        cache = InProcessEmbeddingCache()
     return CachedEmbedder(inner, cache)
 
 

@@ -7,7 +7,11 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
 
-from knowledge.domain.index_work import IndexWork, PartWrite
+from knowledge.domain.access.rates import Rate, RateDecision
+from knowledge.domain.memory.lifecycle import NoteWrite
+from knowledge.domain.memory.notes import Note, NoteClaim
+from knowledge.domain.memory.pins import Pin
+from knowledge.domain.memory.retrieval import IndexedNote, NoteFilter, NoteHit, NoteLegHits, NoteQuery
 from knowledge.domain.models import (
     BaseStatus,
     ContentWindow,
@@ -19,13 +23,9 @@ from knowledge.domain.models import (
     Source,
     TokenRecord,
 )
-from knowledge.domain.note_lifecycle import NoteWrite
-from knowledge.domain.note_retrieval import IndexedNote, NoteFilter, NoteHit, NoteLegHits, NoteQuery
-from knowledge.domain.notes import Note, NoteClaim
-from knowledge.domain.pins import Pin
-from knowledge.domain.rates import Rate, RateDecision
-from knowledge.domain.retrieval import IndexedItem, IndexQuery, LegHits
-from knowledge.domain.truth import CandidateKey, CandidateRecords
+from knowledge.domain.retrieval.hits import IndexedItem, IndexQuery, LegHits
+from knowledge.domain.retrieval.index_work import IndexWork, PartWrite
+from knowledge.domain.retrieval.truth import CandidateKey, CandidateRecords
 
 
 class BaseStore(Protocol):
@@ -320,7 +320,7 @@ class PinStore(Protocol):
 
 
 class QuotaStore(Protocol):
-    """Per-tenant rate quotas (``knowledge.services.quotas``, GCRA: ``knowledge.domain.rates``),
+    """Per-tenant rate quotas (``knowledge.services.quotas``, GCRA: ``knowledge.domain.access.rates``),
     shared by every process."""
 
     def consume_rate(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from knowledge.domain.models import KnowledgeBase, Source
-from knowledge.domain.truth import CandidateKey
+from knowledge.domain.retrieval.truth import CandidateKey
 from knowledge.ports import KnowledgeStore
 from tests.integration.store_contract.conftest import OTHER_TENANT, TENANT
 from tests.support.store import make_base

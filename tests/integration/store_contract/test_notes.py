@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from knowledge.domain.memory.lifecycle import NoteDraft, NoteWrite, new_note, revised_note, superseded_note
+from knowledge.domain.memory.notes import REDACTED, MemoryType, Note, claims_of, content_claim, key_claim
 from knowledge.domain.models import Scope
-from knowledge.domain.note_lifecycle import NoteDraft, NoteWrite, new_note, revised_note, superseded_note
-from knowledge.domain.notes import REDACTED, MemoryType, Note, claims_of, content_claim, key_claim
 from knowledge.errors import ClaimTakenError, ConflictError, RequestValidationError, ResourceUnavailableError
 from knowledge.ports import KnowledgeStore
 from tests.integration.store_contract.conftest import OTHER_TENANT, TENANT

@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from knowledge.domain import ids
+from knowledge.domain.memory.lifecycle import NoteDraft, NoteWrite, new_note
+from knowledge.domain.memory.notes import MemoryType, Note, claims_of
+from knowledge.domain.memory.pins import Pin
 from knowledge.domain.models import Scope
-from knowledge.domain.note_lifecycle import NoteDraft, NoteWrite, new_note
-from knowledge.domain.notes import MemoryType, Note, claims_of
-from knowledge.domain.pins import Pin
 from knowledge.errors import ConflictError, RequestValidationError, ResourceUnavailableError
 from knowledge.ports import KnowledgeStore
 from tests.integration.store_contract.conftest import OTHER_TENANT, TENANT

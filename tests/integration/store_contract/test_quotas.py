@@ -1,4 +1,4 @@
-"""The store contract for rate quotas (GCRA, ``knowledge.domain.rates``): each use decided by
+"""The store contract for rate quotas (GCRA, ``knowledge.domain.access.rates``): each use decided by
 ``Rate.decide`` on the stored arrival time and stored atomically when admitted, tenants and quotas
 kept apart, whichever write the caller expects first; the same on every adapter."""
 
@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from knowledge.domain.rates import MICROS, Rate, RateDecision
+from knowledge.domain.access.rates import MICROS, Rate, RateDecision
 from knowledge.ports import KnowledgeStore
 from tests.integration.store_contract.conftest import OTHER_TENANT, TENANT
 

@@ -10,9 +10,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from knowledge.domain.memory.lifecycle import NoteDraft, NoteWrite, new_note, revised_note
+from knowledge.domain.memory.notes import MemoryType, Note, claims_of
 from knowledge.domain.models import KnowledgeBase, KnowledgeItem, Scope, Source
-from knowledge.domain.note_lifecycle import NoteDraft, NoteWrite, new_note, revised_note
-from knowledge.domain.notes import MemoryType, Note, claims_of
 from knowledge.errors import StoredItemsQuotaError
 from knowledge.ports import KnowledgeStore
 from tests.integration.store_contract.conftest import OTHER_TENANT, TENANT, StoreFactory

@@ -9,10 +9,10 @@ from datetime import datetime
 import pytest
 
 from knowledge.adapters.embedded_index import EmbeddedIndex
-from knowledge.adapters.memory_store import InMemoryKnowledgeStore
+from knowledge.adapters.in_process.store import InProcessKnowledgeStore
 from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
-from knowledge.domain.chunking import Chunker
 from knowledge.domain.models import Permission, Principal
+from knowledge.domain.retrieval.chunking import Chunker
 from knowledge.services.curation import CurationService
 from knowledge.services.indexing import IndexingService
 from knowledge.services.token_admin import TokenAdministration
@@ -56,8 +56,8 @@ def clock() -> TickingClock:
 
 
 @pytest.fixture
-def store(clock: TickingClock) -> InMemoryKnowledgeStore:
-    return InMemoryKnowledgeStore(clock=clock)
+def store(clock: TickingClock) -> InProcessKnowledgeStore:
+    return InProcessKnowledgeStore(clock=clock)
 
 
 @pytest.fixture
@@ -79,21 +79,21 @@ def chunker() -> Chunker:
 
 @pytest.fixture
 def indexing(
-    store: InMemoryKnowledgeStore, index: EmbeddedIndex, embedder: HashingEmbedder, chunker: Chunker
+    store: InProcessKnowledgeStore, index: EmbeddedIndex, embedder: HashingEmbedder, chunker: Chunker
 ) -> IndexingService:
     return IndexingService(store, index, embedder, chunker)
 
 
 @pytest.fixture
-def curation(store: InMemoryKnowledgeStore, indexing: IndexingService) -> CurationService:
+def curation(store: InProcessKnowledgeStore, indexing: IndexingService) -> CurationService:
     return CurationService(store, indexing, StaticRuntimeSwitch(True), max_content_chars=MAX_CONTENT_CHARS)
 
 
 @pytest.fixture
-def tokens(store: InMemoryKnowledgeStore, clock: TickingClock) -> TokenService:
+def tokens(store: InProcessKnowledgeStore, clock: TickingClock) -> TokenService:
     return TokenService(store, clock=clock)
 
 
 @pytest.fixture
-def token_admin(store: InMemoryKnowledgeStore, tokens: TokenService) -> TokenAdministration:
+def token_admin(store: InProcessKnowledgeStore, tokens: TokenService) -> TokenAdministration:
     return TokenAdministration(store, tokens)

@@ -8,11 +8,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from knowledge.adapters.embedded_note_index import EmbeddedNoteIndex
-from knowledge.adapters.embedding_cache import CachedEmbedder, InMemoryEmbeddingCache
-from knowledge.adapters.memory_store import InMemoryKnowledgeStore
+from knowledge.adapters.embedding_cache import CachedEmbedder, InProcessEmbeddingCache
+from knowledge.adapters.in_process.store import InProcessKnowledgeStore
 from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
-from knowledge.domain.context_pack import count_cl100k
-from knowledge.domain.memory_contract import (
+from knowledge.contract.memory import (
     ForgetMemoryArguments,
     MemoryContextResponse,
     MemoryResponse,
@@ -24,6 +23,7 @@ from knowledge.domain.memory_contract import (
     SearchMemoryArguments,
     UnpinMemoryArguments,
 )
+from knowledge.domain.memory.context_pack import count_cl100k
 from knowledge.domain.models import Permission, Principal
 from knowledge.services.memory_search import MemorySearchService
 from knowledge.services.note_indexing import NoteIndexingService
@@ -58,11 +58,11 @@ class ManualClock:
 @dataclass
 class MemoryWorld:
     clock: ManualClock = field(default_factory=ManualClock)
-    cache: InMemoryEmbeddingCache = field(default_factory=InMemoryEmbeddingCache)
+    cache: InProcessEmbeddingCache = field(default_factory=InProcessEmbeddingCache)
     enabled: bool = True
 
     def __post_init__(self) -> None:
-        self.store = InMemoryKnowledgeStore(clock=self.clock)
+        self.store = InProcessKnowledgeStore(clock=self.clock)
         self.embedder = CachedEmbedder(HashingEmbedder(), self.cache)
         self.index = EmbeddedNoteIndex()
         self.index.ensure_ready(model_id=self.embedder.model_id, dimension=self.embedder.dimension)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from knowledge.adapters.memory_store import InMemoryKnowledgeStore
+from knowledge.adapters.in_process.store import InProcessKnowledgeStore
 from knowledge.domain.ids import KB_PREFIX, shape_of
 from knowledge.domain.models import BaseStatus, KnowledgeBase, Permission, Scope
 from knowledge.errors import InsufficientScopeError, RequestValidationError, ResourceUnavailableError
@@ -16,22 +16,22 @@ READER = caller("agent-7", READ)
 
 
 @pytest.fixture
-def base(store: InMemoryKnowledgeStore) -> KnowledgeBase:
+def base(store: InProcessKnowledgeStore) -> KnowledgeBase:
     return store.create_base(TENANT, name="Ops", owner_id="owner-1", scope=Scope.TENANT, team_id=None)
 
 
-def test_find_base_visible_base_is_returned(store: InMemoryKnowledgeStore, base: KnowledgeBase) -> None:
+def test_find_base_visible_base_is_returned(store: InProcessKnowledgeStore, base: KnowledgeBase) -> None:
     assert find_base(store, READER, base.knowledge_base_id) == base
 
 
-def test_find_base_absent_id_raises_resource_unavailable(store: InMemoryKnowledgeStore) -> None:
+def test_find_base_absent_id_raises_resource_unavailable(store: InProcessKnowledgeStore) -> None:
     with pytest.raises(ResourceUnavailableError):
         find_base(store, READER, "kb_01M8MSRAQ70QQ1SJHWP0AMCDPZ")
 
 
 @pytest.mark.parametrize("base_id", ["kb_#EXT#x", "ki_01M8MSRAQ70QQ1SJHWP0AMCDPZ", "", "project-docs"])
 def test_find_base_malformed_id_raises_validation_error_naming_the_field(
-    store: InMemoryKnowledgeStore, base_id: str
+    store: InProcessKnowledgeStore, base_id: str
 ) -> None:
     with pytest.raises(RequestValidationError) as raised:
         find_base(store, READER, base_id)
@@ -42,7 +42,7 @@ def test_find_base_malformed_id_raises_validation_error_naming_the_field(
 
 
 def test_find_base_inactive_or_foreign_base_raises_resource_unavailable(
-    store: InMemoryKnowledgeStore, base: KnowledgeBase
+    store: InProcessKnowledgeStore, base: KnowledgeBase
 ) -> None:
     foreign = caller("agent-7", READ, tenant_id="globex")
     store.update_base(TENANT, base.knowledge_base_id, expected_version=1, status=BaseStatus.INACTIVE)
@@ -53,7 +53,7 @@ def test_find_base_inactive_or_foreign_base_raises_resource_unavailable(
         find_base(store, foreign, base.knowledge_base_id)
 
 
-def test_find_base_applies_the_given_rule(store: InMemoryKnowledgeStore, base: KnowledgeBase) -> None:
+def test_find_base_applies_the_given_rule(store: InProcessKnowledgeStore, base: KnowledgeBase) -> None:
     store.update_base(TENANT, base.knowledge_base_id, expected_version=1, status=BaseStatus.INACTIVE)
 
     found = find_base(store, READER, base.knowledge_base_id, allowed=lambda principal, candidate: True)

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from knowledge.domain.models import BaseStatus, Scope
-from knowledge.domain.write_contract import (
+from knowledge.contract.writes import (
     CreateItemRequest,
     CreateKnowledgeBaseRequest,
     KnowledgeBaseResponse,
     UpdateKnowledgeBaseRequest,
 )
+from knowledge.domain.models import BaseStatus, Scope
 from knowledge.errors import (
     ConflictError,
     InsufficientScopeError,

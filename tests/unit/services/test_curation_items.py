@@ -9,10 +9,9 @@ from typing import Any
 
 import pytest
 
-from knowledge.adapters.memory_store import InMemoryKnowledgeStore
+from knowledge.adapters.in_process.store import InProcessKnowledgeStore
 from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
-from knowledge.domain.models import BaseStatus, ItemStatus, Permission, Principal, Scope, Source
-from knowledge.domain.write_contract import (
+from knowledge.contract.writes import (
     ArchiveRequest,
     CreatedRevisionResponse,
     CreateItemRequest,
@@ -22,6 +21,7 @@ from knowledge.domain.write_contract import (
     PublishRequest,
     UpdateKnowledgeBaseRequest,
 )
+from knowledge.domain.models import BaseStatus, ItemStatus, Permission, Principal, Scope, Source
 from knowledge.errors import (
     ConflictError,
     InsufficientScopeError,
@@ -107,7 +107,7 @@ def test_create_item_with_taken_external_id_adds_a_draft_revision_to_it(
 
 
 def test_create_item_unchanged_upsert_writes_nothing(
-    curation: CurationService, store: InMemoryKnowledgeStore, base: KnowledgeBaseResponse
+    curation: CurationService, store: InProcessKnowledgeStore, base: KnowledgeBaseResponse
 ) -> None:
     first = _new_item(curation, base, external_id="runbook", publish=True)
 
@@ -158,7 +158,7 @@ def test_create_item_content_over_limit_raises_validation_error_and_writes_nothi
 
 
 def test_create_item_content_at_limit_is_stored(
-    curation: CurationService, store: InMemoryKnowledgeStore, base: KnowledgeBaseResponse
+    curation: CurationService, store: InProcessKnowledgeStore, base: KnowledgeBaseResponse
 ) -> None:
     content = "abcdefghij" * (MAX_CONTENT_CHARS // 10)
 
@@ -555,7 +555,7 @@ def test_platform_admin_holds_every_scope(curation: CurationService, base: Knowl
 
 
 def test_writes_do_not_depend_on_the_runtime_switch_and_health_reports_it(
-    store: InMemoryKnowledgeStore, indexing: IndexingService
+    store: InProcessKnowledgeStore, indexing: IndexingService
 ) -> None:
     switched_off = CurationService(
         store, indexing, StaticRuntimeSwitch(False), max_content_chars=MAX_CONTENT_CHARS

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from itertools import pairwise
 
-from knowledge.domain.chunking import Chunker, embedding_text
-from knowledge.domain.retrieval import PASSAGE_TOKENS, IndexedItem
+from knowledge.domain.retrieval.chunking import Chunker, embedding_text
+from knowledge.domain.retrieval.hits import PASSAGE_TOKENS, IndexedItem
 from knowledge.services.documents import build_indexed_item
 from tests.support.embedding import HashingEmbedder
 

@@ -9,11 +9,11 @@ from typing import Any, cast
 import pytest
 
 from knowledge.adapters.embedded_index import EmbeddedIndex
-from knowledge.adapters.memory_store import InMemoryKnowledgeStore
+from knowledge.adapters.in_process.store import InProcessKnowledgeStore
 from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
 from knowledge.api.error_envelopes import error_envelope
-from knowledge.domain.contract import SearchKnowledgeArguments
-from knowledge.domain.memory_contract import RememberArguments
+from knowledge.contract.memory import RememberArguments
+from knowledge.contract.search import SearchKnowledgeArguments
 from knowledge.domain.models import Scope, Source
 from knowledge.errors import KnowledgeError
 from knowledge.ports import KnowledgeStore
@@ -33,7 +33,7 @@ READER = caller("agent-7", READ)
 class CountingStore:
     """The in-memory store, recording the name of every store method called through it."""
 
-    def __init__(self, inner: InMemoryKnowledgeStore) -> None:
+    def __init__(self, inner: InProcessKnowledgeStore) -> None:
         self.inner = inner
         self.calls: list[str] = []
 
@@ -58,11 +58,11 @@ class CountingStore:
 
 
 @pytest.fixture
-def counting(store: InMemoryKnowledgeStore) -> CountingStore:
+def counting(store: InProcessKnowledgeStore) -> CountingStore:
     return CountingStore(store)
 
 
-def _hidden_item(store: InMemoryKnowledgeStore) -> str:
+def _hidden_item(store: InProcessKnowledgeStore) -> str:
     """A published, indexed item in a private base of another owner: it exists, READER cannot see it."""
     base = store.create_base(TENANT, name="Private", owner_id="owner-1", scope=Scope.PRIVATE, team_id=None)
     item, _ = store.create_item(
@@ -77,7 +77,7 @@ def _hidden_item(store: InMemoryKnowledgeStore) -> str:
     return item.knowledge_item_id
 
 
-def _draft_item(store: InMemoryKnowledgeStore) -> str:
+def _draft_item(store: InProcessKnowledgeStore) -> str:
     """A draft in a base READER can see: it exists, READER may not read it."""
     base = store.create_base(TENANT, name="Open", owner_id="owner-1", scope=Scope.TENANT, team_id=None)
     item, _ = store.create_item(
@@ -93,7 +93,7 @@ def _draft_item(store: InMemoryKnowledgeStore) -> str:
 
 
 def test_addressed_read_absent_invisible_and_draft_take_equal_store_calls_and_equal_bodies(
-    store: InMemoryKnowledgeStore, counting: CountingStore, index: EmbeddedIndex, embedder: HashingEmbedder
+    store: InProcessKnowledgeStore, counting: CountingStore, index: EmbeddedIndex, embedder: HashingEmbedder
 ) -> None:
     search = SearchService(cast(KnowledgeStore, counting), index, embedder, StaticRuntimeSwitch(True))
     hidden, draft = _hidden_item(store), _draft_item(store)
@@ -111,7 +111,7 @@ def test_addressed_read_absent_invisible_and_draft_take_equal_store_calls_and_eq
 
 
 def test_get_item_absent_and_invisible_take_equal_store_calls_and_equal_bodies(
-    store: InMemoryKnowledgeStore, counting: CountingStore, indexing: IndexingService
+    store: InProcessKnowledgeStore, counting: CountingStore, indexing: IndexingService
 ) -> None:
     curation = CurationService(
         cast(KnowledgeStore, counting),
@@ -133,7 +133,7 @@ def test_get_item_absent_and_invisible_take_equal_store_calls_and_equal_bodies(
 
 def test_note_read_absent_and_invisible_take_equal_store_calls_and_equal_bodies() -> None:
     clock = ManualClock()
-    inner = InMemoryKnowledgeStore(clock=clock)
+    inner = InProcessKnowledgeStore(clock=clock)
     counting = CountingStore(inner)
     notes = NoteService(cast(KnowledgeStore, counting), lambda texts: None, StaticRuntimeSwitch(True), clock)
     private = notes.remember(agent("alice"), RememberArguments(content="Alice's locker code is 4711."))

@@ -6,24 +6,24 @@ from __future__ import annotations
 import pytest
 
 from knowledge.adapters.embedded_index import EmbeddedIndex
-from knowledge.adapters.memory_store import InMemoryKnowledgeStore
-from knowledge.domain.changes import ChangeKind, StoreChange
-from knowledge.domain.chunking import Chunker
+from knowledge.adapters.in_process.store import InProcessKnowledgeStore
+from knowledge.domain.changes import ChangeKind, IndexAction, StoreChange
 from knowledge.domain.models import BaseStatus, KnowledgeBase, KnowledgeItem, Revision, Scope, Source
+from knowledge.domain.retrieval.chunking import Chunker
 from knowledge.errors import DependencyUnavailableError
-from knowledge.services.indexing import IndexAction, IndexingService
+from knowledge.services.indexing import IndexingService
 from tests.support.embedding import HashingEmbedder
 from tests.support.streams import indexed_revisions
 from tests.unit.services.conftest import TENANT
 
 
 @pytest.fixture
-def base(store: InMemoryKnowledgeStore) -> KnowledgeBase:
+def base(store: InProcessKnowledgeStore) -> KnowledgeBase:
     return store.create_base(TENANT, name="Ops", owner_id="curator-1", scope=Scope.TENANT, team_id=None)
 
 
 def _item(
-    store: InMemoryKnowledgeStore, base: KnowledgeBase, *, publish: bool = True, title: str = "Runbook"
+    store: InProcessKnowledgeStore, base: KnowledgeBase, *, publish: bool = True, title: str = "Runbook"
 ) -> tuple[KnowledgeItem, Revision]:
     return store.create_item(
         TENANT,
@@ -41,7 +41,7 @@ def _sync(indexing: IndexingService, item: KnowledgeItem) -> IndexAction:
 
 
 def test_sync_item_published_indexes_its_current_revision_and_marks_it(
-    indexing: IndexingService, store: InMemoryKnowledgeStore, index: EmbeddedIndex, base: KnowledgeBase
+    indexing: IndexingService, store: InProcessKnowledgeStore, index: EmbeddedIndex, base: KnowledgeBase
 ) -> None:
     item, revision = _item(store, base)
 
@@ -54,7 +54,7 @@ def test_sync_item_published_indexes_its_current_revision_and_marks_it(
 
 
 def test_sync_item_new_current_revision_replaces_the_old_one(
-    indexing: IndexingService, store: InMemoryKnowledgeStore, index: EmbeddedIndex, base: KnowledgeBase
+    indexing: IndexingService, store: InProcessKnowledgeStore, index: EmbeddedIndex, base: KnowledgeBase
 ) -> None:
     item, _ = _item(store, base)
     _sync(indexing, item)
@@ -73,7 +73,7 @@ def test_sync_item_new_current_revision_replaces_the_old_one(
 
 
 def test_sync_item_draft_is_not_indexed(
-    indexing: IndexingService, store: InMemoryKnowledgeStore, index: EmbeddedIndex, base: KnowledgeBase
+    indexing: IndexingService, store: InProcessKnowledgeStore, index: EmbeddedIndex, base: KnowledgeBase
 ) -> None:
     item, _ = _item(store, base, publish=False)
 
@@ -82,7 +82,7 @@ def test_sync_item_draft_is_not_indexed(
 
 
 def test_sync_item_archived_leaves_the_index_and_loses_its_mark(
-    indexing: IndexingService, store: InMemoryKnowledgeStore, index: EmbeddedIndex, base: KnowledgeBase
+    indexing: IndexingService, store: InProcessKnowledgeStore, index: EmbeddedIndex, base: KnowledgeBase
 ) -> None:
     item, _ = _item(store, base)
     _sync(indexing, item)
@@ -96,7 +96,7 @@ def test_sync_item_archived_leaves_the_index_and_loses_its_mark(
 
 
 def test_sync_item_of_an_inactive_base_is_skipped(
-    indexing: IndexingService, store: InMemoryKnowledgeStore, index: EmbeddedIndex, base: KnowledgeBase
+    indexing: IndexingService, store: InProcessKnowledgeStore, index: EmbeddedIndex, base: KnowledgeBase
 ) -> None:
     item, _ = _item(store, base)
     store.update_base(TENANT, base.knowledge_base_id, expected_version=1, status=BaseStatus.INACTIVE)
@@ -112,7 +112,7 @@ def test_sync_item_absent_from_the_store_is_removed(indexing: IndexingService) -
 
 
 def test_sync_base_reindexes_published_items_and_removes_drafts(
-    indexing: IndexingService, store: InMemoryKnowledgeStore, index: EmbeddedIndex, base: KnowledgeBase
+    indexing: IndexingService, store: InProcessKnowledgeStore, index: EmbeddedIndex, base: KnowledgeBase
 ) -> None:
     published = [_item(store, base, title=f"Runbook {n}") for n in range(3)]
     _item(store, base, publish=False, title="Draft")
@@ -132,7 +132,7 @@ def test_sync_base_reindexes_published_items_and_removes_drafts(
 
 
 def test_sync_base_inactive_removes_every_chunk_of_it(
-    indexing: IndexingService, store: InMemoryKnowledgeStore, index: EmbeddedIndex, base: KnowledgeBase
+    indexing: IndexingService, store: InProcessKnowledgeStore, index: EmbeddedIndex, base: KnowledgeBase
 ) -> None:
     item, _ = _item(store, base)
     _sync(indexing, item)
@@ -145,7 +145,7 @@ def test_sync_base_inactive_removes_every_chunk_of_it(
 
 
 def test_apply_item_write_that_kept_the_version_is_ignored(
-    indexing: IndexingService, store: InMemoryKnowledgeStore, base: KnowledgeBase
+    indexing: IndexingService, store: InProcessKnowledgeStore, base: KnowledgeBase
 ) -> None:
     item, revision = _item(store, base)
     marked = item.model_copy(update={"indexed_revision_id": revision.knowledge_revision_id})
@@ -154,7 +154,7 @@ def test_apply_item_write_that_kept_the_version_is_ignored(
 
 
 def test_apply_base_insert_and_rename_are_ignored(
-    store: InMemoryKnowledgeStore, indexing: IndexingService
+    store: InProcessKnowledgeStore, indexing: IndexingService
 ) -> None:
     base = store.create_base(TENANT, name="Ops", owner_id="o", scope=Scope.TENANT, team_id=None)
     renamed = store.update_base(TENANT, base.knowledge_base_id, expected_version=1, name="Operations")
@@ -164,7 +164,7 @@ def test_apply_base_insert_and_rename_are_ignored(
 
 
 def test_apply_base_deactivation_then_reactivation_removes_and_restores_its_items(
-    indexing: IndexingService, store: InMemoryKnowledgeStore, index: EmbeddedIndex, base: KnowledgeBase
+    indexing: IndexingService, store: InProcessKnowledgeStore, index: EmbeddedIndex, base: KnowledgeBase
 ) -> None:
     item, revision = _item(store, base)
     _sync(indexing, item)
@@ -182,7 +182,7 @@ def test_apply_base_deactivation_then_reactivation_removes_and_restores_its_item
 
 
 def test_apply_records_that_are_not_items_or_bases_are_ignored(
-    indexing: IndexingService, store: InMemoryKnowledgeStore, base: KnowledgeBase
+    indexing: IndexingService, store: InProcessKnowledgeStore, base: KnowledgeBase
 ) -> None:
     _, revision = _item(store, base)
 
@@ -191,7 +191,7 @@ def test_apply_records_that_are_not_items_or_bases_are_ignored(
 
 
 def test_batch_syncs_an_item_once_and_answers_its_later_changes_superseded(
-    indexing: IndexingService, store: InMemoryKnowledgeStore, index: EmbeddedIndex, base: KnowledgeBase
+    indexing: IndexingService, store: InProcessKnowledgeStore, index: EmbeddedIndex, base: KnowledgeBase
 ) -> None:
     item, _ = _item(store, base)
     updated, newer = store.add_revision(
@@ -212,7 +212,7 @@ def test_batch_syncs_an_item_once_and_answers_its_later_changes_superseded(
     assert indexed_revisions(index, TENANT) == {item.knowledge_item_id: newer.knowledge_revision_id}
 
 
-class _LostRevisions(InMemoryKnowledgeStore):
+class _LostRevisions(InProcessKnowledgeStore):
     """A broken store: items point at revisions it cannot return."""
 
     def get_revision(

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from knowledge.adapters.memory_store import InMemoryKnowledgeStore
+from knowledge.adapters.in_process.store import InProcessKnowledgeStore
 from knowledge.bootstrap import queued_notes
-from knowledge.domain.bearer_tokens import hash_token
+from knowledge.domain.access.bearer_tokens import hash_token
 from knowledge.domain.models import BaseStatus, ItemStatus, KnowledgeBase, Permission, Scope, TokenRecord
 from knowledge.errors import (
     AuthenticationRequiredError,
@@ -38,7 +38,7 @@ WRITE_SCOPES = (Permission.WRITE.value, Permission.MEMORY_WRITE.value, Permissio
 
 
 @pytest.fixture
-def writer(store: InMemoryKnowledgeStore, clock: TickingClock) -> TokenRecord:
+def writer(store: InProcessKnowledgeStore, clock: TickingClock) -> TokenRecord:
     record = TokenRecord(
         token_hash=hash_token(WRITER_TOKEN),
         tenant_id=TENANT,
@@ -52,14 +52,14 @@ def writer(store: InMemoryKnowledgeStore, clock: TickingClock) -> TokenRecord:
 
 
 @pytest.fixture
-def ingest(store: InMemoryKnowledgeStore, tokens: TokenService, writer: TokenRecord) -> IngestService:
+def ingest(store: InProcessKnowledgeStore, tokens: TokenService, writer: TokenRecord) -> IngestService:
     return IngestService(
         store, queued_notes(store, HashingEmbedder().forget), tokens, max_content_chars=MAX_CONTENT_CHARS
     )
 
 
 @pytest.fixture
-def base(store: InMemoryKnowledgeStore) -> KnowledgeBase:
+def base(store: InProcessKnowledgeStore) -> KnowledgeBase:
     return store.create_base(TENANT, name="Ops", owner_id="pipeline", scope=Scope.TENANT, team_id=None)
 
 
@@ -89,7 +89,7 @@ def _archive(base: KnowledgeBase, external_id: str = "doc-1") -> str:
 
 
 def test_ingest_upsert_creates_a_published_item_and_a_redelivery_changes_nothing(
-    ingest: IngestService, store: InMemoryKnowledgeStore, base: KnowledgeBase
+    ingest: IngestService, store: InProcessKnowledgeStore, base: KnowledgeBase
 ) -> None:
     first = ingest.ingest(_upsert(base), message_id="m-1", authorization=WRITER)
     again = ingest.ingest(_upsert(base), message_id="m-1", authorization=WRITER)
@@ -120,7 +120,7 @@ def test_ingest_draft_then_publish_of_the_same_content_publishes_it(
 
 
 def test_ingest_archive_archives_the_item_and_a_repeat_finds_nothing(
-    ingest: IngestService, store: InMemoryKnowledgeStore, base: KnowledgeBase
+    ingest: IngestService, store: InProcessKnowledgeStore, base: KnowledgeBase
 ) -> None:
     ingest.ingest(_upsert(base), message_id="m-1", authorization=WRITER)
 
@@ -132,7 +132,7 @@ def test_ingest_archive_archives_the_item_and_a_repeat_finds_nothing(
 
 
 def test_ingest_upsert_after_archive_creates_a_new_item(
-    ingest: IngestService, store: InMemoryKnowledgeStore, base: KnowledgeBase
+    ingest: IngestService, store: InProcessKnowledgeStore, base: KnowledgeBase
 ) -> None:
     ingest.ingest(_upsert(base), message_id="m-1", authorization=WRITER)
     archived = store.find_item_by_external_id(TENANT, base.knowledge_base_id, "doc-1")
@@ -194,7 +194,7 @@ def _memory(op: str, **fields: Any) -> str:
 
 
 def test_ingest_remember_message_keeps_a_note_for_its_subject_once(
-    ingest: IngestService, store: InMemoryKnowledgeStore
+    ingest: IngestService, store: InProcessKnowledgeStore
 ) -> None:
     body = _memory("remember", content="The nightly export lands in bucket exports-7.", path="/ops")
 
@@ -209,7 +209,7 @@ def test_ingest_remember_message_keeps_a_note_for_its_subject_once(
 
 
 def test_ingest_remember_message_with_pin_pins_the_note_once(
-    ingest: IngestService, store: InMemoryKnowledgeStore
+    ingest: IngestService, store: InProcessKnowledgeStore
 ) -> None:
     body = _memory("remember", content="Escalate outages to the platform lead.", pin=True)
 
@@ -223,7 +223,7 @@ def test_ingest_remember_message_with_pin_pins_the_note_once(
 
 
 def test_ingest_forget_message_forgets_and_its_redelivery_is_a_no_op(
-    ingest: IngestService, store: InMemoryKnowledgeStore
+    ingest: IngestService, store: InProcessKnowledgeStore
 ) -> None:
     ingest.ingest(_memory("remember", content="Temporary fact."), message_id="m-1", authorization=WRITER)
     [note] = store._notes.values()
@@ -313,7 +313,7 @@ def test_ingest_memory_message_failing_unexpectedly_is_logged_with_its_error_typ
 
 
 def test_ingest_remember_message_with_a_blank_semantic_key_is_rejected(
-    ingest: IngestService, store: InMemoryKnowledgeStore
+    ingest: IngestService, store: InProcessKnowledgeStore
 ) -> None:
     with pytest.raises(MemoryInvalidRequestError) as raised:
         ingest.ingest(
@@ -327,7 +327,7 @@ def test_ingest_remember_message_with_a_blank_semantic_key_is_rejected(
 # -- signed messages: the token decides whom a message writes as -----------------------------------
 
 
-def _state(store: InMemoryKnowledgeStore) -> dict[str, Any]:
+def _state(store: InProcessKnowledgeStore) -> dict[str, Any]:
     """Everything the store holds (its tables), to show that a rejected message wrote nothing."""
     return copy.deepcopy({name: value for name, value in vars(store).items() if isinstance(value, dict)})
 
@@ -342,7 +342,7 @@ def _bearer(tokens: TokenService, *scopes: str, **fields: Any) -> str:
     return f"Bearer {token}"
 
 
-def _revoked_parent(tokens: TokenService, store: InMemoryKnowledgeStore) -> str:
+def _revoked_parent(tokens: TokenService, store: InProcessKnowledgeStore) -> str:
     _, parent_record = tokens.issue(tenant_id=TENANT, subject_id="issuer", scopes=WRITE_SCOPES)
     child = _bearer(tokens, ancestor_token_ids=[parent_record.token_hash])
     store.revoke_token(parent_record.token_hash)
@@ -362,7 +362,7 @@ UNAUTHENTICATED = {
 }
 
 
-def _revoke(store: InMemoryKnowledgeStore, authorization: str) -> str:
+def _revoke(store: InProcessKnowledgeStore, authorization: str) -> str:
     store.revoke_token(hash_token(authorization.removeprefix("Bearer ")))
     return authorization
 
@@ -372,7 +372,7 @@ def _revoke(store: InMemoryKnowledgeStore, authorization: str) -> str:
 def test_ingest_message_without_a_valid_token_writes_nothing(
     ingest: IngestService,
     tokens: TokenService,
-    store: InMemoryKnowledgeStore,
+    store: InProcessKnowledgeStore,
     base: KnowledgeBase,
     caplog: pytest.LogCaptureFixture,
     case: str,
@@ -406,7 +406,7 @@ def test_ingest_message_without_a_valid_token_writes_nothing(
 def test_ingest_message_whose_token_lacks_the_scope_of_its_op_writes_nothing(
     ingest: IngestService,
     tokens: TokenService,
-    store: InMemoryKnowledgeStore,
+    store: InProcessKnowledgeStore,
     base: KnowledgeBase,
     op: str,
     scopes: tuple[str, ...],
@@ -432,7 +432,7 @@ def test_ingest_message_whose_token_lacks_the_scope_of_its_op_writes_nothing(
 
 
 def test_ingest_remember_of_a_team_note_without_memory_share_is_insufficient_scope_and_writes_nothing(
-    ingest: IngestService, tokens: TokenService, store: InMemoryKnowledgeStore
+    ingest: IngestService, tokens: TokenService, store: InProcessKnowledgeStore
 ) -> None:
     authorization = _bearer(tokens, Permission.MEMORY_WRITE.value, team_ids=[TEAM])
     body = _memory("remember", content="Team fact.", scope="team", team_id=TEAM, pin=True, team_ids=[TEAM])
@@ -461,7 +461,7 @@ def test_ingest_remember_of_a_team_note_without_memory_share_is_insufficient_sco
 )
 def test_ingest_message_naming_another_principal_than_its_token_writes_nothing(
     ingest: IngestService,
-    store: InMemoryKnowledgeStore,
+    store: InProcessKnowledgeStore,
     base: KnowledgeBase,
     caplog: pytest.LogCaptureFixture,
     message: str,
@@ -494,7 +494,7 @@ def test_ingest_message_naming_another_principal_than_its_token_writes_nothing(
 
 
 def test_ingest_signed_message_without_principal_fields_writes_as_the_token(
-    ingest: IngestService, store: InMemoryKnowledgeStore, base: KnowledgeBase
+    ingest: IngestService, store: InProcessKnowledgeStore, base: KnowledgeBase
 ) -> None:
     upsert = {**json.loads(_upsert(base)), "external_id": "unsigned-body"}
     del upsert["tenant_id"]
@@ -512,7 +512,7 @@ def test_ingest_signed_message_without_principal_fields_writes_as_the_token(
 
 
 def test_ingest_signed_message_naming_the_token_principal_in_any_team_order_is_applied(
-    ingest: IngestService, tokens: TokenService, store: InMemoryKnowledgeStore
+    ingest: IngestService, tokens: TokenService, store: InProcessKnowledgeStore
 ) -> None:
     authorization = _bearer(tokens, team_ids=["team-b", "team-a"])
     body = _memory("remember", content="A fact.", team_ids=["team-a", "team-b"])
@@ -522,7 +522,7 @@ def test_ingest_signed_message_naming_the_token_principal_in_any_team_order_is_a
 
 
 def test_ingest_knowledge_messages_naming_the_token_principal_are_applied(
-    ingest: IngestService, store: InMemoryKnowledgeStore, base: KnowledgeBase
+    ingest: IngestService, store: InProcessKnowledgeStore, base: KnowledgeBase
 ) -> None:
     principal = {"tenant_id": TENANT, "subject_id": SUBJECT, "team_ids": [TEAM]}
     upsert = {**json.loads(_upsert(base)), **principal}
@@ -538,7 +538,7 @@ def test_ingest_knowledge_messages_naming_the_token_principal_are_applied(
 
 
 def test_ingest_token_of_another_tenant_cannot_write_into_this_tenants_base(
-    ingest: IngestService, tokens: TokenService, store: InMemoryKnowledgeStore, base: KnowledgeBase
+    ingest: IngestService, tokens: TokenService, store: InProcessKnowledgeStore, base: KnowledgeBase
 ) -> None:
     # The body names no tenant: the token's tenant (globex) is where the base is looked up.
     body = {**json.loads(_upsert(base)), "external_id": "intruder"}
@@ -553,7 +553,7 @@ def test_ingest_token_of_another_tenant_cannot_write_into_this_tenants_base(
 
 
 def test_ingest_token_whose_allow_list_excludes_the_base_writes_nothing(
-    ingest: IngestService, tokens: TokenService, store: InMemoryKnowledgeStore, base: KnowledgeBase
+    ingest: IngestService, tokens: TokenService, store: InProcessKnowledgeStore, base: KnowledgeBase
 ) -> None:
     other = store.create_base(TENANT, name="Other", owner_id="pipeline", scope=Scope.TENANT, team_id=None)
     authorization = _bearer(tokens, knowledge_base_ids=[other.knowledge_base_id])
@@ -566,7 +566,7 @@ def test_ingest_token_whose_allow_list_excludes_the_base_writes_nothing(
 
 
 def test_ingest_into_an_inactive_base_the_token_sees_is_applied(
-    ingest: IngestService, store: InMemoryKnowledgeStore, base: KnowledgeBase
+    ingest: IngestService, store: InProcessKnowledgeStore, base: KnowledgeBase
 ) -> None:
     store.update_base(
         TENANT, base.knowledge_base_id, expected_version=base.version, status=BaseStatus.INACTIVE

@@ -21,23 +21,23 @@ from hypothesis import strategies as st
 
 from knowledge.adapters.embedded_index import EmbeddedIndex
 from knowledge.adapters.embedded_note_index import EmbeddedNoteIndex
-from knowledge.adapters.memory_store import InMemoryKnowledgeStore
+from knowledge.adapters.in_process.store import InProcessKnowledgeStore
 from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
 from knowledge.api.error_envelopes import error_envelope
 from knowledge.api.principal import authorizer_context, principal_from_event
-from knowledge.domain.bearer_tokens import TokenRejection
-from knowledge.domain.chunking import Chunker
-from knowledge.domain.context_pack import count_cl100k
-from knowledge.domain.contract import KnowledgeReadResponse, KnowledgeSearchResponse, SearchKnowledgeArguments
-from knowledge.domain.memory_contract import (
+from knowledge.contract.memory import (
     ForgetMemoryArguments,
     PinMemoryArguments,
     RecallContextArguments,
     RememberArguments,
     SearchMemoryArguments,
 )
+from knowledge.contract.search import KnowledgeReadResponse, KnowledgeSearchResponse, SearchKnowledgeArguments
+from knowledge.contract.writes import CreateTokenRequest
+from knowledge.domain.access.bearer_tokens import TokenRejection
+from knowledge.domain.memory.context_pack import count_cl100k
 from knowledge.domain.models import BaseStatus, KnowledgeBase, Permission, Principal, Scope, Source
-from knowledge.domain.write_contract import CreateTokenRequest
+from knowledge.domain.retrieval.chunking import Chunker
 from knowledge.errors import KnowledgeError
 from knowledge.services.indexing import IndexingService
 from knowledge.services.memory_search import MemorySearchService
@@ -196,7 +196,7 @@ class Caller:
 class World:
     def __init__(self) -> None:
         self.clock = ManualClock()
-        self.store = InMemoryKnowledgeStore(clock=self.clock)
+        self.store = InProcessKnowledgeStore(clock=self.clock)
         self.embedder = HashingEmbedder()
         self.index = EmbeddedIndex()
         self.index.ensure_ready(model_id=self.embedder.model_id, dimension=self.embedder.dimension)

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from knowledge.api.error_envelopes import error_envelope
-from knowledge.domain.memory_contract import (
+from knowledge.contract.memory import (
     ForgetMemoryArguments,
     PinMemoryArguments,
     RecallContextArguments,

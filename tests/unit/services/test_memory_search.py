@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from knowledge.domain.memory_contract import RememberArguments
+from knowledge.contract.memory import RememberArguments
 from knowledge.domain.models import Permission
 from knowledge.errors import InsufficientScopeError, MemoryInvalidRequestError
 from tests.unit.services.memory_world import READ, SHARE, WRITE, MemoryWorld, agent

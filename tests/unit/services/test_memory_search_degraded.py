@@ -8,8 +8,8 @@ from collections.abc import Sequence
 import pytest
 
 from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
-from knowledge.domain.note_retrieval import NoteLegHits, NoteQuery
-from knowledge.domain.retrieval import Leg
+from knowledge.domain.memory.retrieval import NoteLegHits, NoteQuery
+from knowledge.domain.retrieval.hits import Leg
 from knowledge.errors import DependencyUnavailableError
 from knowledge.services.memory_search import MemorySearchService
 from tests.unit.services.memory_world import MemoryWorld, agent

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from knowledge.domain.memory_contract import ForgetMemoryArguments, RememberArguments
+from knowledge.contract.memory import ForgetMemoryArguments, RememberArguments
+from knowledge.domain.memory.notes import REDACTED
 from knowledge.domain.models import Permission
-from knowledge.domain.notes import REDACTED
 from knowledge.errors import (
     InsufficientScopeError,
     MemoryConflictError,

@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from knowledge.domain.memory_contract import PinMemoryArguments, RememberArguments
+from knowledge.contract.memory import PinMemoryArguments, RememberArguments
 from knowledge.domain.models import Permission
 from knowledge.errors import (
     InsufficientScopeError,

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from knowledge.domain.context_pack import count_cl100k
+from knowledge.domain.memory.context_pack import count_cl100k
+from knowledge.domain.memory.notes import Note, can_see_note
 from knowledge.domain.models import Permission
-from knowledge.domain.notes import Note, can_see_note
 from knowledge.errors import InsufficientScopeError, MemoryInvalidRequestError, RuntimeDisabledError
 from tests.unit.services.memory_world import READ, SHARE, TENANT_ID, WRITE, MemoryWorld, agent
 

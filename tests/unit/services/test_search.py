@@ -9,9 +9,9 @@ import pytest
 from pydantic import ValidationError
 
 from knowledge.adapters.embedded_index import EmbeddedIndex
-from knowledge.adapters.memory_store import InMemoryKnowledgeStore
+from knowledge.adapters.in_process.store import InProcessKnowledgeStore
 from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
-from knowledge.domain.contract import KnowledgeReadResponse, KnowledgeSearchResponse, SearchKnowledgeArguments
+from knowledge.contract.search import KnowledgeReadResponse, KnowledgeSearchResponse, SearchKnowledgeArguments
 from knowledge.domain.ids import ITEM_PREFIX, KB_PREFIX, REVISION_PREFIX, shape_of
 from knowledge.domain.models import BaseStatus, KnowledgeBase, KnowledgeItem, Revision, Scope, Source
 from knowledge.errors import (
@@ -32,12 +32,12 @@ SECRET = "The quarterly zephyr migration plan moves billing onto the new ledger 
 
 
 @pytest.fixture
-def search(store: InMemoryKnowledgeStore, index: EmbeddedIndex, embedder: HashingEmbedder) -> SearchService:
+def search(store: InProcessKnowledgeStore, index: EmbeddedIndex, embedder: HashingEmbedder) -> SearchService:
     return SearchService(store, index, embedder, StaticRuntimeSwitch(True))
 
 
 def _base(
-    store: InMemoryKnowledgeStore,
+    store: InProcessKnowledgeStore,
     tenant_id: str = TENANT,
     scope: Scope = Scope.TENANT,
     team_id: str | None = None,
@@ -47,7 +47,7 @@ def _base(
 
 
 def _published(
-    store: InMemoryKnowledgeStore, indexing: IndexingService, base: KnowledgeBase, content: str = SECRET
+    store: InProcessKnowledgeStore, indexing: IndexingService, base: KnowledgeBase, content: str = SECRET
 ) -> tuple[KnowledgeItem, Revision]:
     item, revision = store.create_item(
         base.tenant_id,
@@ -86,7 +86,7 @@ def _found(answer: KnowledgeSearchResponse) -> list[str]:
 
 @pytest.mark.parametrize("mode", ["lexical", "semantic", "hybrid", "rrf"])
 def test_query_finds_the_published_item_with_an_exact_excerpt(
-    search: SearchService, store: InMemoryKnowledgeStore, indexing: IndexingService, mode: str
+    search: SearchService, store: InProcessKnowledgeStore, indexing: IndexingService, mode: str
 ) -> None:
     item, revision = _published(store, indexing, _base(store))
 
@@ -111,7 +111,7 @@ def test_query_finds_the_published_item_with_an_exact_excerpt(
 )
 def test_query_and_read_follow_the_visibility_rule(
     search: SearchService,
-    store: InMemoryKnowledgeStore,
+    store: InProcessKnowledgeStore,
     indexing: IndexingService,
     scope: Scope,
     team_id: str | None,
@@ -131,7 +131,7 @@ def test_query_and_read_follow_the_visibility_rule(
 
 
 def test_query_never_finds_another_tenants_content(
-    search: SearchService, store: InMemoryKnowledgeStore, indexing: IndexingService
+    search: SearchService, store: InProcessKnowledgeStore, indexing: IndexingService
 ) -> None:
     foreign, _ = _published(store, indexing, _base(store, tenant_id="globex"))
 
@@ -140,7 +140,7 @@ def test_query_never_finds_another_tenants_content(
 
 
 def test_query_drops_hits_on_revisions_that_are_no_longer_current(
-    search: SearchService, store: InMemoryKnowledgeStore, indexing: IndexingService
+    search: SearchService, store: InProcessKnowledgeStore, indexing: IndexingService
 ) -> None:
     item, _ = _published(store, indexing, _base(store))
     store.add_revision(
@@ -157,7 +157,7 @@ def test_query_drops_hits_on_revisions_that_are_no_longer_current(
 
 
 def test_query_drops_archived_items_and_inactive_bases_the_index_still_holds(
-    search: SearchService, store: InMemoryKnowledgeStore, indexing: IndexingService
+    search: SearchService, store: InProcessKnowledgeStore, indexing: IndexingService
 ) -> None:
     archived_item, _ = _published(store, indexing, _base(store))
     store.archive_item(TENANT, archived_item.knowledge_item_id, expected_version=archived_item.version)
@@ -169,7 +169,7 @@ def test_query_drops_archived_items_and_inactive_bases_the_index_still_holds(
 
 
 def test_query_narrowed_to_a_base_the_caller_cannot_see_raises_resource_unavailable(
-    search: SearchService, store: InMemoryKnowledgeStore
+    search: SearchService, store: InProcessKnowledgeStore
 ) -> None:
     hidden = _base(store, scope=Scope.PRIVATE)
 
@@ -178,7 +178,7 @@ def test_query_narrowed_to_a_base_the_caller_cannot_see_raises_resource_unavaila
 
 
 def test_query_narrowed_to_a_visible_base_keeps_only_its_items(
-    search: SearchService, store: InMemoryKnowledgeStore, indexing: IndexingService
+    search: SearchService, store: InProcessKnowledgeStore, indexing: IndexingService
 ) -> None:
     first, second = _base(store), _base(store)
     kept, _ = _published(store, indexing, first)
@@ -188,7 +188,7 @@ def test_query_narrowed_to_a_visible_base_keeps_only_its_items(
 
 
 def test_read_older_published_revision_is_readable_when_named(
-    search: SearchService, store: InMemoryKnowledgeStore, indexing: IndexingService
+    search: SearchService, store: InProcessKnowledgeStore, indexing: IndexingService
 ) -> None:
     item, first = _published(store, indexing, _base(store))
     updated, _ = store.add_revision(
@@ -213,7 +213,7 @@ def test_read_older_published_revision_is_readable_when_named(
 
 
 def test_read_draft_revision_or_draft_item_raises_resource_unavailable(
-    search: SearchService, store: InMemoryKnowledgeStore, indexing: IndexingService
+    search: SearchService, store: InProcessKnowledgeStore, indexing: IndexingService
 ) -> None:
     base = _base(store)
     item, _ = _published(store, indexing, base)
@@ -243,7 +243,7 @@ def test_read_draft_revision_or_draft_item_raises_resource_unavailable(
 
 
 def test_read_in_windows_reproduces_the_content(
-    search: SearchService, store: InMemoryKnowledgeStore, indexing: IndexingService
+    search: SearchService, store: InProcessKnowledgeStore, indexing: IndexingService
 ) -> None:
     item, _ = _published(store, indexing, _base(store))
 
@@ -259,7 +259,7 @@ def test_read_in_windows_reproduces_the_content(
 
 
 def test_read_offset_past_the_end_raises_invalid_request(
-    search: SearchService, store: InMemoryKnowledgeStore, indexing: IndexingService
+    search: SearchService, store: InProcessKnowledgeStore, indexing: IndexingService
 ) -> None:
     item, _ = _published(store, indexing, _base(store))
 
@@ -298,7 +298,7 @@ def test_malformed_id_argument_is_refused_naming_the_field_and_its_shape(
 
 
 def test_switch_off_raises_runtime_disabled(
-    store: InMemoryKnowledgeStore, index: EmbeddedIndex, embedder: HashingEmbedder
+    store: InProcessKnowledgeStore, index: EmbeddedIndex, embedder: HashingEmbedder
 ) -> None:
     switched_off = SearchService(store, index, embedder, StaticRuntimeSwitch(False))
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from knowledge.adapters.embedded_index import EmbeddedIndex
-from knowledge.adapters.memory_store import InMemoryKnowledgeStore
+from knowledge.adapters.in_process.store import InProcessKnowledgeStore
 from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
-from knowledge.domain.contract import KnowledgeSearchResponse, SearchKnowledgeArguments
+from knowledge.contract.search import KnowledgeSearchResponse, SearchKnowledgeArguments
 from knowledge.domain.models import Scope, Source
 from knowledge.services.indexing import IndexingService
 from knowledge.services.ranking import window
@@ -26,7 +26,7 @@ QUERY = "zephyr ledger migration"
 class CountingStore:
     """The store, counting every method called on it by name."""
 
-    def __init__(self, store: InMemoryKnowledgeStore) -> None:
+    def __init__(self, store: InProcessKnowledgeStore) -> None:
         self._store = store
         self.calls: Counter[str] = Counter()
 
@@ -41,7 +41,7 @@ class CountingStore:
 
 
 @pytest.fixture
-def counting(store: InMemoryKnowledgeStore) -> CountingStore:
+def counting(store: InProcessKnowledgeStore) -> CountingStore:
     return CountingStore(store)
 
 
@@ -50,7 +50,7 @@ def search(counting: CountingStore, index: EmbeddedIndex, embedder: HashingEmbed
     return SearchService(counting, index, embedder, StaticRuntimeSwitch(True))  # type: ignore[arg-type]
 
 
-def _published_items(store: InMemoryKnowledgeStore, indexing: IndexingService, count: int) -> list[str]:
+def _published_items(store: InProcessKnowledgeStore, indexing: IndexingService, count: int) -> list[str]:
     base = store.create_base(TENANT, name="Handbook", owner_id="owner-1", scope=Scope.TENANT, team_id=None)
     item_ids = []
     for number in range(count):
@@ -79,7 +79,7 @@ def _ids(answer: KnowledgeSearchResponse) -> list[str]:
 
 
 def test_search_fresh_candidates_reads_the_store_once(
-    search: SearchService, counting: CountingStore, store: InMemoryKnowledgeStore, indexing: IndexingService
+    search: SearchService, counting: CountingStore, store: InProcessKnowledgeStore, indexing: IndexingService
 ) -> None:
     _published_items(store, indexing, 40)
 
@@ -91,7 +91,7 @@ def test_search_fresh_candidates_reads_the_store_once(
 
 
 def test_search_stale_first_window_reads_once_more_per_window_and_skips_stale_hits(
-    search: SearchService, counting: CountingStore, store: InMemoryKnowledgeStore, indexing: IndexingService
+    search: SearchService, counting: CountingStore, store: InProcessKnowledgeStore, indexing: IndexingService
 ) -> None:
     _published_items(store, indexing, 40)
     ranked = _ids(_query(search, max_results=40))

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from knowledge.adapters.memory_store import InMemoryKnowledgeStore
+from knowledge.adapters.in_process.store import InProcessKnowledgeStore
+from knowledge.contract.writes import CreateTokenRequest, TokenResponse
 from knowledge.domain.models import Principal
-from knowledge.domain.write_contract import CreateTokenRequest, TokenResponse
 from knowledge.errors import InsufficientScopeError, ResourceUnavailableError
 from knowledge.services.token_admin import TokenAdministration
 from knowledge.services.tokens import TokenService
@@ -32,7 +32,7 @@ def _issue(token_admin: TokenAdministration, principal: Principal, **fields: Any
 
 
 def test_issue_answers_a_token_whose_id_is_its_stored_hash(
-    token_admin: TokenAdministration, tokens: TokenService, store: InMemoryKnowledgeStore
+    token_admin: TokenAdministration, tokens: TokenService, store: InProcessKnowledgeStore
 ) -> None:
     issued = _issue(token_admin, ADMIN_CALLER, team_ids=["platform"], expires_in=3600)
 
@@ -64,7 +64,7 @@ def test_issue_without_admin_scope_raises_insufficient_scope(token_admin: TokenA
 
 
 def test_issue_for_another_tenant_needs_platform_admin(
-    token_admin: TokenAdministration, store: InMemoryKnowledgeStore
+    token_admin: TokenAdministration, store: InProcessKnowledgeStore
 ) -> None:
     with pytest.raises(InsufficientScopeError) as refused:
         _issue(token_admin, ADMIN_CALLER, tenant_id="globex", scopes=[ADMIN, READ])
@@ -89,7 +89,7 @@ def test_issue_for_another_tenant_by_an_allow_listed_operator_raises_insufficien
 
 
 def test_issue_by_an_allow_listed_caller_inherits_its_list_and_cannot_widen_it(
-    token_admin: TokenAdministration, store: InMemoryKnowledgeStore
+    token_admin: TokenAdministration, store: InProcessKnowledgeStore
 ) -> None:
     narrow = caller("curator-5", ADMIN, READ, knowledge_base_ids=[BASE])
 
@@ -118,7 +118,7 @@ def test_issue_never_outlives_the_issuers_token(
 
 
 def test_issue_shorter_than_the_issuers_token_keeps_its_own_expiry(
-    token_admin: TokenAdministration, store: InMemoryKnowledgeStore, clock: TickingClock
+    token_admin: TokenAdministration, store: InProcessKnowledgeStore, clock: TickingClock
 ) -> None:
     issuer = caller("curator-9", ADMIN, READ, expires_at=clock() + timedelta(hours=1))
 
@@ -141,7 +141,7 @@ def test_revoke_marks_the_token_revoked_and_again_is_a_no_op(
 
 
 def test_revoke_by_platform_admin_of_another_tenant_is_allowed(
-    token_admin: TokenAdministration, store: InMemoryKnowledgeStore
+    token_admin: TokenAdministration, store: InProcessKnowledgeStore
 ) -> None:
     issued = _issue(token_admin, ADMIN_CALLER)
 
@@ -161,7 +161,7 @@ def test_revoke_unknown_or_malformed_token_raises_resource_unavailable(
 
 
 def test_revoke_token_of_another_tenant_raises_resource_unavailable_and_keeps_it(
-    token_admin: TokenAdministration, store: InMemoryKnowledgeStore
+    token_admin: TokenAdministration, store: InProcessKnowledgeStore
 ) -> None:
     issued = _issue(token_admin, ADMIN_CALLER)
 
@@ -226,7 +226,7 @@ def test_issue_by_an_allow_listed_caller_for_a_team_it_is_not_in_raises_insuffic
 
 
 def test_issue_by_an_allow_listed_caller_for_itself_and_some_of_its_teams_holds_them(
-    token_admin: TokenAdministration, store: InMemoryKnowledgeStore
+    token_admin: TokenAdministration, store: InProcessKnowledgeStore
 ) -> None:
     narrow = caller("curator-5", ADMIN, READ, team_ids=["red", "blue"], knowledge_base_ids=[BASE])
 
@@ -242,7 +242,7 @@ def test_issue_by_an_allow_listed_caller_for_itself_and_some_of_its_teams_holds_
 
 
 def test_issue_by_a_tenant_administrator_for_any_subject_and_teams_holds_them(
-    token_admin: TokenAdministration, store: InMemoryKnowledgeStore
+    token_admin: TokenAdministration, store: InProcessKnowledgeStore
 ) -> None:
     issued = _issue(token_admin, ADMIN_CALLER, subject_id="dave", team_ids=["blue", "amber"])
 

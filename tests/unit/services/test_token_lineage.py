@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from knowledge.adapters.memory_store import InMemoryKnowledgeStore
-from knowledge.domain.bearer_tokens import hash_token
+from knowledge.adapters.in_process.store import InProcessKnowledgeStore
+from knowledge.contract.writes import CreateTokenRequest, TokenResponse
+from knowledge.domain.access.bearer_tokens import hash_token
 from knowledge.domain.models import Principal, TokenRecord
-from knowledge.domain.write_contract import CreateTokenRequest, TokenResponse
 from knowledge.errors import AuthenticationRequiredError, InsufficientScopeError, RequestValidationError
 from knowledge.services.token_admin import TokenAdministration
 from knowledge.services.tokens import MAX_LINEAGE_DEPTH, TokenService
@@ -46,7 +46,7 @@ def _mint(
 
 
 def test_minted_token_names_its_issuer_and_its_lineage(
-    token_admin: TokenAdministration, tokens: TokenService, store: InMemoryKnowledgeStore
+    token_admin: TokenAdministration, tokens: TokenService, store: InProcessKnowledgeStore
 ) -> None:
     root = _root(tokens)
     child = _mint(token_admin, tokens, root)
@@ -91,7 +91,7 @@ def test_revoking_twice_is_a_no_op_and_the_descendants_stay_refused(
 
 
 def test_a_revoked_token_cannot_mint_even_while_the_authorizer_cache_still_accepts_it(
-    token_admin: TokenAdministration, tokens: TokenService, store: InMemoryKnowledgeStore
+    token_admin: TokenAdministration, tokens: TokenService, store: InProcessKnowledgeStore
 ) -> None:
     root = _root(tokens)
     child = _mint(token_admin, tokens, root)
@@ -111,7 +111,7 @@ def test_a_revoked_token_cannot_mint_even_while_the_authorizer_cache_still_accep
     ]
 
 
-class _RevokingOnWrite(InMemoryKnowledgeStore):
+class _RevokingOnWrite(InProcessKnowledgeStore):
     """A store where a revocation lands between the issuer's check and the new token's write."""
 
     def __init__(self, clock: TickingClock) -> None:

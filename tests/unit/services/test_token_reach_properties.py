@@ -32,22 +32,22 @@ from hypothesis import strategies as st
 
 from knowledge.adapters.embedded_index import EmbeddedIndex
 from knowledge.adapters.embedded_note_index import EmbeddedNoteIndex
-from knowledge.adapters.memory_store import InMemoryKnowledgeStore
+from knowledge.adapters.in_process.store import InProcessKnowledgeStore
 from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
 from knowledge.api.error_envelopes import error_envelope
-from knowledge.domain.bearer_tokens import TokenRejection
-from knowledge.domain.chunking import Chunker
-from knowledge.domain.context_pack import count_cl100k
-from knowledge.domain.contract import KnowledgeSearchResponse, SearchKnowledgeArguments
-from knowledge.domain.memory_contract import (
+from knowledge.contract.memory import (
     ForgetMemoryArguments,
     PinMemoryArguments,
     RecallContextArguments,
     RememberArguments,
     SearchMemoryArguments,
 )
+from knowledge.contract.search import KnowledgeSearchResponse, SearchKnowledgeArguments
+from knowledge.contract.writes import CreateTokenRequest, TokenResponse
+from knowledge.domain.access.bearer_tokens import TokenRejection
+from knowledge.domain.memory.context_pack import count_cl100k
 from knowledge.domain.models import KnowledgeBase, Permission, Principal, Scope, Source
-from knowledge.domain.write_contract import CreateTokenRequest, TokenResponse
+from knowledge.domain.retrieval.chunking import Chunker
 from knowledge.errors import InsufficientScopeError, KnowledgeError
 from knowledge.services.curation import CurationService
 from knowledge.services.indexing import IndexingService
@@ -255,7 +255,7 @@ def _answers(call: Callable[..., object], *args: object, **kwargs: object) -> bo
 class World:
     def __init__(self) -> None:
         self.clock = ManualClock()
-        self.store = InMemoryKnowledgeStore(clock=self.clock)
+        self.store = InProcessKnowledgeStore(clock=self.clock)
         embedder = HashingEmbedder()
         index, note_index = EmbeddedIndex(), EmbeddedNoteIndex()
         index.ensure_ready(model_id=embedder.model_id, dimension=embedder.dimension)

@@ -7,8 +7,8 @@ from datetime import timedelta
 
 import pytest
 
-from knowledge.adapters.memory_store import InMemoryKnowledgeStore
-from knowledge.domain.bearer_tokens import TokenRejection, hash_token
+from knowledge.adapters.in_process.store import InProcessKnowledgeStore
+from knowledge.domain.access.bearer_tokens import TokenRejection, hash_token
 from knowledge.services.tokens import TokenService
 from tests.support.store import TickingClock
 from tests.unit.services.conftest import TENANT
@@ -52,7 +52,7 @@ def test_resolve_expired_token_is_none(tokens: TokenService, clock: TickingClock
     assert tokens.resolve(token) is None
 
 
-def test_resolve_revoked_token_is_none(tokens: TokenService, store: InMemoryKnowledgeStore) -> None:
+def test_resolve_revoked_token_is_none(tokens: TokenService, store: InProcessKnowledgeStore) -> None:
     token = _issue(tokens)
 
     store.revoke_token(hash_token(token))
@@ -60,7 +60,7 @@ def test_resolve_revoked_token_is_none(tokens: TokenService, store: InMemoryKnow
     assert tokens.resolve(f"Bearer {token}") is None
 
 
-def test_issue_stores_the_hash_never_the_token(tokens: TokenService, store: InMemoryKnowledgeStore) -> None:
+def test_issue_stores_the_hash_never_the_token(tokens: TokenService, store: InProcessKnowledgeStore) -> None:
     token, record = tokens.issue(tenant_id=TENANT, subject_id="agent-7", scopes=["knowledge:read"])
 
     assert record.token_hash == hash_token(token)
@@ -105,7 +105,7 @@ def test_authenticate_expired_token_is_expired(tokens: TokenService, clock: Tick
 
 
 def test_authenticate_revoked_token_is_revoked_even_when_also_expired(
-    tokens: TokenService, store: InMemoryKnowledgeStore, clock: TickingClock
+    tokens: TokenService, store: InProcessKnowledgeStore, clock: TickingClock
 ) -> None:
     token = _issue(tokens, expires_in=timedelta(seconds=2))
     store.revoke_token(hash_token(token))

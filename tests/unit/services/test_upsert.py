@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from knowledge.adapters.memory_store import InMemoryKnowledgeStore
+from knowledge.adapters.in_process.store import InProcessKnowledgeStore
 from knowledge.domain.models import ItemStatus, KnowledgeBase, KnowledgeItem, Scope, Source
 from knowledge.errors import ConflictError, ResourceUnavailableError
 from knowledge.services.upsert import MAX_ATTEMPTS, Document, UpsertOutcome, upsert_by_external_id
@@ -17,7 +17,7 @@ from tests.unit.services.conftest import TENANT
 SOURCE = Source(uri="https://wiki/runbook", title="Wiki")
 
 
-class InterferingStore(InMemoryKnowledgeStore):
+class InterferingStore(InProcessKnowledgeStore):
     """Runs ``interfere`` (another writer) right after each of the next ``times`` external-id lookups."""
 
     def __init__(self) -> None:
@@ -59,13 +59,13 @@ def _document(**fields: object) -> Document:
 
 
 def _upsert(
-    store: InMemoryKnowledgeStore, base: KnowledgeBase, **fields: object
+    store: InProcessKnowledgeStore, base: KnowledgeBase, **fields: object
 ) -> tuple[UpsertOutcome, KnowledgeItem, str]:
     upserted = upsert_by_external_id(store, TENANT, base.knowledge_base_id, _document(**fields))
     return upserted.outcome, upserted.item, upserted.revision_id
 
 
-def _revision_count(store: InMemoryKnowledgeStore, item: KnowledgeItem) -> int:
+def _revision_count(store: InProcessKnowledgeStore, item: KnowledgeItem) -> int:
     return len(store.list_revisions(TENANT, item.knowledge_item_id, limit=50, next_token=None).entries)
 
 

@@ -4,7 +4,7 @@
   passage of an item (``IndexedItem.passages``), scored like
   OpenSearch's ``multi_match`` ``best_fields`` with a tie breaker: the better of
   ``title_boost · BM25(title)`` and ``text_boost · BM25(text)`` per chunk plus ``tie_breaker`` times
-  the other. Both fields are analyzed by ``knowledge.domain.analysis`` (words, CJK bigrams, folding,
+  the other. Both fields are analyzed by ``knowledge.domain.retrieval.analysis`` (words, CJK bigrams, folding,
   stop words) and then stemmed by tantivy's Snowball English stemmer, as the OpenSearch mapping does.
   The query goes through the same analysis and becomes term queries, so query syntax in user input is
   never parsed and a query of stop words only matches nothing.
@@ -41,9 +41,9 @@ import numpy as np
 import numpy.typing as npt
 import tantivy
 
-from knowledge.domain.analysis import analyze
-from knowledge.domain.index_work import PartWrite
-from knowledge.domain.retrieval import (
+from knowledge.domain.access.visibility import VisibilityFilter
+from knowledge.domain.retrieval.analysis import analyze
+from knowledge.domain.retrieval.hits import (
     TIE_BREAKER,
     TITLE_BOOST,
     Chunk,
@@ -54,7 +54,7 @@ from knowledge.domain.retrieval import (
     Leg,
     LegHits,
 )
-from knowledge.domain.visibility import VisibilityFilter
+from knowledge.domain.retrieval.index_work import PartWrite
 from knowledge.errors import IndexConfigurationError
 from knowledge.observability import logger
 

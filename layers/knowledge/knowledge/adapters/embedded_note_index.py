@@ -4,7 +4,7 @@ The same engines and analyzer as ``EmbeddedIndex`` (the knowledge index), in an 
 so knowledge and memory never share a ranking:
 
 - lexical leg: BM25 (tantivy, k1 = 1.2, b = 0.75) over the note's ``content``, through
-  ``knowledge.domain.analysis`` and Snowball English stems, as the knowledge index; the query is
+  ``knowledge.domain.retrieval.analysis`` and Snowball English stems, as the knowledge index; the query is
   analyzed the same way and becomes term queries;
 - semantic leg: exact cosine similarity over a float32 matrix of unit vectors.
 
@@ -29,10 +29,10 @@ import numpy.typing as npt
 import tantivy
 
 from knowledge.adapters.embedded_index import _analyzed, _stemmer, _Version, index_terms
+from knowledge.domain.memory.notes import path_ancestors
+from knowledge.domain.memory.retrieval import IndexedNote, NoteFilter, NoteHit, NoteLegHits, NoteQuery
 from knowledge.domain.models import Scope
-from knowledge.domain.note_retrieval import IndexedNote, NoteFilter, NoteHit, NoteLegHits, NoteQuery
-from knowledge.domain.notes import path_ancestors
-from knowledge.domain.retrieval import Leg
+from knowledge.domain.retrieval.hits import Leg
 from knowledge.errors import IndexConfigurationError
 from knowledge.observability import logger
 

@@ -3,7 +3,7 @@
 A cache maps ``embedding_key(model_id, dimension, text)`` (hex sha256) to a vector stored as
 little-endian float32. Three ``EmbeddingCache`` implementations:
 
-- ``InMemoryEmbeddingCache``: LRU in the process (tests, warm Lambda containers);
+- ``InProcessEmbeddingCache``: LRU in the process (tests, warm Lambda containers);
 - ``SqliteEmbeddingCache``: a SQLite file, so benchmarks and local runs embed nothing on a second run;
 - ``DynamoDBEmbeddingCache``: items of the knowledge table, shared by every Lambda.
 
@@ -69,7 +69,7 @@ def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
         yield items[start : start + size]
 
 
-class InMemoryEmbeddingCache:
+class InProcessEmbeddingCache:
     """``EmbeddingCache`` in process memory, least recently used entries evicted past ``max_entries``.
 
     Vectors are kept packed (1.5 KB for 384 floats), so 50,000 entries take about 80 MB.

@@ -23,7 +23,7 @@ from opensearchpy import AWSV4SignerAuth, Connection, OpenSearch, RequestsHttpCo
 from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
 from opensearchpy.exceptions import TransportError
 
-from knowledge.domain.retrieval import Leg
+from knowledge.domain.retrieval.hits import Leg
 from knowledge.errors import DependencyUnavailableError, IndexConfigurationError
 from knowledge.observability import logger
 

@@ -42,8 +42,7 @@ from knowledge.adapters.opensearch_engine import (
     search_legs,
     translated,
 )
-from knowledge.domain.index_work import PartWrite
-from knowledge.domain.retrieval import (
+from knowledge.domain.retrieval.hits import (
     TIE_BREAKER,
     TITLE_BOOST,
     Chunk,
@@ -54,6 +53,7 @@ from knowledge.domain.retrieval import (
     Leg,
     LegHits,
 )
+from knowledge.domain.retrieval.index_work import PartWrite
 from knowledge.errors import IndexConfigurationError
 from knowledge.observability import logger
 

@@ -26,10 +26,10 @@ from opensearchpy.exceptions import RequestError
 
 from knowledge.adapters import opensearch_queries as dsl
 from knowledge.adapters.opensearch_engine import BodyAt, check_vector, document_error, search_legs, translated
+from knowledge.domain.memory.notes import path_ancestors
+from knowledge.domain.memory.retrieval import IndexedNote, NoteFilter, NoteHit, NoteLegHits, NoteQuery
 from knowledge.domain.models import Scope
-from knowledge.domain.note_retrieval import IndexedNote, NoteFilter, NoteHit, NoteLegHits, NoteQuery
-from knowledge.domain.notes import path_ancestors
-from knowledge.domain.retrieval import Leg
+from knowledge.domain.retrieval.hits import Leg
 from knowledge.errors import IndexConfigurationError
 from knowledge.observability import logger
 

@@ -26,9 +26,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from knowledge.domain.access.visibility import VisibilityFilter
 from knowledge.domain.models import Scope
-from knowledge.domain.retrieval import Chunk, ChunkHit, IndexedChunk, IndexedItem
-from knowledge.domain.visibility import VisibilityFilter
+from knowledge.domain.retrieval.hits import Chunk, ChunkHit, IndexedChunk, IndexedItem
 
 CHUNK = "chunk"
 PASSAGE = "passage"
@@ -59,7 +59,7 @@ model."""
 
 
 def analysis_settings() -> dict[str, Any]:
-    """``TEXT_ANALYZER`` and ``QUERY_ANALYZER``, the analysis of ``knowledge.domain.analysis`` in
+    """``TEXT_ANALYZER`` and ``QUERY_ANALYZER``, the analysis of ``knowledge.domain.retrieval.analysis`` in
     built-in filters only: the ``standard`` tokenizer (UAX #29 words), ``cjk_width``, ``lowercase``,
     ``asciifolding``, ``cjk_bigram`` (indexed text keeps single characters too), Lucene's English
     stop words, porter2 stems (possessives included)."""

@@ -16,7 +16,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from knowledge.domain.index_work import IndexWork
+from knowledge.domain.retrieval.index_work import IndexWork
 from knowledge.errors import DependencyUnavailableError
 from knowledge.observability import logger
 

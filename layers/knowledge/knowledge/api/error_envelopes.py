@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from knowledge.domain.contract import ErrorDetail, ErrorResponse
+from knowledge.contract.search import ErrorDetail, ErrorResponse
 from knowledge.errors import (
     InvalidRequestError,
     KnowledgeError,

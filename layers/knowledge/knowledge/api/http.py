@@ -60,7 +60,7 @@ from knowledge.api.error_envelopes import (
 )
 from knowledge.api.principal import principal_from_event
 from knowledge.bootstrap import get_quota_service
-from knowledge.domain.contract import ErrorResponse
+from knowledge.contract.search import ErrorResponse
 from knowledge.errors import (
     AuthenticationRequiredError,
     InvalidRequestError,

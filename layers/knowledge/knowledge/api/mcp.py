@@ -95,8 +95,8 @@ from knowledge.api.http import MAX_BODY_BYTES, retry_after_headers
 from knowledge.api.mcp_tools import TOOLS
 from knowledge.api.principal import principal_from_event, unauthenticated
 from knowledge.bootstrap import get_quota_service
-from knowledge.domain.bearer_tokens import TokenRejection
-from knowledge.domain.contract import ErrorResponse
+from knowledge.contract.search import ErrorResponse
+from knowledge.domain.access.bearer_tokens import TokenRejection
 from knowledge.domain.models import Principal
 from knowledge.errors import AuthenticationRequiredError, KnowledgeError, RateLimitedError
 from knowledge.observability import logger, metrics

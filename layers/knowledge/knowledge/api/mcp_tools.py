@@ -19,8 +19,7 @@ import mcp.types as types
 from pydantic import BaseModel
 
 from knowledge.bootstrap import get_container
-from knowledge.domain.contract import SearchKnowledgeArguments
-from knowledge.domain.memory_contract import (
+from knowledge.contract.memory import (
     ForgetMemoryArguments,
     PinMemoryArguments,
     RecallContextArguments,
@@ -28,6 +27,7 @@ from knowledge.domain.memory_contract import (
     SearchMemoryArguments,
     UnpinMemoryArguments,
 )
+from knowledge.contract.search import SearchKnowledgeArguments
 from knowledge.domain.models import Principal
 from knowledge.errors import InvalidRequestError, KnowledgeError, MemoryInvalidRequestError
 

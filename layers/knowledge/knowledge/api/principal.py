@@ -19,7 +19,7 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler import Request
 from aws_lambda_powertools.event_handler.depends import Depends
 
-from knowledge.domain.bearer_tokens import TokenRejection
+from knowledge.domain.access.bearer_tokens import TokenRejection
 from knowledge.domain.models import Principal, TokenRecord
 from knowledge.errors import AuthenticationRequiredError
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TypeVar
 
+from knowledge.domain.memory.notes import Note
 from knowledge.domain.models import KnowledgeBase, KnowledgeItem, Revision, TokenRecord
-from knowledge.domain.notes import Note
 
 StoredRecord = KnowledgeBase | KnowledgeItem | Revision | TokenRecord | Note
 RecordT = TypeVar("RecordT", KnowledgeBase, KnowledgeItem, Note)
@@ -24,6 +24,27 @@ class ChangeKind(StrEnum):
     INSERT = "INSERT"
     MODIFY = "MODIFY"
     REMOVE = "REMOVE"
+
+
+class IndexAction(StrEnum):
+    """What applying one change did."""
+
+    INDEXED = "indexed"
+    """The index now holds the item's current revision."""
+    REMOVED = "removed"
+    """The item (or base) is out of the index."""
+    SUPERSEDED = "superseded"
+    """The index already held a newer version; nothing to do."""
+    SKIPPED = "skipped"
+    """The item's base is inactive or missing; the base's own change governs its chunks."""
+    IGNORED = "ignored"
+    """Not a change the index depends on."""
+    REINDEXED = "reindexed"
+    """A base was (re)activated and every item of it re-synced."""
+    QUEUED = "queued"
+    """The item's parts were sent to the work queue."""
+    PARTIAL = "partial"
+    """One part of the item's revision is in the index; others are still to come."""
 
 
 @dataclass(frozen=True)

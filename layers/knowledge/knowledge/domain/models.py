@@ -43,7 +43,7 @@ class ItemStatus(StrEnum):
 class Permission(StrEnum):
     """Token scopes (DESIGN §6 and §9). ``memory:*`` are the notes' scopes: ``memory:share`` to
     write, pin, change or forget a note others see (``team`` or ``tenant`` scope), ``memory:admin``
-    to do so to another principal's note (``knowledge.domain.note_rights``). A token holds exactly
+    to do so to another principal's note (``knowledge.domain.memory.rights``). A token holds exactly
     the scopes it was issued with, and ``platform:admin`` implies every one."""
 
     READ = "knowledge:read"

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from knowledge.domain import ids
+from knowledge.domain.access.visibility import can_see
 from knowledge.domain.models import KnowledgeBase, KnowledgeItem, Permission, Principal
-from knowledge.domain.visibility import can_see
 from knowledge.errors import InsufficientScopeError, ResourceUnavailableError
 from knowledge.ports import BaseStore, CatalogStore
 

@@ -26,19 +26,7 @@ Errors: ``InsufficientScopeError`` (403), ``ResourceUnavailableError`` (404), ``
 
 from __future__ import annotations
 
-from knowledge.domain import ids
-from knowledge.domain.models import (
-    BaseStatus,
-    ItemStatus,
-    KnowledgeBase,
-    KnowledgeItem,
-    Permission,
-    Principal,
-    Revision,
-    Source,
-)
-from knowledge.domain.visibility import can_see
-from knowledge.domain.write_contract import (
+from knowledge.contract.writes import (
     ArchiveRequest,
     CreatedRevisionResponse,
     CreateItemRequest,
@@ -56,6 +44,18 @@ from knowledge.domain.write_contract import (
     RevisionResponse,
     UpdateKnowledgeBaseRequest,
     published_view,
+)
+from knowledge.domain import ids
+from knowledge.domain.access.visibility import can_see
+from knowledge.domain.models import (
+    BaseStatus,
+    ItemStatus,
+    KnowledgeBase,
+    KnowledgeItem,
+    Permission,
+    Principal,
+    Revision,
+    Source,
 )
 from knowledge.errors import RequestValidationError, ResourceUnavailableError
 from knowledge.ports import CatalogStore, RuntimeSwitch

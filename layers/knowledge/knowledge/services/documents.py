@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from functools import cache
 
-from knowledge.domain.chunking import Chunker, embedding_text
-from knowledge.domain.retrieval import PASSAGE_TOKENS, Chunk, IndexedChunk, IndexedItem
+from knowledge.domain.retrieval.chunking import Chunker, embedding_text
+from knowledge.domain.retrieval.hits import PASSAGE_TOKENS, Chunk, IndexedChunk, IndexedItem
 from knowledge.ports import Embedder
 
 

@@ -44,12 +44,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from knowledge.domain.changes import ChangeKind, StoreChange
-from knowledge.domain.chunking import Chunker
-from knowledge.domain.index_work import (
+from knowledge.domain.changes import ChangeKind, IndexAction, StoreChange
+from knowledge.domain.models import BaseStatus, ItemStatus, KnowledgeBase, KnowledgeItem, Revision
+from knowledge.domain.retrieval.chunking import Chunker
+from knowledge.domain.retrieval.hits import IndexedItem
+from knowledge.domain.retrieval.index_work import (
     FANOUT_WINDOW,
     ORDINAL_STRIDE,
     IndexWork,
@@ -57,8 +58,6 @@ from knowledge.domain.index_work import (
     part_span,
     part_window,
 )
-from knowledge.domain.models import BaseStatus, ItemStatus, KnowledgeBase, KnowledgeItem, Revision
-from knowledge.domain.retrieval import IndexedItem
 from knowledge.errors import ConflictError, DependencyUnavailableError, ResourceUnavailableError
 from knowledge.observability import logger
 from knowledge.ports import CorpusStore, Embedder, SearchIndex, WorkQueue
@@ -69,27 +68,6 @@ if TYPE_CHECKING:
 
 REINDEX_PAGE_SIZE = 50
 """Items read, embedded and written to the index per step of a base re-index."""
-
-
-class IndexAction(StrEnum):
-    """What applying one change did."""
-
-    INDEXED = "indexed"
-    """The index now holds the item's current revision."""
-    REMOVED = "removed"
-    """The item (or base) is out of the index."""
-    SUPERSEDED = "superseded"
-    """The index already held a newer version; nothing to do."""
-    SKIPPED = "skipped"
-    """The item's base is inactive or missing; the base's own change governs its chunks."""
-    IGNORED = "ignored"
-    """Not a change the index depends on."""
-    REINDEXED = "reindexed"
-    """A base was (re)activated and every item of it re-synced."""
-    QUEUED = "queued"
-    """The item's parts were sent to the work queue."""
-    PARTIAL = "partial"
-    """One part of the item's revision is in the index; others are still to come."""
 
 
 @dataclass

@@ -42,7 +42,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from knowledge.domain.ingest_messages import (
+from knowledge.contract.ingest_messages import (
     INGEST_MESSAGE,
     AnyMessage,
     ArchiveMessage,
@@ -50,6 +50,7 @@ from knowledge.domain.ingest_messages import (
     RememberMessage,
     UpsertMessage,
 )
+from knowledge.domain.access.visibility import can_see
 from knowledge.domain.models import (
     BaseStatus,
     KnowledgeBase,
@@ -58,7 +59,6 @@ from knowledge.domain.models import (
     Principal,
     TokenRecord,
 )
-from knowledge.domain.visibility import can_see
 from knowledge.errors import (
     AuthenticationRequiredError,
     ConflictError,

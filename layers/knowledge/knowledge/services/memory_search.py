@@ -21,12 +21,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from knowledge.domain.contract import MAX_RESULTS_MAX, MAX_RESULTS_MIN
-from knowledge.domain.memory_contract import MemorySearchResponse, MemorySearchResult, SearchMemoryArguments
+from knowledge.contract.memory import MemorySearchResponse, MemorySearchResult, SearchMemoryArguments
+from knowledge.contract.search import MAX_RESULTS_MAX, MAX_RESULTS_MIN
+from knowledge.domain.memory.notes import MemoryType, Note, can_see_note, normalize_path
+from knowledge.domain.memory.retrieval import FusedNote, NoteFilter, NoteQuery, fuse_notes
 from knowledge.domain.models import Permission, Principal, Scope
-from knowledge.domain.note_retrieval import FusedNote, NoteFilter, NoteQuery, fuse_notes
-from knowledge.domain.notes import MemoryType, Note, can_see_note, normalize_path
-from knowledge.domain.retrieval import CANDIDATE_DEPTH, Leg, SearchMode
+from knowledge.domain.retrieval.hits import CANDIDATE_DEPTH, Leg, SearchMode
 from knowledge.errors import DependencyUnavailableError, MemoryInvalidRequestError, RuntimeDisabledError
 from knowledge.observability import logger
 from knowledge.ports import Clock, Embedder, NoteIndex, NoteStore, RuntimeSwitch

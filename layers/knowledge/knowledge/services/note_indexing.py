@@ -22,13 +22,12 @@ from __future__ import annotations
 
 from contextlib import suppress
 
-from knowledge.domain.changes import ChangeKind, StoreChange
-from knowledge.domain.note_retrieval import IndexedNote
-from knowledge.domain.notes import Note, NoteStatus
+from knowledge.domain.changes import ChangeKind, IndexAction, StoreChange
+from knowledge.domain.memory.notes import Note, NoteStatus
+from knowledge.domain.memory.retrieval import IndexedNote
 from knowledge.errors import ConflictError, ResourceUnavailableError
 from knowledge.observability import logger
 from knowledge.ports import Embedder, NoteIndex, NoteStore
-from knowledge.services.indexing import IndexAction
 
 
 class NoteIndexingService:

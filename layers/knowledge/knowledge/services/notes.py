@@ -7,7 +7,7 @@ is a conditional commit (``NoteStore.commit_notes``); a lost race on a claim (an
 the same fact or key at the same moment) is decided again from the store, up to ``ATTEMPTS``
 times, so concurrent writers of one fact end with one note.
 
-Every write is governed by ``knowledge.domain.note_rights`` (``require_rights``): ``memory:write``,
+Every write is governed by ``knowledge.domain.memory.rights`` (``require_rights``): ``memory:write``,
 plus ``memory:share`` for a note others see and ``memory:admin`` for another principal's note,
 checked after the note is found visible (an invisible note is ``memory_unavailable`` first, so the
 check never tells that a note exists) and before anything is written.
@@ -27,8 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from knowledge.domain import ids
-from knowledge.domain.memory_contract import (
+from knowledge.contract.memory import (
     TTL_MAX_SECONDS,
     ForgetMemoryArguments,
     MemoryForgottenResponse,
@@ -38,8 +37,8 @@ from knowledge.domain.memory_contract import (
     RememberArguments,
     remember_problems,
 )
-from knowledge.domain.models import Permission, Principal, Scope
-from knowledge.domain.note_lifecycle import (
+from knowledge.domain import ids
+from knowledge.domain.memory.lifecycle import (
     NoteDraft,
     NoteWrite,
     draft_of,
@@ -50,8 +49,7 @@ from knowledge.domain.note_lifecycle import (
     revised_note,
     superseded_note,
 )
-from knowledge.domain.note_rights import WHY, rights_to_write
-from knowledge.domain.notes import (
+from knowledge.domain.memory.notes import (
     REDACTED,
     VERSIONS_LIMIT_DEFAULT,
     VERSIONS_LIMIT_MAX,
@@ -66,6 +64,8 @@ from knowledge.domain.notes import (
     key_claim,
     normalize_path,
 )
+from knowledge.domain.memory.rights import WHY, rights_to_write
+from knowledge.domain.models import Permission, Principal, Scope
 from knowledge.errors import (
     ClaimTakenError,
     ConflictError,
@@ -435,7 +435,7 @@ class NoteService:
 
     def require_rights(self, principal: Principal, note: Note | None, *scopes: Scope) -> None:
         """``InsufficientScopeError`` naming the first scope ``principal`` lacks, by the governance
-        matrix (``knowledge.domain.note_rights``), to write ``note`` (``None``: a new note of its
+        matrix (``knowledge.domain.memory.rights``), to write ``note`` (``None``: a new note of its
         own); ``scopes`` are the scopes the write gives the note, its current scope counts too."""
         owner_id = principal.subject_id if note is None else note.owner_id
         touched = scopes if note is None else (note.scope, *scopes)

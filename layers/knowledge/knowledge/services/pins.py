@@ -3,7 +3,7 @@
 
 A pin is one per note and applies to every caller who can see its note. Pinning needs a note the
 caller can read (visible, active, unexpired) that is not superseded, and the rights to write it
-(``knowledge.domain.note_rights``: ``memory:write``; ``memory:share`` for a note others see, whose
+(``knowledge.domain.memory.rights``: ``memory:write``; ``memory:share`` for a note others see, whose
 pin lands in their packs; ``memory:admin`` for another principal's note); unpinning needs the same;
 pinning a pinned note again returns the same pin (same ``pin_id`` and ``created_at``), with the
 ``reason``, ``order`` or ``expires_at`` the call gives replacing the old ones. Unpinning a note
@@ -26,8 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from knowledge.domain import ids
-from knowledge.domain.memory_contract import (
+from knowledge.contract.memory import (
     MemoryResponse,
     PinMemoryArguments,
     PinsResponse,
@@ -37,10 +36,11 @@ from knowledge.domain.memory_contract import (
     UnpinnedResponse,
     pin_problems,
 )
+from knowledge.domain import ids
+from knowledge.domain.memory.notes import Note, can_see_note
+from knowledge.domain.memory.pins import PINS_LIMIT_DEFAULT, PINS_LIMIT_MAX, Pin
+from knowledge.domain.memory.retrieval import NoteFilter, admits
 from knowledge.domain.models import Permission, Principal
-from knowledge.domain.note_retrieval import NoteFilter, admits
-from knowledge.domain.notes import Note, can_see_note
-from knowledge.domain.pins import PINS_LIMIT_DEFAULT, PINS_LIMIT_MAX, Pin
 from knowledge.errors import (
     ConflictError,
     MemoryConflictError,

@@ -1,5 +1,5 @@
 """Per-tenant quotas: requests per second and writes per second, each a GCRA rate
-(``knowledge.domain.rates``) kept in the store (``QuotaStore``), so every execution environment of
+(``knowledge.domain.access.rates``) kept in the store (``QuotaStore``), so every execution environment of
 every function shares it.
 
 ``admit_request`` runs for every authenticated REST and MCP request, ``admit_write`` in addition for
@@ -23,7 +23,7 @@ import math
 import threading
 from collections.abc import Callable
 
-from knowledge.domain.rates import MICROS, Rate
+from knowledge.domain.access.rates import MICROS, Rate
 from knowledge.errors import RateLimitedError
 from knowledge.ports import QuotaStore
 

@@ -25,11 +25,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from knowledge.domain.fusion import FusedHit, fuse
+from knowledge.domain.access.visibility import can_see
 from knowledge.domain.models import ItemStatus, KnowledgeBase, KnowledgeItem, Principal, Revision
-from knowledge.domain.retrieval import CANDIDATE_DEPTH, IndexQuery, LegHits, SearchMode
-from knowledge.domain.truth import CandidateKey
-from knowledge.domain.visibility import can_see
+from knowledge.domain.retrieval.fusion import FusedHit, fuse
+from knowledge.domain.retrieval.hits import CANDIDATE_DEPTH, IndexQuery, LegHits, SearchMode
+from knowledge.domain.retrieval.truth import CandidateKey
 from knowledge.ports import CatalogStore, SearchIndex
 
 REFILL_DEPTH = 1_000

@@ -21,8 +21,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from knowledge.domain.context_pack import TOKENIZER, Candidate, TokenCounter, pack
-from knowledge.domain.memory_contract import (
+from knowledge.contract.memory import (
     ContextBudget,
     ContextCoverage,
     ContextItem,
@@ -31,10 +30,11 @@ from knowledge.domain.memory_contract import (
     RecallContextArguments,
     recall_problems,
 )
+from knowledge.domain.memory.context_pack import TOKENIZER, Candidate, TokenCounter, pack
+from knowledge.domain.memory.notes import Note
+from knowledge.domain.memory.retrieval import NoteFilter, admits
 from knowledge.domain.models import Permission, Principal
-from knowledge.domain.note_retrieval import NoteFilter, admits
-from knowledge.domain.notes import Note
-from knowledge.domain.retrieval import SearchMode
+from knowledge.domain.retrieval.hits import SearchMode
 from knowledge.errors import MemoryInvalidRequestError
 from knowledge.observability import logger
 from knowledge.ports import Clock, Embedder, MemoryStore, NoteIndex

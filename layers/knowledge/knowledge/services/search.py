@@ -17,10 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from knowledge.domain import ids
-from knowledge.domain.analysis import query_terms
-from knowledge.domain.bounds import OFFSET_MAX
-from knowledge.domain.contract import (
+from knowledge.contract.search import (
     LIMIT_CHARS_MAX,
     LIMIT_CHARS_MIN,
     MAX_RESULTS_MAX,
@@ -37,11 +34,14 @@ from knowledge.domain.contract import (
     SemanticLegReport,
     SourceRef,
 )
-from knowledge.domain.excerpts import EXCERPT_MAX_CHARS, citation, make_excerpt, reference
-from knowledge.domain.fusion import LegScore
+from knowledge.domain import ids
+from knowledge.domain.access.visibility import VisibilityFilter
+from knowledge.domain.bounds import OFFSET_MAX
 from knowledge.domain.models import ItemStatus, KnowledgeBase, Permission, Principal
-from knowledge.domain.retrieval import CANDIDATE_DEPTH, ChunkHit, IndexQuery, Leg, LegHits, SearchMode
-from knowledge.domain.visibility import VisibilityFilter
+from knowledge.domain.retrieval.analysis import query_terms
+from knowledge.domain.retrieval.excerpts import EXCERPT_MAX_CHARS, citation, make_excerpt, reference
+from knowledge.domain.retrieval.fusion import LegScore
+from knowledge.domain.retrieval.hits import CANDIDATE_DEPTH, ChunkHit, IndexQuery, Leg, LegHits, SearchMode
 from knowledge.errors import (
     DependencyUnavailableError,
     InsufficientScopeError,

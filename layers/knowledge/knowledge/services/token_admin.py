@@ -1,7 +1,7 @@
 """Issuing and revoking bearer tokens for a principal (``/v1/tokens``, DESIGN §6).
 
 A token never reaches further than the token that issued it: what it holds (tenant, subject,
-teams, scopes, base allow-list) is within its issuer's as ``knowledge.domain.token_reach`` defines
+teams, scopes, base allow-list) is within its issuer's as ``knowledge.domain.access.reach`` defines
 it, checked here by ``overreach`` and nowhere else. In short, an issuer holding ``knowledge:admin``
 and no base allow-list (a tenant administrator; ``platform:admin``: of any tenant) issues for any
 subject and teams of its tenant; an allow-listed one only for its own subject and teams, inside its
@@ -35,10 +35,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import timedelta
 
-from knowledge.domain.bearer_tokens import TokenRejection, is_token_id
+from knowledge.contract.writes import CreateTokenRequest, TokenEntry, TokenList, TokenResponse
+from knowledge.domain.access.bearer_tokens import TokenRejection, is_token_id
+from knowledge.domain.access.reach import TokenGrant, overreach
 from knowledge.domain.models import Permission, Principal, TokenRecord
-from knowledge.domain.token_reach import TokenGrant, overreach
-from knowledge.domain.write_contract import CreateTokenRequest, TokenEntry, TokenList, TokenResponse
 from knowledge.errors import AuthenticationRequiredError, InsufficientScopeError, ResourceUnavailableError
 from knowledge.observability import logger
 from knowledge.ports import TokenStore

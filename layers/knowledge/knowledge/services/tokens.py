@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 
-from knowledge.domain.bearer_tokens import TokenRejection, hash_token, new_token
+from knowledge.domain.access.bearer_tokens import TokenRejection, hash_token, new_token
 from knowledge.domain.models import TokenRecord
 from knowledge.ports import TokenStore
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from knowledge.adapters.dynamodb import codec
+from knowledge.adapters.dynamodb import codec, keys
 from knowledge.adapters.dynamodb.paging import INDEX_KEY, Listing
 from knowledge.adapters.dynamodb.table import EXISTS, VERSION_IS_EXPECTED, TableRecords, all_of
-from knowledge.domain import keys, lifecycle
+from knowledge.domain import lifecycle
 from knowledge.domain.models import BaseStatus, KnowledgeBase, Page, Scope
 from knowledge.observability import logger
 

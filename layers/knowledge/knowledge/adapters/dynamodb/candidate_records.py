@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from knowledge.adapters.dynamodb import codec
+from knowledge.adapters.dynamodb import codec, keys
 from knowledge.adapters.dynamodb.table import TableRecords
-from knowledge.domain import keys
 from knowledge.domain.models import KnowledgeBase, KnowledgeItem, Revision
-from knowledge.domain.truth import CandidateKey, CandidateRecords
+from knowledge.domain.retrieval.truth import CandidateKey, CandidateRecords
 
 
 class DynamoDBCandidateRecords(TableRecords):

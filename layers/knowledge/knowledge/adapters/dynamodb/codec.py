@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
-from knowledge.domain import keys
+from knowledge.adapters.dynamodb import keys
+from knowledge.domain.memory.notes import Note, NoteClaim, expiration
+from knowledge.domain.memory.pins import Pin
 from knowledge.domain.models import ItemStatus, KnowledgeBase, KnowledgeItem, Revision, TokenRecord
-from knowledge.domain.notes import Note, NoteClaim, expiration
-from knowledge.domain.pins import Pin
 
 if TYPE_CHECKING:
     from boto3.dynamodb.types import TypeDeserializer, TypeSerializer

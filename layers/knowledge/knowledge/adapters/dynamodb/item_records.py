@@ -28,13 +28,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from knowledge.adapters.dynamodb import codec
+from knowledge.adapters.dynamodb import codec, keys
 from knowledge.adapters.dynamodb.failures import CounterFullError
 from knowledge.adapters.dynamodb.page_records import discard_pages, revision_ids, write_pages
 from knowledge.adapters.dynamodb.paging import INDEX_KEY, TABLE_KEY, Listing
 from knowledge.adapters.dynamodb.quota_records import stored_items_write
 from knowledge.adapters.dynamodb.table import EXISTS, VERSION_IS_EXPECTED, TableRecords, all_of
-from knowledge.domain import ids, keys, lifecycle
+from knowledge.domain import ids, lifecycle
 from knowledge.domain.models import ItemStatus, KnowledgeItem, Page, Revision, Source
 from knowledge.errors import ConflictError, ResourceUnavailableError, StoredItemsQuotaError
 from knowledge.observability import logger

@@ -1,4 +1,4 @@
-"""The ``KnowledgeStore`` port on one DynamoDB table (DESIGN §3; keys in ``knowledge.domain.keys``).
+"""The ``KnowledgeStore`` port on one DynamoDB table (DESIGN §3; keys in ``keys``).
 
 One module per aggregate: ``base_records``, ``item_records`` (items, revisions and external-id
 guards), ``candidate_records`` (a search's truth check: items, bases and revisions in one batch),

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from knowledge.adapters.dynamodb import codec
+from knowledge.adapters.dynamodb import codec, keys
 from knowledge.adapters.dynamodb.failures import CounterFullError, TransactionRaceError
 from knowledge.adapters.dynamodb.paging import TABLE_KEY, Listing
 from knowledge.adapters.dynamodb.quota_records import (
@@ -32,10 +32,9 @@ from knowledge.adapters.dynamodb.quota_records import (
     stored_items_write,
 )
 from knowledge.adapters.dynamodb.table import EXISTS, VERSION_IS_EXPECTED, TableRecords, all_of
-from knowledge.domain import keys
+from knowledge.domain.memory.lifecycle import MAX_NOTE_WRITES, NoteWrite, redacted
+from knowledge.domain.memory.notes import Note, NoteClaim, expiration
 from knowledge.domain.models import Page
-from knowledge.domain.note_lifecycle import MAX_NOTE_WRITES, NoteWrite, redacted
-from knowledge.domain.notes import Note, NoteClaim, expiration
 from knowledge.errors import ConflictError, ResourceUnavailableError, StoredItemsQuotaError
 from knowledge.observability import logger
 

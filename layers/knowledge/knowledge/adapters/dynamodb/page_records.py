@@ -8,9 +8,9 @@ store: ``DependencyUnavailableError``, logged with the revision's ids.
 
 from __future__ import annotations
 
-from knowledge.adapters.dynamodb import codec
+from knowledge.adapters.dynamodb import codec, keys
 from knowledge.adapters.dynamodb.table import DynamoDBTable, TableRecords
-from knowledge.domain import keys, lifecycle
+from knowledge.domain import lifecycle
 from knowledge.domain.models import ContentWindow, Revision
 from knowledge.errors import DependencyUnavailableError
 from knowledge.observability import logger

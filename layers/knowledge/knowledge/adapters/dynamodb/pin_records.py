@@ -12,12 +12,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from knowledge.adapters.dynamodb import codec
+from knowledge.adapters.dynamodb import codec, keys
 from knowledge.adapters.dynamodb.paging import INDEX_KEY, Listing
 from knowledge.adapters.dynamodb.table import EXISTS, TableRecords
-from knowledge.domain import keys
+from knowledge.domain.memory.pins import Pin
 from knowledge.domain.models import Page
-from knowledge.domain.pins import Pin
 from knowledge.observability import logger
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """Rate quotas and the stored items count on the table (``T#{tenant}#QUOTA``).
 
 Each rate quota of a tenant is one item, ``RATE#{quota}``, holding its theoretical arrival time
-``tat`` (GCRA, ``knowledge.domain.rates``; epoch microseconds) and an ``expiration`` (epoch
+``tat`` (GCRA, ``knowledge.domain.access.rates``; epoch microseconds) and an ``expiration`` (epoch
 seconds) for DynamoDB's TTL to purge it once idle. ``rate.decide`` has two admitting cases, each one
 conditional ``UpdateItem``, so no use needs a read:
 
@@ -24,10 +24,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from knowledge.adapters.dynamodb import codec
+from knowledge.adapters.dynamodb import codec, keys
 from knowledge.adapters.dynamodb.table import DynamoDBTable, TableRecords
-from knowledge.domain import keys
-from knowledge.domain.rates import Rate, RateDecision
+from knowledge.domain.access.rates import Rate, RateDecision
 from knowledge.errors import StoredItemsQuotaError
 
 if TYPE_CHECKING:

@@ -19,8 +19,8 @@ from knowledge.adapters.dynamodb.failures import (
     translated_errors,
     unavailable,
 )
+from knowledge.adapters.dynamodb.keys import TableKey
 from knowledge.adapters.dynamodb.paging import Listing
-from knowledge.domain.keys import TableKey
 from knowledge.domain.lifecycle import check_page_size
 from knowledge.errors import ConflictError, DependencyUnavailableError
 from knowledge.observability import logger

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from knowledge.adapters.dynamodb import codec
+from knowledge.adapters.dynamodb import codec, keys
 from knowledge.adapters.dynamodb.codec import RawItem
 from knowledge.adapters.dynamodb.paging import INDEX_KEY, Listing
 from knowledge.adapters.dynamodb.table import EXISTS, TableRecords
-from knowledge.domain import keys
 from knowledge.domain.models import Page, TokenRecord
 from knowledge.observability import logger
 

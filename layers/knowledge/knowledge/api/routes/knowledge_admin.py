@@ -41,9 +41,7 @@ from knowledge.api.principal import CallerPrincipal
 from knowledge.api.query_parameters import CANONICAL_INTEGER, NextToken
 from knowledge.api.writes import IdempotencyKey, write_route
 from knowledge.bootstrap import get_container
-from knowledge.domain.identifiers import Identifier
-from knowledge.domain.models import EXTERNAL_ID_MAX_CHARS, TENANT_ID_PATTERN, Principal
-from knowledge.domain.write_contract import (
+from knowledge.contract.writes import (
     LIST_LIMIT_DEFAULT,
     LIST_LIMIT_MAX,
     ArchiveRequest,
@@ -65,6 +63,8 @@ from knowledge.domain.write_contract import (
     TokenResponse,
     UpdateKnowledgeBaseRequest,
 )
+from knowledge.domain.identifiers import Identifier
+from knowledge.domain.models import EXTERNAL_ID_MAX_CHARS, TENANT_ID_PATTERN, Principal
 
 if TYPE_CHECKING:  # the services are imported when the container builds them (first request)
     from knowledge.services.curation import CurationService

@@ -13,7 +13,7 @@
 | ``GET /v1/pins`` | PinMemoryFunction | memory:read | 200 ``{pins, next_token}`` |
 | ``POST /v1/tools/unpin_memory`` | UnpinMemoryFunction | memory:write (+) | 200 ``unpinned`` |
 
-(+): and, by the governance matrix (``knowledge.domain.note_rights``), ``memory:share`` for a note
+(+): and, by the governance matrix (``knowledge.domain.memory.rights``), ``memory:share`` for a note
 others see and ``memory:admin`` for another principal's note, checked by the services once the note
 is found.
 
@@ -42,7 +42,7 @@ from knowledge.api.principal import CallerPrincipal
 from knowledge.api.query_parameters import CANONICAL_INTEGER, NextToken
 from knowledge.api.writes import IdempotencyKey, write_route
 from knowledge.bootstrap import get_container, get_note_service, get_pin_service
-from knowledge.domain.memory_contract import (
+from knowledge.contract.memory import (
     ForgetMemoryArguments,
     MemoryContextResponse,
     MemoryForgottenResponse,
@@ -59,9 +59,9 @@ from knowledge.domain.memory_contract import (
     UnpinMemoryArguments,
     UnpinnedResponse,
 )
+from knowledge.domain.memory.notes import VERSIONS_LIMIT_MAX
+from knowledge.domain.memory.pins import PINS_LIMIT_MAX
 from knowledge.domain.models import Permission, Principal
-from knowledge.domain.notes import VERSIONS_LIMIT_MAX
-from knowledge.domain.pins import PINS_LIMIT_MAX
 from knowledge.observability import metrics
 
 if TYPE_CHECKING:  # the services are imported when the container builds them (first request)

@@ -19,7 +19,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from knowledge.api.http import openapi_error_responses
 from knowledge.api.principal import CallerPrincipal
 from knowledge.bootstrap import get_container
-from knowledge.domain.contract import (
+from knowledge.contract.search import (
     KnowledgeReadResponse,
     KnowledgeSearchResponse,
     SearchKnowledgeArguments,

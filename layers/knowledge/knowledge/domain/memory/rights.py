@@ -15,7 +15,7 @@ in any mode, restore):
 
 An agent's own private notes therefore need ``memory:write`` alone. ``platform:admin`` implies
 every scope (``Principal.has_scope``). Reading (search, recall, note reads) needs ``memory:read``
-and follows visibility only (``knowledge.domain.notes.can_see_note``).
+and follows visibility only (``knowledge.domain.memory.notes.can_see_note``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The ``NoteStore`` and ``PinStore`` ports in process memory, as a part of ``InMemoryKnowledgeStore``
+"""The ``NoteStore`` and ``PinStore`` ports in process memory, as a part of ``InProcessKnowledgeStore``
 (which holds the lock and the clock), and the tenants' stored items counts. Every method runs under
 the store's lock, so a commit applies whole or not at all, as the DynamoDB transaction does. A
 note's ``pinned`` is read from its pin, as the DynamoDB store reads it."""
@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from knowledge.adapters import next_tokens
-from knowledge.adapters.memory_listing import found, page
+from knowledge.adapters.in_process.listing import found, page
+from knowledge.domain.memory.lifecycle import MAX_NOTE_WRITES, NoteWrite, redacted
+from knowledge.domain.memory.notes import Note, NoteClaim
+from knowledge.domain.memory.pins import Pin
 from knowledge.domain.models import Page
-from knowledge.domain.note_lifecycle import MAX_NOTE_WRITES, NoteWrite, redacted
-from knowledge.domain.notes import Note, NoteClaim
-from knowledge.domain.pins import Pin
 from knowledge.errors import ClaimTakenError, ConflictError, ResourceUnavailableError, StoredItemsQuotaError
 from knowledge.ports import Clock
 
@@ -29,7 +29,7 @@ class _Claim:
     expires_at: datetime | None
 
 
-class InMemoryNoteStore:
+class InProcessNoteStore:
     """Notes, their versions and their claims in dictionaries."""
 
     _lock: threading.RLock

@@ -29,8 +29,8 @@ from operator import sub
 
 import tiktoken
 
-from knowledge.domain.graphemes import boundary_after, boundary_at_or_before, is_grapheme_boundary
-from knowledge.domain.retrieval import Chunk
+from knowledge.domain.retrieval.graphemes import boundary_after, boundary_at_or_before, is_grapheme_boundary
+from knowledge.domain.retrieval.hits import Chunk
 
 MIN_FILL = 0.5
 """Share of ``max_tokens`` a chunk must reach before it may end at a paragraph, sentence, line or word."""

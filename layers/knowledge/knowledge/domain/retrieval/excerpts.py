@@ -27,9 +27,9 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from knowledge.domain.analysis import fold
-from knowledge.domain.graphemes import ClusterEdges
-from knowledge.domain.stopwords import LUCENE_ENGLISH_STOP_WORDS, QUESTION_WORDS
+from knowledge.domain.retrieval.analysis import fold
+from knowledge.domain.retrieval.graphemes import ClusterEdges
+from knowledge.domain.retrieval.stopwords import LUCENE_ENGLISH_STOP_WORDS, QUESTION_WORDS
 
 EXCERPT_MAX_CHARS = 320
 """The longest excerpt a search result carries (code points)."""

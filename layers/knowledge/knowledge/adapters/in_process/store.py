@@ -18,10 +18,12 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from knowledge.adapters.memory_listing import found as _found
-from knowledge.adapters.memory_listing import page as _page
-from knowledge.adapters.memory_notes import InMemoryNoteStore
-from knowledge.domain import ids, keys, lifecycle
+from knowledge.adapters.dynamodb import keys
+from knowledge.adapters.in_process.listing import found as _found
+from knowledge.adapters.in_process.listing import page as _page
+from knowledge.adapters.in_process.notes import InProcessNoteStore
+from knowledge.domain import ids, lifecycle
+from knowledge.domain.access.rates import Rate, RateDecision
 from knowledge.domain.models import (
     BaseStatus,
     ContentWindow,
@@ -34,8 +36,7 @@ from knowledge.domain.models import (
     Source,
     TokenRecord,
 )
-from knowledge.domain.rates import Rate, RateDecision
-from knowledge.domain.truth import CandidateKey, CandidateRecords
+from knowledge.domain.retrieval.truth import CandidateKey, CandidateRecords
 from knowledge.errors import ConflictError, DependencyUnavailableError, ResourceUnavailableError
 from knowledge.ports import Clock
 
@@ -49,7 +50,7 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-class InMemoryKnowledgeStore(InMemoryNoteStore):
+class InProcessKnowledgeStore(InProcessNoteStore):
     """Bases, items, revisions and their content, tokens, notes and pins (``memory_notes``) in dictionaries.
 
     ``clock`` returns aware UTC datetimes; ``page_size_chars`` (1..90,000, else ``ValueError``) is
@@ -422,5 +423,5 @@ def _token_order(record: TokenRecord) -> str:
 
 if TYPE_CHECKING:
 
-    def _implements_the_port(store: InMemoryKnowledgeStore) -> KnowledgeStore:
+    def _implements_the_port(store: InProcessKnowledgeStore) -> KnowledgeStore:
         return store  # mypy checks the whole KnowledgeStore protocol here

@@ -11,10 +11,10 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from knowledge.domain.fusion import LegScore, fuse
+from knowledge.domain.memory.notes import MemoryType, Note, can_see_note_of, path_ancestors
 from knowledge.domain.models import Scope
-from knowledge.domain.notes import MemoryType, Note, can_see_note_of, path_ancestors
-from knowledge.domain.retrieval import ChunkHit, Leg, LegHits, SearchMode
+from knowledge.domain.retrieval.fusion import LegScore, fuse
+from knowledge.domain.retrieval.hits import ChunkHit, Leg, LegHits, SearchMode
 
 
 class _Frozen(BaseModel):

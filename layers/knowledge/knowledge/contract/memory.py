@@ -23,12 +23,17 @@ from typing import Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
+from knowledge.contract.search import MAX_RESULTS_MAX, MAX_RESULTS_MIN, MODES, QUERY_MAX_CHARS, Scores
 from knowledge.domain.bounds import VERSION_MAX, VERSION_MIN
-from knowledge.domain.contract import MAX_RESULTS_MAX, MAX_RESULTS_MIN, MODES, QUERY_MAX_CHARS, Scores
 from knowledge.domain.identifiers import Identifier, VisibleText
-from knowledge.domain.notes import CONTENT_MAX_CHARS, DEFAULT_IMPORTANCE, LABEL_MAX_CHARS, PATH_MAX_CHARS
-from knowledge.domain.notes import SEMANTIC_KEY_MAX_CHARS as KEY_MAX_CHARS
-from knowledge.domain.pins import ORDER_MAX, REASON_MAX_CHARS
+from knowledge.domain.memory.notes import (
+    CONTENT_MAX_CHARS,
+    DEFAULT_IMPORTANCE,
+    LABEL_MAX_CHARS,
+    PATH_MAX_CHARS,
+)
+from knowledge.domain.memory.notes import SEMANTIC_KEY_MAX_CHARS as KEY_MAX_CHARS
+from knowledge.domain.memory.pins import ORDER_MAX, REASON_MAX_CHARS
 from knowledge.domain.text import Text
 
 ID_MAX_CHARS = 128

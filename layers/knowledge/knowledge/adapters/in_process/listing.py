@@ -1,4 +1,4 @@
-"""Listings of the in-memory stores: lookups of several ids and ``next_token`` pages, as the
+"""Listings of the in-process stores: lookups of several ids and ``next_token`` pages, as the
 DynamoDB store pages (a token of another listing or tenant is ``RequestValidationError``)."""
 
 from __future__ import annotations

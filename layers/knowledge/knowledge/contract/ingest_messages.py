@@ -29,11 +29,11 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
+from knowledge.contract.memory import ForgetMemoryArguments, RememberArguments
 from knowledge.domain import ids
 from knowledge.domain.identifiers import Identifier, identifier_problem
-from knowledge.domain.memory_contract import ForgetMemoryArguments, RememberArguments
+from knowledge.domain.memory.notes import LABEL_MAX_CHARS
 from knowledge.domain.models import EXTERNAL_ID_MAX_CHARS, TENANT_ID_PATTERN, TITLE_MAX_CHARS, Source
-from knowledge.domain.notes import LABEL_MAX_CHARS
 from knowledge.domain.sources import SafeSource
 from knowledge.domain.text import Text
 

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Literal
 
-from knowledge.domain.notes import Note
+from knowledge.domain.memory.notes import Note
 
 if TYPE_CHECKING:
     import tiktoken
@@ -93,7 +93,7 @@ def count_cl100k(text: str) -> int:
 
 @cache
 def _cl100k() -> tiktoken.Encoding:
-    from knowledge.domain.chunking import load_encoding
+    from knowledge.domain.retrieval.chunking import load_encoding
 
     return load_encoding(TOKENIZER)
 

@@ -34,7 +34,7 @@ from itertools import pairwise
 from operator import itemgetter
 from typing import NamedTuple, Protocol
 
-from knowledge.domain.retrieval import ChunkHit, Leg, LegHits, SearchMode
+from knowledge.domain.retrieval.hits import ChunkHit, Leg, LegHits, SearchMode
 
 RRF_K = 60
 """The rank constant of reciprocal rank fusion (Cormack et al. 2009)."""

@@ -124,7 +124,7 @@ def token_key(token_hash: str) -> TableKey:
 
 def quota_key(tenant_id: str, quota: str) -> TableKey:
     """``T#{tenant}#QUOTA`` / ``RATE#{quota}``: one tenant's theoretical arrival time for one rate
-    quota (``knowledge.domain.rates``)."""
+    quota (``knowledge.domain.access.rates``)."""
     return TableKey(f"T#{_part(tenant_id)}#QUOTA", f"RATE#{_part(quota)}")
 
 

@@ -171,7 +171,7 @@ class CreateTokenRequest(_Request):
     optional allow-list of at least one base (a caller holding one can only narrow it; an empty
     list, which would admit nothing, is ``validation_error``); ``subject_id`` and ``team_ids`` are
     free for a caller without an allow-list, else its own subject and a subset of its own teams
-    (``knowledge.domain.token_reach``); ``expires_in`` is in seconds."""
+    (``knowledge.domain.access.reach``); ``expires_in`` is in seconds."""
 
     tenant_id: TenantId | None = None
     subject_id: Label

@@ -39,7 +39,7 @@ from collections.abc import Iterator
 
 import regex
 
-from knowledge.domain.stopwords import LUCENE_ENGLISH_STOP_WORDS
+from knowledge.domain.retrieval.stopwords import LUCENE_ENGLISH_STOP_WORDS
 
 CJK_CHARACTERS = (
     r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}\u30fc\uff70"  # the prolonged sound marks are Common

@@ -125,7 +125,7 @@ class Scores(BaseModel):
     """``final`` is the mode's score (lexical, semantic: the raw score; hybrid: alpha·lex + (1−alpha)·sem
     over the normalized legs; rrf: Σ 1/(60 + rank)). Raw lexical scores are BM25; raw semantic scores
     are cosine similarity in [−1, 1]; ``*_normalized`` is a leg's score over its best candidate's
-    score, clipped to [0, 1] (``knowledge.domain.fusion``). A leg that did not return the item has
+    score, clipped to [0, 1] (``knowledge.domain.retrieval.fusion``). A leg that did not return the item has
     nulls."""
 
     final: float

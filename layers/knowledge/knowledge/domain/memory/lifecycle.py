@@ -13,8 +13,8 @@ from datetime import datetime
 from typing import Any
 
 from knowledge.domain import ids
+from knowledge.domain.memory.notes import REDACTED, ForgetMode, MemoryType, Note, NoteClaim, NoteStatus
 from knowledge.domain.models import Scope
-from knowledge.domain.notes import REDACTED, ForgetMode, MemoryType, Note, NoteClaim, NoteStatus
 
 MAX_NOTE_WRITES = 20
 """Notes one commit may change (a new note and the notes it supersedes), so that a commit fits in

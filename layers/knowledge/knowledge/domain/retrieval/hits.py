@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from knowledge.domain.visibility import VisibilityFilter
+from knowledge.domain.access.visibility import VisibilityFilter
 
 
 class _Frozen(BaseModel):

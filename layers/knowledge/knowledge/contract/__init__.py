@@ -1,0 +1,1 @@
+"""Wire contracts: the tools' arguments and answers, the write API's bodies, the queues' messages."""

@@ -1,0 +1,1 @@
+"""Agent memory: notes, their lifecycle and rights, pins, note retrieval and the context pack (DESIGN §9)."""
