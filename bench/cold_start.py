@@ -224,8 +224,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     from moto.server import ThreadedMotoServer
 
-    from knowledge_local.provisioning import provision
-    from knowledge_local.resources import load_stack
+    from knowledge_local.emulator.provisioning import provision
+    from knowledge_local.emulator.template.resources import load_stack
 
     functions = arguments.functions or sorted(path.parent.name for path in FUNCTIONS.glob("*/app.py"))
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)

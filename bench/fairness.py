@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.ingest import start_runtime
-from knowledge_local.client import KnowledgeClient
+from knowledge_local.cli.client import KnowledgeClient
 from knowledge_local.state import PROJECT_ROOT
 
 POLL_SECONDS = 0.1

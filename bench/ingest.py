@@ -42,10 +42,16 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from knowledge_local.client import KnowledgeClient
-from knowledge_local.documents import SourceDocument, collect_documents
-from knowledge_local.ingestion import ensure_base, ingest_into, wait_until_indexed
-from knowledge_local.processes import Memory, cpu_seconds, descendants, memory, tree_memory
+from knowledge_local.cli.client import KnowledgeClient
+from knowledge_local.cli.documents import SourceDocument, collect_documents
+from knowledge_local.cli.ingestion import ensure_base, ingest_into, wait_until_indexed
+from knowledge_local.emulator.lambda_runtime.processes import (
+    Memory,
+    cpu_seconds,
+    descendants,
+    memory,
+    tree_memory,
+)
 from knowledge_local.state import EMBEDDING_CACHE_FILE, PROJECT_ROOT
 
 CHECKPOINT_DOCUMENTS = 1000

@@ -18,12 +18,12 @@ events in the batch sizes of the template's event source mappings:
    of each round (``EmbeddedIndex.refresh``) so that everything indexed is searchable.
 
 A phase's figure is the wall time spent inside its handler; **total** is the wall time of the whole
-run, with reading the stream and receiving and deleting the work messages (moto in process, so
-these are not AWS's latencies). moto runs with the local runtime's fixes, as ``make run`` does:
-transactions roll back by journal (``knowledge_local.transactions``) instead of moto's copy of the
-whole table before each one, which made every write slower as the table grew, and moto's instance
-tracking is off. The stream is drained at the end (the worker's indexed marks are
-records too). Embedders: ``model``, the product's offline all-MiniLM-L6-v2 (behind the embedding
+run, with reading the stream and receiving and deleting the work messages (moto in process, so these
+are not AWS's latencies). moto runs with the local runtime's fixes, as ``make run`` does:
+transactions roll back by journal (``knowledge_local.emulator.moto_patches.transactions``) instead
+of moto's copy of the whole table before each one, which made every write slower as the table grew,
+and moto's instance tracking is off. The stream is drained at the end (the worker's indexed marks
+are records too). Embedders: ``model``, the product's offline all-MiniLM-L6-v2 (behind the embedding
 cache at ``--cache`` when that file exists; loaded before the clock starts), and ``hashing``, a
 feature-hashing bag of words of the same dimension (``bench.memory.HashingVectors``), so the
 difference is the cost of embedding. A variant stops after the round that passes ``--seconds``.
@@ -162,7 +162,7 @@ class _Stream:
         self._iterators: dict[str, str] = {}
 
     def read(self) -> list[dict[str, Any]]:
-        from knowledge_local.stream_poller import as_event_json
+        from knowledge_local.emulator.pollers.stream_poller import as_event_json
 
         records: list[dict[str, Any]] = []
         for shard in self._streams.describe_stream(StreamArn=self._arn)["StreamDescription"]["Shards"]:
@@ -206,10 +206,10 @@ class _Pipeline:
         from knowledge.domain.models import Permission, Scope
         from knowledge.services.ingest import AUTHORIZATION_ATTRIBUTE
         from knowledge.settings import Settings
-        from knowledge_local import execution_environment
-        from knowledge_local.event_filter import EventFilter
-        from knowledge_local.resources import load_stack
-        from knowledge_local.worker import import_handler
+        from knowledge_local.emulator.lambda_runtime import execution_environment
+        from knowledge_local.emulator.lambda_runtime.worker import import_handler
+        from knowledge_local.emulator.pollers.event_filter import EventFilter
+        from knowledge_local.emulator.template.resources import load_stack
 
         execution_environment.install()
         stack = load_stack(ROOT / "template.yaml")
@@ -259,7 +259,7 @@ class _Pipeline:
         self._stream.read()  # the base and the token: set-up, not measured
 
     def _invoke(self, phase: str, records: Sequence[dict[str, Any]]) -> None:
-        from knowledge_local import execution_environment
+        from knowledge_local.emulator.lambda_runtime import execution_environment
 
         started = time.perf_counter()
         with execution_environment.invocation():
@@ -337,8 +337,8 @@ def ingest_path(
     from tqdm import tqdm
 
     from knowledge.bootstrap import use_container
-    from knowledge_local import transactions
-    from knowledge_local.aws_server import stop_tracking_instances
+    from knowledge_local.emulator.aws_server import stop_tracking_instances
+    from knowledge_local.emulator.moto_patches import transactions
 
     stop_tracking_instances()
     transactions.install()

@@ -104,7 +104,7 @@ def child(root: Path, items: int, queries: int) -> dict[str, Any]:
     from knowledge.bootstrap import build_container, use_container
     from knowledge.domain.models import Scope, Source
     from knowledge.settings import Settings
-    from knowledge_local.resources import load_stack
+    from knowledge_local.emulator.template.resources import load_stack
 
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")

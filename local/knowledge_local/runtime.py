@@ -61,12 +61,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     _configure_process(settings)
     # Imported only now: the handlers' Powertools objects read the environment set just above.
-    from knowledge_local.documents import DocumentError
-    from knowledge_local.invoker import stop_helper_processes
-    from knowledge_local.journal import JournalError
+    from knowledge_local.cli.documents import DocumentError
+    from knowledge_local.emulator.journal import JournalError
+    from knowledge_local.emulator.lambda_runtime.invoker import stop_helper_processes
+    from knowledge_local.emulator.snapshot import SnapshotError
+    from knowledge_local.emulator.template.routes import TemplateError
     from knowledge_local.opensearch_node import NodeError
-    from knowledge_local.routes import TemplateError
-    from knowledge_local.snapshot import SnapshotError
     from knowledge_local.stack import InstanceRunningError, LocalStack, PortInUseError, StateDirectoryError
 
     try:
@@ -102,11 +102,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _serve(stack: LocalStack, plan: SeedPlan | None) -> None:
-    from knowledge_local.client import ApiError
-    from knowledge_local.dev_token import SCOPES, TENANT_ID
-    from knowledge_local.ingestion import IndexWaitTimeoutError
-    from knowledge_local.journal import segments
-    from knowledge_local.snapshot import SNAPSHOT_FILE
+    from knowledge_local.cli.client import ApiError
+    from knowledge_local.cli.dev_token import SCOPES, TENANT_ID
+    from knowledge_local.cli.ingestion import IndexWaitTimeoutError
+    from knowledge_local.emulator.journal import segments
+    from knowledge_local.emulator.snapshot import SNAPSHOT_FILE
 
     started = time.monotonic()
     print(f"Starting the knowledge service on {_engine(stack.settings)}...", flush=True)

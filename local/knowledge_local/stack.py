@@ -46,10 +46,11 @@ from typing import Any, TypeVar
 
 from knowledge.bootstrap import get_container, use_container
 from knowledge.settings import get_settings
-from knowledge_local import dev_token, snapshot
-from knowledge_local.address_throttle import AddressThrottle
-from knowledge_local.aws_server import AwsServer
-from knowledge_local.client import KnowledgeClient
+from knowledge_local.cli import dev_token
+from knowledge_local.cli.client import KnowledgeClient
+from knowledge_local.cli.dev_token import DevToken
+from knowledge_local.cli.documents import DocumentError, SkippedFile, SourceDocument, collect_documents
+from knowledge_local.cli.ingestion import IngestSummary, ingest, wait_until_indexed
 from knowledge_local.config import (
     DEFAULT_AWS_PORT,
     DEFAULT_OPENSEARCH_INDEX,
@@ -57,19 +58,20 @@ from knowledge_local.config import (
     DEFAULT_PORT,
     RuntimeSettings,
 )
-from knowledge_local.dev_token import DevToken
-from knowledge_local.documents import DocumentError, SkippedFile, SourceDocument, collect_documents
-from knowledge_local.durable_state import DurableState, Restored
-from knowledge_local.gateway import Gateway
-from knowledge_local.ingestion import IngestSummary, ingest, wait_until_indexed
-from knowledge_local.invoker import InvocationError, Invoker
+from knowledge_local.emulator import snapshot
+from knowledge_local.emulator.api_gateway.address_throttle import AddressThrottle
+from knowledge_local.emulator.api_gateway.gateway import Gateway
+from knowledge_local.emulator.aws_server import AwsServer
+from knowledge_local.emulator.durable_state import DurableState, Restored
+from knowledge_local.emulator.lambda_runtime.invoker import InvocationError, Invoker
+from knowledge_local.emulator.lambda_runtime.shared_services import SharedServices
+from knowledge_local.emulator.pollers.poller import Poller
+from knowledge_local.emulator.pollers.queue_poller import QueuePoller, pollers_for
+from knowledge_local.emulator.pollers.stream_poller import StreamPoller
+from knowledge_local.emulator.provisioning import Provisioned, aws_client, provision
+from knowledge_local.emulator.template.resources import StackSpec, load_stack
+from knowledge_local.emulator.template.routes import FunctionSpec
 from knowledge_local.opensearch_node import OpenSearchNode, claim_cluster, start_node
-from knowledge_local.poller import Poller
-from knowledge_local.provisioning import Provisioned, aws_client, provision
-from knowledge_local.queue_poller import QueuePoller, pollers_for
-from knowledge_local.resources import StackSpec, load_stack
-from knowledge_local.routes import FunctionSpec
-from knowledge_local.shared_services import SharedServices
 from knowledge_local.state import (
     DEFAULT_STATE_DIR,
     ENDPOINTS_FILE,
@@ -82,7 +84,6 @@ from knowledge_local.state import (
     running_instance,
     write_endpoints,
 )
-from knowledge_local.stream_poller import StreamPoller
 
 KNOWLEDGE_TABLE = "KnowledgeTable"
 INDEX_WORK_QUEUE = "IndexWorkQueue"

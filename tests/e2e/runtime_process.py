@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import boto3
 import httpx2
 
-from knowledge_local.processes import descendants
+from knowledge_local.emulator.lambda_runtime.processes import descendants
 from tests.support.template import ROOT, TEMPLATE
 
 READY_MARKER = "Ready in "

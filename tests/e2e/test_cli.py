@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from knowledge_local.cli import main
+from knowledge_local.cli.main import main
 from tests.e2e.runtime_process import RuntimeProcess, free_port
 from tests.support.template import ROOT
 

@@ -22,7 +22,7 @@ from knowledge.bootstrap import use_container
 from knowledge.domain.access.bearer_tokens import hash_token
 from knowledge.domain.ids import ITEM_PREFIX, KB_PREFIX, shape_of
 from knowledge.settings import Settings
-from knowledge_local.routes import load_routes
+from knowledge_local.emulator.template.routes import load_routes
 from tests.conftest import TABLE_NAME
 from tests.support.admin import AdminClient, admin_event, invoke_admin
 from tests.support.rest import Reply, SearchWorld, error_body, new_world, result_items

@@ -20,11 +20,12 @@ from typing import Any
 import httpx2
 import pytest
 
-from knowledge_local import gateway_server, invoker
-from knowledge_local.gateway import Gateway
-from knowledge_local.gateway_server import MAX_BODY_BYTES, GatewayServer
-from knowledge_local.http_api import HttpRequest, HttpResponse
-from knowledge_local.invoker import Invoker
+from knowledge_local.emulator.api_gateway import gateway_server
+from knowledge_local.emulator.api_gateway.gateway import Gateway
+from knowledge_local.emulator.api_gateway.gateway_server import MAX_BODY_BYTES, GatewayServer
+from knowledge_local.emulator.api_gateway.http_api import HttpRequest, HttpResponse
+from knowledge_local.emulator.lambda_runtime import invoker
+from knowledge_local.emulator.lambda_runtime.invoker import Invoker
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "gateway"
 
@@ -352,7 +353,7 @@ def _reset(connection: socket.socket) -> None:
 def test_gateway_client_gone_before_its_answer_is_logged_quietly(
     gateway: Gateway, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="knowledge_local.gateway_server")
+    caplog.set_level(logging.DEBUG, logger="knowledge_local.emulator.api_gateway.gateway_server")
     host, port = gateway.url.removeprefix("http://").split(":")
     connection = socket.create_connection((host, int(port)), timeout=5)
     connection.sendall(f"GET /sleep?seconds=0.2 HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
@@ -383,7 +384,11 @@ def test_gateway_server_logs_any_other_connection_failure_with_its_traceback(
     finally:
         server.server_close()
 
-    [record] = [record for record in caplog.records if record.name == "knowledge_local.gateway_server"]
+    [record] = [
+        record
+        for record in caplog.records
+        if record.name == "knowledge_local.emulator.api_gateway.gateway_server"
+    ]
     assert record.levelno == logging.ERROR
     assert record.exc_info is not None
     assert isinstance(record.exc_info[1], RuntimeError)

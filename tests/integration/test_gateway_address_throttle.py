@@ -12,8 +12,8 @@ from typing import Any
 import httpx2
 import pytest
 
-from knowledge_local.address_throttle import AddressThrottle
-from knowledge_local.gateway import Gateway
+from knowledge_local.emulator.api_gateway.address_throttle import AddressThrottle
+from knowledge_local.emulator.api_gateway.gateway import Gateway
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "gateway"
 LIMIT = 3

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from knowledge.services.tokens import TokenService
-from knowledge_local.admin_token import main
+from knowledge_local.cli.admin_token import main
 from tests.conftest import TABLE_NAME
 from tests.support.store import make_store
 

@@ -15,12 +15,12 @@ import pytest
 from moto import mock_aws
 
 from knowledge.bootstrap import use_container
-from knowledge_local.cli import main
-from knowledge_local.client import KnowledgeClient
-from knowledge_local.dev_token import SCOPES as DEV_SCOPES
-from knowledge_local.gateway import Gateway
-from knowledge_local.invoker import InvokerClosedError
-from knowledge_local.routes import FunctionSpec
+from knowledge_local.cli.client import KnowledgeClient
+from knowledge_local.cli.dev_token import SCOPES as DEV_SCOPES
+from knowledge_local.cli.main import main
+from knowledge_local.emulator.api_gateway.gateway import Gateway
+from knowledge_local.emulator.lambda_runtime.invoker import InvokerClosedError
+from knowledge_local.emulator.template.routes import FunctionSpec
 from tests.conftest import TABLE_NAME
 from tests.support.inline_invoker import InlineInvoker
 from tests.support.rest import new_world

@@ -13,10 +13,10 @@ from moto import mock_aws
 
 from knowledge.bootstrap import use_container
 from knowledge.domain.access.bearer_tokens import hash_token
-from knowledge_local.cli import main
-from knowledge_local.client import ApiError, KnowledgeClient
-from knowledge_local.dev_token import SCOPES as DEV_SCOPES
-from knowledge_local.gateway import Gateway
+from knowledge_local.cli.client import ApiError, KnowledgeClient
+from knowledge_local.cli.dev_token import SCOPES as DEV_SCOPES
+from knowledge_local.cli.main import main
+from knowledge_local.emulator.api_gateway.gateway import Gateway
 from tests.conftest import TABLE_NAME
 from tests.support.inline_invoker import InlineInvoker
 from tests.support.rest import new_world

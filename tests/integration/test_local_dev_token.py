@@ -1,4 +1,4 @@
-"""One dev token per state directory (``knowledge_local.dev_token``) on the moto table: reused while
+"""One dev token per state directory (``knowledge_local.cli.dev_token``) on the moto table: reused while
 the table holds it, replaced when it does not, rotated on demand, and never one valid dev token
 beside another."""
 
@@ -12,7 +12,7 @@ import pytest
 
 from knowledge.adapters.dynamodb.knowledge_store import DynamoDBKnowledgeStore
 from knowledge.services.tokens import TokenService
-from knowledge_local import dev_token
+from knowledge_local.cli import dev_token
 from knowledge_local.state import TOKEN_FILE
 from tests.support.store import make_store
 

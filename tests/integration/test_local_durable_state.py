@@ -1,4 +1,4 @@
-"""The local runtime's state on disk (``knowledge_local.durable_state``) on a real moto server: what
+"""The local runtime's state on disk (``knowledge_local.emulator.durable_state``) on a real moto server: what
 was acknowledged before a crash comes back exactly, whatever mix of journal and snapshot holds it.
 
 A crash is simulated by closing the state without compacting (every acknowledged write is already
@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from knowledge_local import snapshot
-from knowledge_local.aws_server import AwsServer
-from knowledge_local.durable_state import DurableState, Restored
-from knowledge_local.journal import Record, encode, segments
-from knowledge_local.provisioning import aws_client
+from knowledge_local.emulator import snapshot
+from knowledge_local.emulator.aws_server import AwsServer
+from knowledge_local.emulator.durable_state import DurableState, Restored
+from knowledge_local.emulator.journal import Record, encode, segments
+from knowledge_local.emulator.provisioning import aws_client
 from tests.support.template import create_table_kwargs
 
 

@@ -17,9 +17,14 @@ from typing import Any
 
 import pytest
 
-from knowledge_local import processes
-from knowledge_local.invoker import InvocationError, InvocationTimeoutError, Invoker, InvokerClosedError
-from knowledge_local.routes import FunctionSpec
+from knowledge_local.emulator.lambda_runtime import processes
+from knowledge_local.emulator.lambda_runtime.invoker import (
+    InvocationError,
+    InvocationTimeoutError,
+    Invoker,
+    InvokerClosedError,
+)
+from knowledge_local.emulator.template.routes import FunctionSpec
 from tests.fixtures.invoker.setup import mark, mark_slowly
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "invoker"

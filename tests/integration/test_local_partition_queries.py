@@ -1,5 +1,5 @@
 """Queries read only the partition asked for, of the table or of an index
-(``knowledge_local.partition_queries``), and answer exactly what moto's own whole-table
+(``knowledge_local.emulator.moto_patches.partition_queries``), and answer exactly what moto's own whole-table
 implementation does."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto.dynamodb.models.table import Table
 
-from knowledge_local import partition_queries
+from knowledge_local.emulator.moto_patches import partition_queries
 from tests.support.template import create_table_kwargs
 
 TABLE = "partitions"

@@ -1,4 +1,4 @@
-"""The saved table (``knowledge_local.snapshot``): every item of a table comes back exactly, binary
+"""The saved table (``knowledge_local.emulator.snapshot``): every item of a table comes back exactly, binary
 and nested values included, and a file that is not a saved table is a clear error."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from knowledge_local import snapshot
-from knowledge_local.aws_server import AwsServer
-from knowledge_local.provisioning import aws_client
+from knowledge_local.emulator import snapshot
+from knowledge_local.emulator.aws_server import AwsServer
+from knowledge_local.emulator.provisioning import aws_client
 from tests.support.template import create_table_kwargs
 
 ITEMS: list[dict[str, Any]] = [

@@ -1,6 +1,7 @@
-"""Stream retention on the local AWS endpoint (``knowledge_local.stream_retention``): records every
-reader has passed are dropped, a batch stays readable until its reader moves on, iterators expire,
-and moto keeps no record of replaced items."""
+"""Stream retention on the local AWS endpoint
+(``knowledge_local.emulator.moto_patches.stream_retention``): records every reader has passed are
+dropped, a batch stays readable until its reader moves on, iterators expire, and moto keeps no
+record of replaced items."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ from botocore.exceptions import ClientError
 from moto.dynamodb.models.dynamo_type import Item
 from moto.dynamodb.models.table import StreamRecord
 
-from knowledge_local import stream_retention
-from knowledge_local.aws_server import AwsServer
-from knowledge_local.provisioning import aws_client
+from knowledge_local.emulator.aws_server import AwsServer
+from knowledge_local.emulator.moto_patches import stream_retention
+from knowledge_local.emulator.provisioning import aws_client
 
 CREATE_TABLE = {
     "BillingMode": "PAY_PER_REQUEST",

@@ -1,5 +1,6 @@
-"""moto transactions rolled back by journal (``knowledge_local.transactions``) answer and store
-exactly what moto's own table-copying implementation does, on the knowledge table of the template."""
+"""moto transactions rolled back by journal (``knowledge_local.emulator.moto_patches.transactions``)
+answer and store exactly what moto's own table-copying implementation does, on the knowledge
+table of the template."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto.dynamodb.models import DynamoDBBackend
 
-from knowledge_local import transactions
+from knowledge_local.emulator.moto_patches import transactions
 from tests.support.template import create_table_kwargs
 
 TABLE = "journal"

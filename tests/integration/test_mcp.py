@@ -25,7 +25,7 @@ from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
 from knowledge.api.mcp import build_server
 from knowledge.bootstrap import use_container
 from knowledge.domain.models import KnowledgeItem
-from knowledge_local.gateway import Gateway
+from knowledge_local.emulator.api_gateway.gateway import Gateway
 from tests.conftest import TABLE_NAME
 from tests.support.inline_invoker import InlineInvoker
 from tests.support.memory import call as memory_call

@@ -10,7 +10,7 @@ import pytest
 
 from knowledge.bootstrap import use_container
 from knowledge.domain.access.bearer_tokens import hash_token
-from knowledge_local.routes import load_routes
+from knowledge_local.emulator.template.routes import load_routes
 from tests.support.admin import AdminClient
 from tests.support.memory import call, found, pin_memory, recall_context, remember
 from tests.support.rest import SearchWorld, authorize, error_body, new_world

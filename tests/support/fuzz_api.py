@@ -26,7 +26,7 @@ from knowledge.bootstrap import Container, build_container, use_container
 from knowledge.contract.memory import RememberArguments
 from knowledge.domain.models import Permission, Principal, Scope, Source
 from knowledge.settings import Settings
-from knowledge_local.gateway import Gateway
+from knowledge_local.emulator.api_gateway.gateway import Gateway
 from tests.conftest import TABLE_NAME
 from tests.support.embedding import HashingEmbedder
 from tests.support.inline_invoker import InlineInvoker

@@ -3,7 +3,7 @@ an installed container of fakes, or failures injected into a client the handlers
 
 Handlers run in the calling thread, one invocation at a time for the whole process (the
 Powertools objects are the process's), so a gateway in front of it answers requests one after
-another. ``knowledge_local.invoker.Invoker`` is the runtime's: a process per execution
+another. ``knowledge_local.emulator.lambda_runtime.invoker.Invoker`` is the runtime's: a process per execution
 environment.
 """
 
@@ -12,16 +12,16 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from knowledge_local import execution_environment
-from knowledge_local.http_api import LambdaContext
-from knowledge_local.routes import FunctionSpec
-from knowledge_local.worker import Handler, import_handler
+from knowledge_local.emulator.api_gateway.http_api import LambdaContext
+from knowledge_local.emulator.lambda_runtime import execution_environment
+from knowledge_local.emulator.lambda_runtime.worker import Handler, import_handler
+from knowledge_local.emulator.template.routes import FunctionSpec
 
 _one_at_a_time = threading.Lock()
 
 
 class InlineInvoker:
-    """``knowledge_local.invoker.Invocations`` in this process."""
+    """``knowledge_local.emulator.lambda_runtime.invoker.Invocations`` in this process."""
 
     def __init__(self) -> None:
         execution_environment.install()

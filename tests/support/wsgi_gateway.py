@@ -13,8 +13,8 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import quote
 
-from knowledge_local.gateway import Gateway
-from knowledge_local.http_api import HttpRequest
+from knowledge_local.emulator.api_gateway.gateway import Gateway
+from knowledge_local.emulator.api_gateway.http_api import HttpRequest
 
 StartResponse = Callable[[str, list[tuple[str, str]]], Any]
 PORT = 3000

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from knowledge_local.routes import ANY_METHOD, TemplateError, load_routes
+from knowledge_local.emulator.template.routes import ANY_METHOD, TemplateError, load_routes
 from tests.support.template import ROOT, TEMPLATE
 
 FIXTURE = ROOT / "tests" / "fixtures" / "gateway" / "template.yaml"

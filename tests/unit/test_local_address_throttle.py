@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from knowledge_local import address_throttle
-from knowledge_local.address_throttle import KNOWN_SECONDS, AddressThrottle
+from knowledge_local.emulator.api_gateway import address_throttle
+from knowledge_local.emulator.api_gateway.address_throttle import KNOWN_SECONDS, AddressThrottle
 
 
 class _Clock:

@@ -1,10 +1,11 @@
-"""The local gateway's cache of authorizer answers (``knowledge_local.authorizer_cache``)."""
+"""The local gateway's cache of authorizer answers
+(``knowledge_local.emulator.api_gateway.authorizer_cache``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from knowledge_local.authorizer_cache import AuthorizerCache
+from knowledge_local.emulator.api_gateway.authorizer_cache import AuthorizerCache
 
 
 class Clock:

@@ -8,10 +8,10 @@ from typing import Any
 import httpx2
 import pytest
 
-from knowledge_local.cli import _bases_table, _results_table, main, parse_duration, redact
-from knowledge_local.client import ApiError, KnowledgeClient
+from knowledge_local.cli.client import ApiError, KnowledgeClient
+from knowledge_local.cli.ingestion import similar_names, wait_until_indexed
+from knowledge_local.cli.main import _bases_table, _results_table, main, parse_duration, redact
 from knowledge_local.config import ConfigurationError, load_settings
-from knowledge_local.ingestion import similar_names, wait_until_indexed
 
 TOKEN = "kn_9hJN21qwElGcgOEz7bymLWFvhW4DhXqaUjLarof5ePM"
 ITEM = "ki_01M8MSTVN5K0B8VGNB8TZTQEM9"

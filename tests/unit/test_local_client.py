@@ -9,7 +9,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from knowledge_local.client import RATE_LIMIT_ATTEMPTS, ApiError, KnowledgeClient
+from knowledge_local.cli.client import RATE_LIMIT_ATTEMPTS, ApiError, KnowledgeClient
 
 
 def _error(code: str, *, retryable: bool, details: dict[str, Any] | None = None) -> dict[str, Any]:

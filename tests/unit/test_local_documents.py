@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from knowledge_local import documents as documents_module
-from knowledge_local.documents import DocumentError, collect_documents, title_of
+from knowledge_local.cli import documents as documents_module
+from knowledge_local.cli.documents import DocumentError, collect_documents, title_of
 
 
 @pytest.fixture

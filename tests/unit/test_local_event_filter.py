@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from knowledge_local.event_filter import EventFilter, InvalidFilterError
-from knowledge_local.poller import failed_item_identifiers
+from knowledge_local.emulator.pollers.event_filter import EventFilter, InvalidFilterError
+from knowledge_local.emulator.pollers.poller import failed_item_identifiers
 
 
 def test_event_filter_without_patterns_admits_every_record() -> None:

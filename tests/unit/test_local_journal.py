@@ -1,4 +1,4 @@
-"""The write-ahead journal (``knowledge_local.journal``): records come back in the order they were
+"""The write-ahead journal (``knowledge_local.emulator.journal``): records come back in the order they were
 appended, across segments; a torn last frame is dropped; damage before the end is an error."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from knowledge_local.journal import (
+from knowledge_local.emulator.journal import (
     FRAME,
     Journal,
     JournalError,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from knowledge_local.queue_poller import LOCAL_CONCURRENCY, pollers_for
-from knowledge_local.resources import TemplateError, load_stack
+from knowledge_local.emulator.pollers.queue_poller import LOCAL_CONCURRENCY, pollers_for
+from knowledge_local.emulator.template.resources import TemplateError, load_stack
 from tests.support.template import TEMPLATE, create_table_kwargs
 
 POLLERS = Path(__file__).resolve().parents[1] / "fixtures" / "pollers" / "template.yaml"

@@ -11,10 +11,10 @@ from typing import Any
 import httpx2
 import pytest
 
-from knowledge_local import client as client_module
-from knowledge_local.cli import main
-from knowledge_local.client import ApiError
-from knowledge_local.memory_cli import recall_summary
+from knowledge_local.cli import client as client_module
+from knowledge_local.cli.client import ApiError
+from knowledge_local.cli.commands.memory import recall_summary
+from knowledge_local.cli.main import main
 
 TOKEN = "kn_9hJN21qwElGcgOEz7bymLWFvhW4DhXqaUjLarof5ePM"
 API = "http://api.test"

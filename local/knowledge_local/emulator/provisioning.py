@@ -15,8 +15,8 @@ import boto3
 from botocore.config import Config
 
 from knowledge_local.config import LOCAL_ACCESS_KEY, LOCAL_SECRET_KEY
-from knowledge_local.http_api import REGION
-from knowledge_local.resources import StackSpec
+from knowledge_local.emulator.api_gateway.http_api import REGION
+from knowledge_local.emulator.template.resources import StackSpec
 
 
 @dataclass(frozen=True)

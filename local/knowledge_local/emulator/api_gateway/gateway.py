@@ -45,10 +45,10 @@ from types import TracebackType
 from typing import Any
 
 from knowledge.domain.access.bearer_tokens import TokenRejection
-from knowledge_local.address_throttle import QUOTA, AddressThrottle
-from knowledge_local.authorizer_cache import AuthorizerCache
-from knowledge_local.gateway_server import GatewayServer
-from knowledge_local.http_api import (
+from knowledge_local.emulator.api_gateway.address_throttle import QUOTA, AddressThrottle
+from knowledge_local.emulator.api_gateway.authorizer_cache import AuthorizerCache
+from knowledge_local.emulator.api_gateway.gateway_server import GatewayServer
+from knowledge_local.emulator.api_gateway.http_api import (
     HttpRequest,
     HttpResponse,
     InvalidResponseError,
@@ -58,7 +58,7 @@ from knowledge_local.http_api import (
     gateway_error,
     request_event,
 )
-from knowledge_local.invoker import (
+from knowledge_local.emulator.lambda_runtime.invoker import (
     InvocationError,
     Invocations,
     InvocationThrottledError,
@@ -66,7 +66,13 @@ from knowledge_local.invoker import (
     Invoker,
     InvokerClosedError,
 )
-from knowledge_local.routes import AuthorizerSpec, FunctionSpec, RouteMatch, RouteTable, load_routes
+from knowledge_local.emulator.template.routes import (
+    AuthorizerSpec,
+    FunctionSpec,
+    RouteMatch,
+    RouteTable,
+    load_routes,
+)
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from knowledge_local.journal import FILE_MODE, fsync_directory
+from knowledge_local.emulator.journal import FILE_MODE, fsync_directory
 
 SNAPSHOT_FILE = "table.jsonl"
 FORMAT_VERSION = 1

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from knowledge.ports import Embedder, NoteIndex, SearchIndex
-from knowledge_local.worker import Setup
+from knowledge_local.emulator.lambda_runtime.worker import Setup
 
 SOCKET_NAME = "services.sock"
 

@@ -23,11 +23,11 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from knowledge_local.event_filter import EventFilter
-from knowledge_local.http_api import REGION
-from knowledge_local.invoker import Invocations, InvokerClosedError
-from knowledge_local.poller import Poller, failed_item_identifiers
-from knowledge_local.resources import EventSourceSpec
+from knowledge_local.emulator.api_gateway.http_api import REGION
+from knowledge_local.emulator.lambda_runtime.invoker import Invocations, InvokerClosedError
+from knowledge_local.emulator.pollers.event_filter import EventFilter
+from knowledge_local.emulator.pollers.poller import Poller, failed_item_identifiers
+from knowledge_local.emulator.template.resources import EventSourceSpec
 
 log = logging.getLogger(__name__)
 

@@ -42,9 +42,9 @@ from multiprocessing.connection import Connection
 from multiprocessing.context import ForkServerContext, ForkServerProcess
 from typing import Any, Protocol
 
-from knowledge_local import worker
-from knowledge_local.http_api import LambdaContext
-from knowledge_local.routes import FunctionSpec
+from knowledge_local.emulator.api_gateway.http_api import LambdaContext
+from knowledge_local.emulator.lambda_runtime import worker
+from knowledge_local.emulator.template.routes import FunctionSpec
 
 DEFAULT_MAX_ENVIRONMENTS = 4
 """Execution environments per function at most: how many invocations of it run at once."""
@@ -63,7 +63,7 @@ PRELOADED_MODULES = [
     "aws_lambda_powertools.event_handler",
     "aws_lambda_powertools.utilities.batch",
     "aws_lambda_powertools.utilities.parser",
-    "knowledge_local.worker",
+    "knowledge_local.emulator.lambda_runtime.worker",
 ]
 """Imported once by the fork server; every environment inherits them."""
 

@@ -52,9 +52,10 @@ from knowledge.domain.access.bearer_tokens import TOKEN_PREFIX, is_token_id
 from knowledge.domain.ids import ITEM_PREFIX, KB_PREFIX, REVISION_PREFIX, is_well_formed
 from knowledge.domain.models import Permission
 from knowledge.domain.sources import is_safe_uri
-from knowledge_local.client import ApiError, KnowledgeClient
-from knowledge_local.documents import DocumentError, collect_documents
-from knowledge_local.ingestion import (
+from knowledge_local.cli.client import ApiError, KnowledgeClient
+from knowledge_local.cli.commands.memory import add_memory_commands
+from knowledge_local.cli.documents import DocumentError, collect_documents
+from knowledge_local.cli.ingestion import (
     AmbiguousBaseError,
     IndexWaitTimeoutError,
     archive_missing,
@@ -64,7 +65,6 @@ from knowledge_local.ingestion import (
     similar_names,
     wait_until_indexed,
 )
-from knowledge_local.memory_cli import add_memory_commands
 from knowledge_local.state import (
     TOKEN_FILE,
     StateError,
@@ -291,7 +291,7 @@ def _token_revoke(client: KnowledgeClient, arguments: argparse.Namespace) -> int
 
 
 def _token_rotate(arguments: argparse.Namespace) -> int:
-    from knowledge_local.dev_token import rotate_running  # boto3 and the store: only for this command
+    from knowledge_local.cli.dev_token import rotate_running  # boto3 and the store: only for this command
 
     if getattr(arguments, "api_url", None) or getattr(arguments, "token", None):
         raise UsageError(

@@ -15,7 +15,7 @@
 stderr (notes, tokens used of the budget, what was dropped and why); ``pin`` the pin (``pinned`` or
 ``already pinned``), ``unpin`` whether a pin was removed, ``pins`` one line per pin, every page of
 them. ``--json`` prints the API's answer instead (``pins --json``: ``{"pins": [...]}``, all pages).
-Errors and exit statuses are those of ``knowledge_local.cli``: an error answer's ``details`` (the
+Errors and exit statuses are those of ``knowledge_local.cli.main``: an error answer's ``details`` (the
 fields out of bounds, the current version...) follow its message, one indented line each.
 """
 
@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from knowledge.domain.ids import NOTE_PREFIX, is_well_formed
-from knowledge_local.client import KnowledgeClient
+from knowledge_local.cli.client import KnowledgeClient
 
 Command = Callable[[KnowledgeClient, argparse.Namespace], int]
 

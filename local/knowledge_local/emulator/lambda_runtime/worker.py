@@ -34,8 +34,8 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
-from knowledge_local import execution_environment
-from knowledge_local.routes import FunctionSpec
+from knowledge_local.emulator.lambda_runtime import execution_environment
+from knowledge_local.emulator.template.routes import FunctionSpec
 
 Handler = Callable[[dict[str, Any], Any], Any]
 Setup = Callable[[], None]

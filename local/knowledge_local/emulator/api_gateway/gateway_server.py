@@ -44,7 +44,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-from knowledge_local.http_api import HttpRequest, HttpResponse, gateway_error
+from knowledge_local.emulator.api_gateway.http_api import HttpRequest, HttpResponse, gateway_error
 
 MAX_BODY_BYTES = 10 * 1024 * 1024
 """The HTTP API request payload limit (10 MB)."""

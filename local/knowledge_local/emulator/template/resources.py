@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from knowledge_local.http_api import ACCOUNT_ID, REGION
-from knowledge_local.routes import FunctionSpec, TemplateError, _function_spec, _load_yaml
+from knowledge_local.emulator.api_gateway.http_api import ACCOUNT_ID, REGION
+from knowledge_local.emulator.template.routes import FunctionSpec, TemplateError, _function_spec, _load_yaml
 
 STACK_NAME = "knowledge-local"
 DEFAULT_STREAM_BATCH_SIZE = 100

@@ -27,8 +27,8 @@ from typing import Any
 from tqdm import tqdm
 
 from knowledge.domain.ids import KB_PREFIX, is_well_formed
-from knowledge_local.client import ApiError, KnowledgeClient
-from knowledge_local.documents import SourceDocument
+from knowledge_local.cli.client import ApiError, KnowledgeClient
+from knowledge_local.cli.documents import SourceDocument
 
 WAIT_POLL_SECONDS = 0.5
 HEARTBEAT_SECONDS = 10.0

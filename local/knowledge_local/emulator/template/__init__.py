@@ -1,0 +1,2 @@
+"""``template.yaml`` read for the emulator: the HTTP API's routes, functions and authorizers
+(``routes``), and the tables, queues and event sources (``resources``)."""
