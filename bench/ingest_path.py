@@ -337,8 +337,8 @@ def ingest_path(
     from tqdm import tqdm
 
     from knowledge.bootstrap import use_container
-    from knowledge_local.emulator.aws_server import stop_tracking_instances
     from knowledge_local.emulator.moto_patches import transactions
+    from knowledge_local.emulator.moto_patches.instance_tracking import stop_tracking_instances
 
     stop_tracking_instances()
     transactions.install()

@@ -5,12 +5,10 @@ DynamoDB requests are answered one at a time. DynamoDB applies every write and t
 atomically; moto does not lock, so serializing the DynamoDB (and Streams) requests restores
 DynamoDB's guarantees; other services are not serialized, so an SQS long poll never holds anyone up.
 
-Three behaviours of moto are changed for the life of the process, because their cost grows with
-everything ever written:
+Four behaviours of moto are changed for the life of the process (``moto_patches``), because their
+cost grows with everything ever written:
 
-- every model object moto creates (each item version, stream record, shard iterator...) is kept in
-  its class's ``instances_tracked`` list, for moto's dashboard (``/moto-api/``), so nothing is ever
-  freed: ``start()`` stops that tracking for every model (the dashboard then lists no instances);
+- every model object moto creates is no longer kept for moto's dashboard (``instance_tracking``);
 - transactions roll back by journal instead of by copying whole tables (``transactions``);
 - a query on a table's key reads its partition, not the whole table (``partition_queries``);
 - stream records every reader has passed are dropped (``stream_retention``).
@@ -37,7 +35,6 @@ from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import Any, Protocol
 
-from moto.core.model_instances import model_data
 from moto.dynamodb.models import dynamodb_backends
 from moto.dynamodb.models.utilities import dynamo_json_dump
 from moto.moto_server.werkzeug_app import (
@@ -51,7 +48,12 @@ from werkzeug.test import EnvironBuilder
 from knowledge_local.config import LOCAL_ACCESS_KEY
 from knowledge_local.emulator.api_gateway.http_api import REGION
 from knowledge_local.emulator.journal import Ticket
-from knowledge_local.emulator.moto_patches import partition_queries, stream_retention, transactions
+from knowledge_local.emulator.moto_patches import (
+    partition_queries,
+    stream_retention,
+    transactions,
+)
+from knowledge_local.emulator.moto_patches.instance_tracking import stop_tracking_instances
 
 log = logging.getLogger(__name__)
 
@@ -145,27 +147,6 @@ class SerializedDynamoDB:
         with self.lock:
             list(self.app(environ, record))
         return int(statuses[-1].split()[0]) if statuses else 500
-
-
-class _Untracked(list[Any]):
-    """An ``instances_tracked`` that keeps nothing."""
-
-    def append(self, instance: Any) -> None:
-        pass
-
-
-def stop_tracking_instances() -> None:
-    """Make every moto model class of the served services (and any other imported so far) forget
-    the instances it creates. moto's ``mock_aws`` resets the lists when it starts or stops, so this
-    runs on every ``AwsServer.start()``."""
-    import moto.dynamodb.models
-    import moto.dynamodbstreams.models
-    import moto.sqs.models  # noqa: F401 - registers the SQS models
-
-    for models in model_data.values():
-        for model in models.values():
-            if not isinstance(vars(model).get("instances_tracked"), _Untracked):
-                model.instances_tracked = _Untracked()  # type: ignore[attr-defined]
 
 
 class AwsServer:
