@@ -12,8 +12,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from knowledge_local.emulator.api_gateway.http_api import LambdaContext
 from knowledge_local.emulator.lambda_runtime import execution_environment
+from knowledge_local.emulator.lambda_runtime.context import LambdaContext
 from knowledge_local.emulator.lambda_runtime.worker import Handler, import_handler
 from knowledge_local.emulator.template.routes import FunctionSpec
 

@@ -14,8 +14,7 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-from knowledge_local.config import LOCAL_ACCESS_KEY, LOCAL_SECRET_KEY
-from knowledge_local.emulator.api_gateway.http_api import REGION
+from knowledge_local.emulator.account import LOCAL_ACCESS_KEY, LOCAL_SECRET_KEY, REGION
 from knowledge_local.emulator.template.resources import StackSpec
 
 

@@ -1,5 +1,5 @@
 """API Gateway HTTP API shapes for the local gateway: the payload 2.0 request event, the Lambda
-authorizer's REQUEST event and its answer, the Lambda context, and the function's response.
+authorizer's REQUEST event and its answer, and the function's response.
 
 Sources: API Gateway developer guide, "Create AWS Lambda proxy integrations for HTTP APIs"
 (payload format 2.0, response format inference) and "Working with AWS Lambda authorizers for HTTP
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import json
-import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,9 +21,8 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from knowledge.contract.search import ErrorDetail, ErrorResponse
+from knowledge_local.emulator.account import ACCOUNT_ID, REGION
 
-ACCOUNT_ID = "123456789012"
-REGION = "us-east-1"
 API_ID = "local"
 STAGE = "$default"
 _TEXT_TYPES = ("text/", "application/json", "+json", "application/xml", "+xml", "application/javascript")
@@ -70,38 +68,6 @@ class HttpRequest:
         for name, value in parse_qsl(self.raw_query, keep_blank_values=True):
             merged[name] = f"{merged[name]},{value}" if name in merged else value
         return merged
-
-
-@dataclass
-class LambdaContext:
-    """The attributes of the Python runtime's context object that handlers and Powertools read."""
-
-    function_name: str
-    memory_limit_in_mb: int
-    timeout_seconds: float
-    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
-    function_version: str = "$LATEST"
-    identity: Any = None
-    client_context: Any = None
-    _deadline: float = field(default=0.0, init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        self._deadline = time.monotonic() + self.timeout_seconds
-
-    @property
-    def invoked_function_arn(self) -> str:
-        return f"arn:aws:lambda:{REGION}:{ACCOUNT_ID}:function:{self.function_name}"
-
-    @property
-    def log_group_name(self) -> str:
-        return f"/aws/lambda/{self.function_name}"
-
-    @property
-    def log_stream_name(self) -> str:
-        return f"local/[$LATEST]{self.aws_request_id.replace('-', '')}"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return max(0, int((self._deadline - time.monotonic()) * 1000))
 
 
 def request_event(

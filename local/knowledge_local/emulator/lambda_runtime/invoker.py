@@ -42,8 +42,8 @@ from multiprocessing.connection import Connection
 from multiprocessing.context import ForkServerContext, ForkServerProcess
 from typing import Any, Protocol
 
-from knowledge_local.emulator.api_gateway.http_api import LambdaContext
 from knowledge_local.emulator.lambda_runtime import worker
+from knowledge_local.emulator.lambda_runtime.context import LambdaContext
 from knowledge_local.emulator.template.routes import FunctionSpec
 
 DEFAULT_MAX_ENVIRONMENTS = 4

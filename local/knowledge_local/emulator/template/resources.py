@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from knowledge_local.emulator.api_gateway.http_api import ACCOUNT_ID, REGION
-from knowledge_local.emulator.template.routes import FunctionSpec, TemplateError, _function_spec, _load_yaml
+from knowledge_local.emulator.account import ACCOUNT_ID, REGION
+from knowledge_local.emulator.template.routes import FunctionSpec, TemplateError, function_spec, load_template
 
 STACK_NAME = "knowledge-local"
 DEFAULT_STREAM_BATCH_SIZE = 100
@@ -152,7 +152,7 @@ def load_stack(template_path: str | Path) -> StackSpec:
     event source that is not in the template, a function without a local handler).
     """
     path = Path(template_path).resolve()
-    template = _load_yaml(path)
+    template = load_template(path)
     resources: Mapping[str, Any] = template.get("Resources") or {}
     parameters = _parameter_defaults(template)
     tables: dict[str, TableSpec] = {}
@@ -223,7 +223,7 @@ def _event_sources(
     wanted = {name: event for name, event in events.items() if event.get("Type") in kinds}
     if not wanted:
         return []
-    function = _function_spec(logical_id, properties, template.get("Globals") or {}, base_dir)
+    function = function_spec(logical_id, properties, template.get("Globals") or {}, base_dir)
     sources: list[EventSourceSpec] = []
     for name, event in wanted.items():
         kind = kinds[event["Type"]]

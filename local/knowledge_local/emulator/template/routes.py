@@ -146,11 +146,11 @@ def load_routes(template_path: str | Path) -> RouteTable:
     """Read the HTTP API routes of the SAM template at ``template_path``; ``TemplateError`` when an
     event, authorizer or function cannot be served locally."""
     path = Path(template_path).resolve()
-    template = _load_yaml(path)
+    template = load_template(path)
     resources: Mapping[str, Any] = template.get("Resources") or {}
     globals_ = template.get("Globals") or {}
     functions = {
-        logical_id: _function_spec(logical_id, resource.get("Properties") or {}, globals_, path.parent)
+        logical_id: function_spec(logical_id, resource.get("Properties") or {}, globals_, path.parent)
         for logical_id, resource in resources.items()
         if resource.get("Type") == "AWS::Serverless::Function"
     }
@@ -237,9 +237,12 @@ def _function_of(arn: Any) -> str:
     raise TemplateError(f"Cannot resolve the authorizer function from {arn!r}.")
 
 
-def _function_spec(
+def function_spec(
     logical_id: str, properties: Mapping[str, Any], globals_: Mapping[str, Any], base_dir: Path
 ) -> FunctionSpec:
+    """The ``AWS::Serverless::Function`` ``logical_id`` from its ``Properties`` over the template's
+    ``Globals`` (``globals_``), its ``CodeUri`` resolved against ``base_dir`` (the template's
+    folder); ``TemplateError`` without a local ``CodeUri`` and a ``module.attribute`` ``Handler``."""
     merged = {**(globals_.get("Function") or {}), **properties}
     code_uri, handler = merged.get("CodeUri"), merged.get("Handler")
     if not isinstance(code_uri, str) or not isinstance(handler, str) or "." not in handler:
@@ -303,7 +306,9 @@ def _cfn_tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
 _CfnLoader.add_multi_constructor("!", _cfn_tag)
 
 
-def _load_yaml(path: Path) -> dict[str, Any]:
+def load_template(path: Path) -> dict[str, Any]:
+    """The template at ``path`` as a mapping, short-form tags in their long form (``_CfnLoader``);
+    ``TemplateError`` when the YAML is not a mapping (yaml's own errors for bad YAML)."""
     with path.open(encoding="utf-8") as handle:
         loaded = yaml.load(handle, Loader=_CfnLoader)
     if not isinstance(loaded, dict):
