@@ -8,9 +8,12 @@ from typing import Any
 import httpx2
 import pytest
 
+from knowledge_local.cli.arguments import parse_duration
 from knowledge_local.cli.client import ApiError, KnowledgeClient
+from knowledge_local.cli.commands.bases import bases_table
+from knowledge_local.cli.commands.search import results_table
 from knowledge_local.cli.ingestion import similar_names, wait_until_indexed
-from knowledge_local.cli.main import _bases_table, _results_table, main, parse_duration, redact
+from knowledge_local.cli.main import main, redact
 from knowledge_local.config import ConfigurationError, load_settings
 
 TOKEN = "kn_9hJN21qwElGcgOEz7bymLWFvhW4DhXqaUjLarof5ePM"
@@ -90,7 +93,7 @@ def test_results_table_shortens_each_result_to_one_line() -> None:
         },
     ]
 
-    lines = _results_table(results, width=100).splitlines()
+    lines = results_table(results, width=100).splitlines()
 
     assert len(lines) == 3
     assert lines[1].startswith(" 1   0.877        Deployment runbook  ki_1")
@@ -105,7 +108,7 @@ def test_results_table_names_each_result_base_or_shows_its_id() -> None:
         {"knowledge_base_id": "kb_B", "title": "Timeouts", "knowledge_item_id": "ki_2", "excerpt": "Pools."},
     ]
 
-    header, first, second = _results_table(results, width=120, base_names={"kb_A": "httpx"}).splitlines()
+    header, first, second = results_table(results, width=120, base_names={"kb_A": "httpx"}).splitlines()
 
     assert header.split()[:5] == ["#", "score", "base", "title", "item"]
     assert first.split()[2:4] == ["httpx", "HTTP/2"]
@@ -256,7 +259,7 @@ def test_bases_table_aligns_id_name_scope_and_status() -> None:
         },
     ]
 
-    lines = _bases_table(bases).splitlines()
+    lines = bases_table(bases).splitlines()
 
     assert lines == [
         "id                             name        scope     status",

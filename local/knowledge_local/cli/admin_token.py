@@ -31,7 +31,7 @@ from knowledge.domain.identifiers import identifier_problem
 from knowledge.domain.models import Permission
 from knowledge.observability import logger
 from knowledge.services.tokens import TokenService
-from knowledge_local.cli.main import UsageError, parse_duration
+from knowledge_local.cli.arguments import UsageError, parse_duration
 
 TENANT_SCOPES = (
     Permission.READ.value,

@@ -222,7 +222,7 @@ def _print_json(answer: Any) -> None:
     print(json.dumps(answer, indent=2, ensure_ascii=False))
 
 
-def add_memory_commands(commands: Any, shared: Sequence[argparse.ArgumentParser]) -> None:
+def add_commands(commands: Any, shared: Sequence[argparse.ArgumentParser]) -> None:
     """Register ``remember``, ``memories``, ``recall``, ``forget``, ``pin``, ``unpin`` and ``pins`` on
     the ``knowledge`` parser's commands."""
     remember = commands.add_parser("remember", help="keep a durable fact (a note)", parents=shared)
