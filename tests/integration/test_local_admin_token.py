@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -77,3 +79,17 @@ def test_admin_token_refuses_an_identifier_with_a_refused_character_and_writes_n
     assert exited.value.code == 2
     assert problem in capsys.readouterr().err
     assert make_store().list_tokens("acme", limit=10, next_token=None).entries == []
+
+
+def test_admin_token_runs_as_the_documented_module() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "knowledge_local.admin_token", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: python -m knowledge_local.admin_token")
+    assert "--table" in done.stdout

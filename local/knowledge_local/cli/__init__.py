@@ -1,4 +1,6 @@
 """The ``knowledge`` command (``main``) and what it stands on: the HTTP client of the knowledge API
 (``client``), the files to ingest (``documents``) and their ingestion through the API
 (``ingestion``); and the two token tools that write to a table directly: the dev token of a state
-directory (``dev_token``) and the first admin token of a deployed stack (``admin_token``)."""
+directory (``dev_token``) and the first admin token of a deployed stack (``admin_token``, run as
+``python -m knowledge_local.admin_token``). Nothing here imports the emulator but ``dev_token``, whose
+``rotate_running`` reaches the local AWS endpoint with ``emulator.provisioning.aws_client``."""
