@@ -52,7 +52,7 @@ from tqdm import tqdm
 
 from bench.metrics import mean, ndcg_at_k
 from bench.relevance import TENANT, Split, _read_jsonl, load_split, open_embedder
-from knowledge.adapters.embedded_index import EmbeddedIndex
+from knowledge.adapters.embedded.passages import EmbeddedIndex
 from knowledge.domain.access.visibility import VisibilityFilter
 from knowledge.domain.retrieval.chunking import Chunker, embedding_text
 from knowledge.domain.retrieval.fusion import fuse

@@ -19,9 +19,9 @@ from opensearchpy import Connection, OpenSearch
 from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
 from opensearchpy.exceptions import RequestError
 
-from knowledge.adapters import opensearch_queries as dsl
-from knowledge.adapters.opensearch_engine import build_opensearch_client
-from knowledge.adapters.opensearch_index import OpenSearchIndex
+from knowledge.adapters.opensearch import queries as dsl
+from knowledge.adapters.opensearch.engine import build_opensearch_client
+from knowledge.adapters.opensearch.passages import OpenSearchIndex
 from knowledge.domain.retrieval.hits import ChunkHit, IndexQuery, Leg
 from knowledge.errors import DependencyUnavailableError, IndexConfigurationError
 from tests.support.index import item, viewer
@@ -243,7 +243,7 @@ def test_search_both_legs_sends_one_msearch_with_filter_inside_knn(
         },
         {"routing": "t1"},
         {
-            # k + 1 neighbours, so a tie across the k-th place is seen (opensearch_engine).
+            # k + 1 neighbours, so a tie across the k-th place is seen (opensearch.engine).
             "size": 4,
             "query": {"knn": {"vector": {"vector": [0.6, 0.8], "k": 4, "filter": VISIBILITY}}},
             "sort": SORT,

@@ -24,7 +24,7 @@ from bench.relevance import (
     mode_results,
     search_all,
 )
-from knowledge.adapters.embedded_index import EmbeddedIndex
+from knowledge.adapters.embedded.passages import EmbeddedIndex
 from knowledge.domain.retrieval.chunking import Chunker
 from knowledge.domain.retrieval.hits import ChunkHit, Leg, LegHits, SearchMode
 from knowledge.services.documents import build_indexed_item

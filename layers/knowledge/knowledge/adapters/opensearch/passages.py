@@ -1,7 +1,7 @@
 """``OpenSearchIndex``: the ``SearchIndex`` port on OpenSearch (opensearch-py; SigV4 on AWS).
 
 Document layout, routing and the external-version encoding are described in
-``knowledge.adapters.opensearch_queries``. Writes of one item, in order:
+``knowledge.adapters.opensearch.queries``. Writes of one item, in order:
 
 1. its head at external version ``2·v`` (``external_gte``): a 409 means the index already holds a
    newer state (or a tombstone at ``v`` or above), so nothing else is written and ``upsert`` is False;
@@ -10,7 +10,7 @@ Document layout, routing and the external-version encoding are described in
    only sees refreshed documents). Only items whose head already existed need this step.
 
 A part (``upsert_part``) is written the same way, its own chunks and passages only, then its part
-mark (``opensearch_queries.part_action``); documents of older versions of the item are deleted and
+mark (``queries.part_action``); documents of older versions of the item are deleted and
 the marks of its version are counted after a refresh. The refresh of the last part written sees
 every mark written before it, so one of the writers of the last parts always reports ``complete``.
 
@@ -34,8 +34,8 @@ from opensearchpy import helpers
 from opensearchpy.exceptions import ConflictError as OpenSearchConflictError
 from opensearchpy.exceptions import RequestError
 
-from knowledge.adapters import opensearch_queries as dsl
-from knowledge.adapters.opensearch_engine import (
+from knowledge.adapters.opensearch import queries as dsl
+from knowledge.adapters.opensearch.engine import (
     BodyAt,
     check_vector,
     document_error,
