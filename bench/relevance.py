@@ -70,7 +70,7 @@ from knowledge.domain.retrieval.hits import (
 )
 from knowledge.ports import Embedder, SearchIndex
 from knowledge.services.documents import build_indexed_item
-from knowledge.services.search import legs_for
+from knowledge.services.retrieval import legs_for
 
 TENANT, BASE, OWNER = "bench", "kb_bench", "bench"
 RANKED = 100

@@ -32,7 +32,7 @@ from knowledge.contract.memory import (
 )
 from knowledge.domain.memory.context_pack import TOKENIZER, Candidate, TokenCounter, pack
 from knowledge.domain.memory.notes import Note
-from knowledge.domain.memory.retrieval import NoteFilter, admits
+from knowledge.domain.memory.retrieval import NoteFilter, holds
 from knowledge.domain.models import Permission, Principal
 from knowledge.domain.retrieval.hits import SearchMode
 from knowledge.errors import MemoryInvalidRequestError
@@ -170,9 +170,7 @@ class RecallService:
         kept = [
             note
             for hit in hits
-            if (note := notes.get(hit.note_id)) is not None
-            and note.version == hit.version
-            and admits(note_filter, note)
+            if (note := notes.get(hit.note_id)) is not None and holds(note_filter, note, hit.version)
         ]
         kept.sort(key=_importance_then_recency)
         return [(note, note.importance) for note in kept]

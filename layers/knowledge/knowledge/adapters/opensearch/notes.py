@@ -288,8 +288,10 @@ class OpenSearchNoteIndex:
                 self.refresh()
 
     def search(self, query: NoteQuery) -> NoteLegHits:
-        """Both requested legs in one ``_msearch`` (``search_legs``); ``ValueError`` for a semantic
-        leg without a vector or with one of the wrong dimension."""
+        """Both requested legs in one ``_msearch`` (``search_legs``): a leg the engine fails is raised,
+        or reported as ``NoteLegHits.failed`` when ``query.tolerate`` names it and the other leg
+        answered; ``ValueError`` for a semantic leg without a vector or with one of the wrong
+        dimension."""
         note_filter = query.filter
         legs: list[tuple[Leg, BodyAt]] = []
         if Leg.LEXICAL in query.legs and query.text.strip():
@@ -301,8 +303,14 @@ class OpenSearchNoteIndex:
                 raise ValueError("the semantic leg needs a query vector")
             check_vector(vector, self._dimension or len(vector))
             legs.append((Leg.SEMANTIC, lambda depth: semantic_body(vector, note_filter, depth)))
-        found = search_legs(self._client, self._name, note_filter.tenant_id, legs, query.k, _parse)
-        return NoteLegHits(lexical=found.get(Leg.LEXICAL, []), semantic=found.get(Leg.SEMANTIC, []))
+        found = search_legs(
+            self._client, self._name, note_filter.tenant_id, legs, query.k, _parse, query.tolerate
+        )
+        return NoteLegHits(
+            lexical=found.hits.get(Leg.LEXICAL, []),
+            semantic=found.hits.get(Leg.SEMANTIC, []),
+            failed=found.failed,
+        )
 
     def browse(self, note_filter: NoteFilter, k: int) -> list[NoteHit]:
         """Admitted notes by importance, then update time (newest first), then id, routed to the

@@ -369,7 +369,9 @@ class OpenSearchIndex:
         """Both requested legs in one ``_msearch`` routed to the tenant's shard (``search_legs``).
 
         Lexical hits carry BM25 scores; semantic hits carry cosine similarity (converted back from the
-        ``cosinesimil`` score). An empty query text runs no lexical leg. Raises ``ValueError`` when the
+        ``cosinesimil`` score). An empty query text runs no lexical leg. A leg the engine fails is raised
+        as ``DependencyUnavailableError`` (details ``{"leg": ...}``), or, when ``query.tolerate`` names
+        it and the other leg answered, reported as ``LegHits.failed``. Raises ``ValueError`` when the
         semantic leg is requested without a vector or with one of the wrong dimension.
         """
         visibility = query.visibility
@@ -390,8 +392,14 @@ class OpenSearchIndex:
                 raise ValueError("the semantic leg needs a query vector")
             check_vector(vector, len(vector) if self._dimension is None else self._dimension)
             legs.append((Leg.SEMANTIC, lambda depth: dsl.semantic_body(vector, visibility, depth)))
-        found = search_legs(self._client, self._name, visibility.tenant_id, legs, query.k, _parse_hits)
-        return LegHits(lexical=found.get(Leg.LEXICAL, []), semantic=found.get(Leg.SEMANTIC, []))
+        found = search_legs(
+            self._client, self._name, visibility.tenant_id, legs, query.k, _parse_hits, query.tolerate
+        )
+        return LegHits(
+            lexical=found.hits.get(Leg.LEXICAL, []),
+            semantic=found.hits.get(Leg.SEMANTIC, []),
+            failed=found.failed,
+        )
 
     def refresh(self) -> None:
         """Make every write so far visible to search."""

@@ -84,11 +84,11 @@ def admits(note_filter: NoteFilter, note: Note) -> bool:
     return current and narrowed and under and visible
 
 
-def holds(note_filter: NoteFilter, note: Note | None, version: int | None = None) -> bool:
-    """The read-time truth of a note a read found (search, recall, pins): it is stored, admitted by
-    ``note_filter`` now (``admits``), and, when ``version`` is given (the version an index held),
-    still at that version."""
-    return note is not None and (version is None or note.version == version) and admits(note_filter, note)
+def holds(note_filter: NoteFilter, note: Note, version: int | None = None) -> bool:
+    """The read-time truth of a stored note a read found (search, recall, pins): admitted by
+    ``note_filter`` now (``admits``: visible, narrowed, current or, when asked, superseded) and,
+    when ``version`` is given (the version an index held), still at that version."""
+    return (version is None or note.version == version) and admits(note_filter, note)
 
 
 class NoteQuery(_Frozen):
