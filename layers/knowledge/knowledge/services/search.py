@@ -6,11 +6,14 @@ Errors (``knowledge.errors``): ``RuntimeDisabledError`` (switch off), ``Insuffic
 (request shape), ``ResourceUnavailableError`` (absent, unauthorized, inactive or unpublished — one
 answer for all), ``DependencyUnavailableError`` (store, index or embedder down).
 
+Ranking: ``retrieval.retrieve`` runs the rounds of both legs; ``ranking.ItemPage`` fuses them and
+checks each candidate's truth against the store (windows, duplicates, refill order: ``ranking``).
+
 Degradation: when a hybrid query's semantic leg fails (the embedder raises
-``DependencyUnavailableError``, or the index reports the k-NN leg failed, ``details.leg ==
-"semantic"``), the query is answered by its lexical leg alone with ``degraded: true``. A semantic
-query has no lexical leg to fall back to, and a failure of the lexical leg or of the whole index
-call is ``DependencyUnavailableError``.
+``DependencyUnavailableError``, or the index reports the k-NN leg failed: ``LegHits.failed``, or
+``details.leg == "semantic"`` on the error it raises), the query is answered by its lexical leg alone
+with ``degraded: true``. A semantic query has no lexical leg to fall back to, and a failure of the
+lexical leg or of the whole index call is ``DependencyUnavailableError``.
 """
 
 from __future__ import annotations

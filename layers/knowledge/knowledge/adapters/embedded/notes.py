@@ -1,7 +1,7 @@
 """``EmbeddedNoteIndex``: the ``NoteIndex`` port in process, for local runs and tests (DESIGN §9).
 
-The same engines and analyzer as ``EmbeddedIndex`` (the knowledge index), in an index of its own,
-so knowledge and memory never share a ranking:
+The same engine as ``EmbeddedIndex`` (the knowledge index; what both share is ``engine``'s), in an
+index of its own, so knowledge and memory never share a ranking:
 
 - lexical leg: BM25 (tantivy, k1 = 1.2, b = 0.75) over the note's ``content``, through
   ``knowledge.domain.retrieval.analysis`` and Snowball English stems, as the knowledge index; the query is
@@ -132,7 +132,8 @@ class EmbeddedNoteIndex:
 
     def search(self, query: NoteQuery) -> NoteLegHits:
         """Up to ``query.k`` admitted notes per requested leg, best first (BM25; cosine in [-1, 1]).
-        ``ValueError`` when the semantic leg is asked for without a vector."""
+        No leg fails on its own in process (``NoteLegHits.failed`` stays ``None``). ``ValueError``
+        when the semantic leg is asked for without a vector."""
         with self._lock:
             admitted = self._admitted(query.filter)
             semantic = self._semantic(query.vector, admitted, query.k) if Leg.SEMANTIC in query.legs else []

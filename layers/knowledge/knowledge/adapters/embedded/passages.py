@@ -20,7 +20,8 @@
 - Versions: the item version (or tombstone version) of every item ever written is kept in memory,
   and, for an item written in parts (``upsert_part``), which parts of its version are held.
 
-Equal scores are ordered by item id, then ordinal. All methods hold one lock; writes are visible to
+Analysis, versions, the model check and the kNN cut are ``engine``'s, shared with the note index
+(``notes``). Equal scores are ordered by item id, then ordinal. All methods hold one lock; writes are visible to
 search when they return. Sized for ~10k items / ~20k chunks: indexing in seconds, queries in ms.
 
 Commits are batched: a tantivy commit (and searcher reload) costs 10-20 ms whatever it holds, so
@@ -297,7 +298,8 @@ class EmbeddedIndex:
     def search(self, query: IndexQuery) -> LegHits:
         """Up to ``query.k`` visible chunk hits per requested leg, best first.
 
-        Lexical scores are BM25; semantic scores are cosine similarity in [-1, 1]. Raises
+        Lexical scores are BM25; semantic scores are cosine similarity in [-1, 1]. Both legs run in
+        process, so no leg fails on its own (``LegHits.failed`` stays ``None``). Raises
         ``ValueError`` when the semantic leg is requested without a vector or with one of the wrong
         dimension.
         """
