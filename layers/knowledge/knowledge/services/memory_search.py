@@ -81,7 +81,7 @@ class MemorySearchService:
             include_superseded=arguments.include_superseded,
             now=self._clock(),
         )
-        accepted, degraded = self.ranked(principal, query, note_filter, mode, alpha, arguments.limit)
+        accepted, degraded = self.ranked(query, note_filter, mode, alpha, arguments.limit)
         results = [_result(hit, note, arguments.explain) for hit, note in accepted]
         logger.info(
             "memory searched",
@@ -91,32 +91,18 @@ class MemorySearchService:
             query=arguments.query, mode=mode.value, alpha=alpha, results=results, degraded=degraded
         )
 
-    def ranked_notes(
-        self,
-        principal: Principal,
-        query: str,
-        note_filter: NoteFilter,
-        mode: SearchMode,
-        alpha: float,
-        wanted: int,
-    ) -> list[tuple[FusedNote, Note]]:
-        """The best ``wanted`` notes for ``query`` (non-blank) under ``note_filter``, truth-checked
-        against the store, with their fused scores, best first (lexical alone when the semantic leg
-        failed, as ``ranked`` says)."""
-        return self.ranked(principal, query, note_filter, mode, alpha, wanted)[0]
-
     def ranked(
         self,
-        principal: Principal,
         query: str,
         note_filter: NoteFilter,
         mode: SearchMode,
         alpha: float,
         wanted: int,
     ) -> tuple[list[tuple[FusedNote, Note]], bool]:
-        """``ranked_notes`` and whether it degraded: a hybrid search whose semantic leg failed (the
-        embedder, or the index's k-NN leg) is answered by its lexical leg alone, ``(notes, True)``
-        (``retrieval.retrieve``)."""
+        """The best ``wanted`` notes for ``query`` (non-blank) under ``note_filter`` (whose caller it
+        names), truth-checked against the store, with their fused scores, best first; and whether
+        the search degraded: a hybrid search whose semantic leg failed (the embedder, or the index's
+        k-NN leg) is answered by its lexical leg alone, ``(notes, True)`` (``retrieval.retrieve``)."""
         index = self._index
 
         def search(round_: Round) -> NoteLegHits:

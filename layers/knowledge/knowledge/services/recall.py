@@ -92,7 +92,7 @@ class RecallService:
         )
         pinned = [note for _, note in self._pins.pinned_notes(note_filter)]
         query = (arguments.query or "").strip()
-        ranked = self._ranked(principal, query, note_filter, exclude={note.note_id for note in pinned})
+        ranked = self._ranked(query, note_filter, exclude={note.note_id for note in pinned})
         vectors = self._embedder.embed(
             [note.content for note in pinned] + [note.content for note, _ in ranked]
         )
@@ -148,15 +148,11 @@ class RecallService:
             ),
         )
 
-    def _ranked(
-        self, principal: Principal, query: str, note_filter: NoteFilter, exclude: set[str]
-    ) -> list[tuple[Note, float]]:
+    def _ranked(self, query: str, note_filter: NoteFilter, exclude: set[str]) -> list[tuple[Note, float]]:
         """The best ``RECALL_CANDIDATES`` notes that are not among ``exclude``, with their scores."""
         wanted = RECALL_CANDIDATES + len(exclude)
         if query:
-            hits = self._search.ranked_notes(
-                principal, query, note_filter, SearchMode.HYBRID, HYBRID_ALPHA, wanted
-            )
+            hits, _ = self._search.ranked(query, note_filter, SearchMode.HYBRID, HYBRID_ALPHA, wanted)
             ranked = [(note, hit.final) for hit, note in hits]
         else:
             ranked = self._browsed(note_filter, wanted)

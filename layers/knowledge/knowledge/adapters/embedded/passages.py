@@ -21,8 +21,8 @@
   and, for an item written in parts (``upsert_part``), which parts of its version are held.
 
 Analysis, versions, the model check and the kNN cut are ``engine``'s, shared with the note index
-(``notes``). Equal scores are ordered by item id, then ordinal. All methods hold one lock; writes are visible to
-search when they return. Sized for ~10k items / ~20k chunks: indexing in seconds, queries in ms.
+(``notes``). Equal scores are ordered by item id, then ordinal. All methods hold one lock; writes are
+visible to search when they return. Sized for ~10k items / ~20k chunks: indexing in seconds, queries in ms.
 
 Commits are batched: a tantivy commit (and searcher reload) costs 10-20 ms whatever it holds, so
 writes only mark the index dirty, and the next ``search`` or ``refresh`` commits them first, as does
