@@ -4,11 +4,11 @@ read-time truth over the caller's notes, never over knowledge.
 The rounds are ``retrieval.retrieve``'s, as ``search_knowledge``'s: each leg returns
 ``CANDIDATE_DEPTH`` (200) notes whatever ``limit`` is, already filtered (``NoteFilter``: visible,
 narrowed by the arguments, unexpired, not superseded unless asked); ``fuse_notes`` ranks them as
-``fusion.fuse`` ranks items; then every candidate is checked against the store (batched,
-``retrieval.holds``): the note exists, is admitted by the filter now, and the index held its current
-version. Stale candidates are dropped; when the answer is short and a leg came back full, the legs
-are asked once more at ``retrieval.REFILL_DEPTH`` (1,000), and the deeper round's page replaces the
-first's.
+``fusion.fuse`` ranks items; then every candidate is checked against the store (batched, the one
+note truth rule ``domain.memory.retrieval.holds``): the note exists, is admitted by the filter now,
+and the index held its current version. Stale candidates are dropped; when the answer is short and
+a leg came back full, the legs are asked once more at ``retrieval.REFILL_DEPTH`` (1,000), and the
+deeper round's page replaces the first's.
 
 A hybrid search whose semantic leg fails (the embedder, or the index's k-NN leg) is answered by its
 lexical leg alone with ``degraded: true``, as ``search_knowledge`` is.
@@ -132,8 +132,8 @@ class MemorySearchService:
 
 class NotePage:
     """The page of a note search being filled (``retrieval.Page``): each round's hits are fused by
-    ``mode`` and ``alpha`` and truth-checked in batches (``retrieval.holds``: stored, admitted by
-    ``note_filter``, at the version the index held); a deeper round replaces the page."""
+    ``mode`` and ``alpha`` and truth-checked in batches (``domain.memory.retrieval.holds``: stored,
+    admitted by ``note_filter``, at the version the index held); a deeper round replaces the page."""
 
     def __init__(
         self, store: NoteStore, note_filter: NoteFilter, mode: SearchMode, alpha: float, wanted: int

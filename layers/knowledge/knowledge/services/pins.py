@@ -216,7 +216,7 @@ class PinService:
     def _applying(self, pins: list[Pin], note_filter: NoteFilter) -> list[tuple[Pin, Note]]:
         """``pins`` that have not expired, whose note still carries this pin (read beside the note,
         strongly consistent, while the listing may trail) and holds for ``note_filter``
-        (``retrieval.holds``: stored and admitted now)."""
+        (``domain.memory.retrieval.holds``: stored and admitted now)."""
         if not pins:
             return []
         now = self._clock()
