@@ -120,54 +120,65 @@ class FusedHit(NamedTuple):
     semantic: LegScore | None = None
 
 
-_Best = tuple[float, int]
-"""A document's best hit in one leg: its finite score and its position in the leg's input."""
 _Ranked = tuple[LegScore, int]
 """A document's leg score and the position of its best hit in the leg's input (a plain pair: fusion
 builds one per leg candidate)."""
 
 _ORDER = itemgetter(0, 1)  # Hit: (id, ordinal)
+_HIT_ID = itemgetter(0)  # Hit.id, Fused.id
 _SCORE = itemgetter(2)  # Hit.score
-_ID = itemgetter(0)  # Fused.id
 _FINAL = itemgetter(1)  # Fused.final
+_CHUNK_FIELDS = itemgetter(1, 3, 7)  # ChunkHit: (knowledge_item_id, ordinal, score)
 _new = tuple.__new__
 """Builds a named tuple from a tuple of its fields in order, without the Python-level ``__new__``
 frame of ``Fused(...)``: fusion builds one per candidate document."""
 _legscore = partial(_new, LegScore)  # LegScore from a (raw, normalized, rank) tuple
+_hit = partial(_new, Hit)  # Hit from an (id, ordinal, score) tuple
+
+
+class Best(NamedTuple):
+    """A leg collapsed to each document's best hit, best first, as parallel lists: the documents' ids,
+    their best hits' scores (finite) and those hits' positions in the leg's input."""
+
+    ids: list[str]
+    scores: list[float]
+    positions: list[int]
 
 
 def plain(hits: Sequence[ChunkHit]) -> list[Hit]:
     """``hits`` as fusion's plain hits: ``(knowledge_item_id, ordinal, score)``, position by position."""
-    return [_new(Hit, (hit[1], hit[3], hit[7])) for hit in hits]
+    return list(map(_hit, map(_CHUNK_FIELDS, hits)))
 
 
-def best_hits(hits: Sequence[Hit]) -> list[tuple[str, _Best]]:
-    """One entry per document, its best hit, best first; ties by id, then ordinal: ``(id, (score,
-    position in hits))``.
+def best_hits(hits: Sequence[Hit]) -> Best:
+    """Each document's best hit, best first; ties by id, then ordinal.
 
     Non-finite scores are first replaced by the minimum finite score of ``hits`` (0.0 if none). Both
     engines return each leg in this order already, so only a leg out of order (or with a non-finite
     score) is sorted.
     """
     if _in_order(hits):
-        ordered: Sequence[tuple[Hit, int]] = list(zip(hits, range(len(hits)), strict=True))
+        ordered: Sequence[Hit] = hits
+        order: Sequence[int] = range(len(hits))
     else:
-        ordered = _sorted(hits)
-    seen: set[str] = set()
-    best: list[tuple[str, _Best]] = []
-    for hit, position in ordered:
-        if hit[0] not in seen:
-            seen.add(hit[0])
-            best.append((hit[0], (hit[2], position)))
-    return best
+        ordered, order = _sorted(hits)
+    ids = list(map(_HIT_ID, ordered))
+    # Each id's first place in ``ordered``: a dict built from the end keeps the first place of each.
+    firsts = sorted(dict(zip(reversed(ids), range(len(ids) - 1, -1, -1), strict=True)).values())
+    return Best(
+        ids=list(map(ids.__getitem__, firsts)),
+        scores=[ordered[place][2] for place in firsts],
+        positions=list(map(order.__getitem__, firsts)),
+    )
 
 
 def collapse(hits: Sequence[ChunkHit]) -> list[ChunkHit]:
     """One hit per item, its best chunk, best first; ties by item id, then chunk ordinal
     (``best_hits``; a non-finite score comes back replaced)."""
+    best = best_hits(plain(hits))
     return [
         hits[position] if hits[position][7] == score else hits[position]._replace(score=score)
-        for _, (score, position) in best_hits(plain(hits))
+        for score, position in zip(best.scores, best.positions, strict=True)
     ]
 
 
@@ -181,13 +192,13 @@ def _in_order(hits: Sequence[Hit]) -> bool:
     )
 
 
-def _sorted(hits: Sequence[Hit]) -> list[tuple[Hit, int]]:
-    """``hits`` with finite scores (``_finite``) and their positions, by score descending, ties by
-    (id, ordinal): two stable sorts with C-level keys."""
-    ordered = list(zip(_finite(hits), range(len(hits)), strict=True))
-    ordered.sort(key=lambda entry: _ORDER(entry[0]))
-    ordered.sort(key=lambda entry: entry[0][2], reverse=True)
-    return ordered
+def _sorted(hits: Sequence[Hit]) -> tuple[list[Hit], list[int]]:
+    """``hits`` with finite scores (``_finite``) by score descending, ties by (id, ordinal), and the
+    position in ``hits`` of each: two stable sorts."""
+    finite = _finite(hits)
+    order = sorted(range(len(finite)), key=lambda position: _ORDER(finite[position]))
+    order.sort(key=lambda position: finite[position][2], reverse=True)
+    return [finite[position] for position in order], order
 
 
 def clamp_alpha(alpha: float) -> float:
@@ -239,7 +250,7 @@ def fuse_hits(
             lexical_score = lexical_entry[0] if lexical_entry else None
             fused.append(_new(Fused, (doc, semantic_parts[doc], Leg.SEMANTIC, at, lexical_score, score)))
     # Best first, ties by id (unique here): two stable sorts with C-level keys.
-    fused.sort(key=_ID)
+    fused.sort(key=_HIT_ID)
     fused.sort(key=_FINAL, reverse=True)
     return fused
 
@@ -249,14 +260,16 @@ def fuse(
 ) -> list[FusedHit]:
     """Items ranked by ``mode`` (``fuse_hits`` over each leg's chunk hits, an item a document), each
     with the chunk to excerpt. Raises ``ValueError`` when ``alpha`` is NaN."""
-    fused = fuse_hits(plain(legs.lexical), plain(legs.semantic), mode, alpha, normalizer)
+    lexical, semantic = legs.lexical, legs.semantic
     items: list[FusedHit] = []
-    for entry in fused:
-        chunk = (legs.lexical if entry[2] is Leg.LEXICAL else legs.semantic)[entry[3]]
-        score = entry[4] if entry[2] is Leg.LEXICAL else entry[5]
-        if score is not None and chunk[7] != score[0]:  # a non-finite score, replaced
-            chunk = chunk._replace(score=score[0])
-        items.append(_new(FusedHit, (chunk[0], entry[0], chunk[2], entry[1], chunk, entry[4], entry[5])))
+    for item, final, leg, at, lexical_score, semantic_score in fuse_hits(
+        plain(lexical), plain(semantic), mode, alpha, normalizer
+    ):
+        chunk = (lexical if leg is Leg.LEXICAL else semantic)[at]
+        shown = lexical_score if leg is Leg.LEXICAL else semantic_score
+        if shown is not None and chunk[7] != shown[0]:  # a non-finite score, replaced
+            chunk = chunk._replace(score=shown[0])
+        items.append(_new(FusedHit, (chunk[0], item, chunk[2], final, chunk, lexical_score, semantic_score)))
     return items
 
 
@@ -275,13 +288,13 @@ def _contributions(
     return {}
 
 
-def _rank(leg: Leg, collapsed: Sequence[tuple[str, _Best]], normalize: Normalizer) -> dict[str, _Ranked]:
+def _rank(leg: Leg, best: Best, normalize: Normalizer) -> dict[str, _Ranked]:
     """Document id → its leg score (raw, normalized, rank from 1) and the position of its best hit."""
-    if not collapsed:
+    if not best.ids:
         return {}
-    raw = [best[0] for _, best in collapsed]
+    raw = best.scores
     scores = map(_legscore, zip(raw, normalize(leg, raw), range(1, len(raw) + 1), strict=True))
-    return {doc: (score, best[1]) for (doc, best), score in zip(collapsed, scores, strict=True)}
+    return dict(zip(best.ids, zip(scores, best.positions, strict=True), strict=True))
 
 
 def _min_max(score: float, low: float, high: float) -> float:
