@@ -110,7 +110,7 @@ def search_lines(figures: dict[str, float]) -> list[Line]:
             write_units=2,
             tokens=figures["query_tokens"],
         ),
-        Line("one _msearch (BM25 leg + knn leg)", "adapters/opensearch_index.py", opensearch_requests=1),
+        Line("one _msearch (BM25 leg + knn leg)", "adapters/opensearch/passages.py", opensearch_requests=1),
         Line(
             f"truth check: one BatchGetItem of {WINDOW} items, their {WINDOW} revisions and the base"
             " (consistent)",
@@ -162,7 +162,7 @@ def ingest_lines(figures: dict[str, float]) -> list[Line]:
             write_units=2 * chunks,
             tokens=figures["document_tokens"],
         ),
-        Line("OpenSearch bulk (chunks, versioned)", "adapters/opensearch_index.py", opensearch_requests=1),
+        Line("OpenSearch bulk (chunks, versioned)", "adapters/opensearch/passages.py", opensearch_requests=1),
         Line("set_indexed_revision UpdateItem", "services/indexing.py", write_units=1),
     ]
 

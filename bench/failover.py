@@ -84,8 +84,8 @@ from bench.phases import (
     recovered_at,
     summarise,
 )
-from knowledge.adapters.opensearch_engine import build_opensearch_client
-from knowledge.adapters.opensearch_index import OpenSearchIndex
+from knowledge.adapters.opensearch.engine import build_opensearch_client
+from knowledge.adapters.opensearch.passages import OpenSearchIndex
 from knowledge.domain.access.visibility import VisibilityFilter
 from knowledge.domain.models import Principal, Scope
 from knowledge.domain.retrieval.hits import (

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from knowledge.adapters.embedded_index import EmbeddedIndex
+    from knowledge.adapters.embedded.passages import EmbeddedIndex
     from knowledge.ports import Embedder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -199,7 +199,7 @@ class _Pipeline:
         import boto3
 
         from knowledge.adapters.dynamodb.knowledge_store import DynamoDBKnowledgeStore
-        from knowledge.adapters.embedded_index import EmbeddedIndex
+        from knowledge.adapters.embedded.passages import EmbeddedIndex
         from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
         from knowledge.adapters.sqs_work_queue import SqsWorkQueue
         from knowledge.bootstrap import build_container, use_container

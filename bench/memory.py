@@ -49,8 +49,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from knowledge.adapters.embedded_index import EmbeddedIndex
-from knowledge.adapters.embedded_note_index import EmbeddedNoteIndex
+from knowledge.adapters.embedded.notes import EmbeddedNoteIndex
+from knowledge.adapters.embedded.passages import EmbeddedIndex
 from knowledge.adapters.embedding_cache import CachedEmbedder, InProcessEmbeddingCache, SqliteEmbeddingCache
 from knowledge.adapters.in_process.store import InProcessKnowledgeStore
 from knowledge.adapters.local_embedder import LocalEmbedder

@@ -52,7 +52,7 @@ from tqdm import tqdm
 
 from bench.metrics import mean, ndcg_at_k
 from bench.relevance import TENANT, Split, _read_jsonl, load_split, open_embedder
-from knowledge.adapters.embedded_index import EmbeddedIndex
+from knowledge.adapters.embedded.passages import EmbeddedIndex
 from knowledge.domain.access.visibility import VisibilityFilter
 from knowledge.domain.retrieval.chunking import Chunker, embedding_text
 from knowledge.domain.retrieval.fusion import fuse
@@ -66,7 +66,7 @@ from knowledge.domain.retrieval.hits import (
 )
 from knowledge.ports import Embedder
 from knowledge.services.documents import build_indexed_item
-from knowledge.services.search import legs_for
+from knowledge.services.retrieval import legs_for
 
 BASE, OWNER = "kb_bench", "bench"
 RANKED = 100

@@ -49,11 +49,11 @@ from typing import Any
 from tqdm import tqdm
 
 from bench.metrics import mean, ndcg_at_k, recall_at_k
-from knowledge.adapters.embedded_index import EmbeddedIndex
+from knowledge.adapters.embedded.passages import EmbeddedIndex
 from knowledge.adapters.embedding_cache import CachedEmbedder, SqliteEmbeddingCache
 from knowledge.adapters.local_embedder import LocalEmbedder
-from knowledge.adapters.opensearch_engine import build_opensearch_client
-from knowledge.adapters.opensearch_index import OpenSearchIndex
+from knowledge.adapters.opensearch.engine import build_opensearch_client
+from knowledge.adapters.opensearch.passages import OpenSearchIndex
 from knowledge.domain.access.visibility import VisibilityFilter
 from knowledge.domain.retrieval.chunking import Chunker
 from knowledge.domain.retrieval.fusion import FusedHit, Normalizer, fuse
@@ -70,7 +70,7 @@ from knowledge.domain.retrieval.hits import (
 )
 from knowledge.ports import Embedder, SearchIndex
 from knowledge.services.documents import build_indexed_item
-from knowledge.services.search import legs_for
+from knowledge.services.retrieval import legs_for
 
 TENANT, BASE, OWNER = "bench", "kb_bench", "bench"
 RANKED = 100

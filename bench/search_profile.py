@@ -64,7 +64,7 @@ WORDS = [
 ]
 PARTS = {
     "store reads (BatchGetItem)": ("table.py", "batch_get"),
-    "index search": ("embedded_index.py", "search"),
+    "index search": ("passages.py", "search"),
     "fusion": ("fusion.py", "fuse"),
     "truth check and page": ("ranking.py", "_page"),
     "results (excerpts, models)": ("search.py", "_result"),
@@ -100,7 +100,7 @@ def child(root: Path, items: int, queries: int) -> dict[str, Any]:
 
     from bench.memory import HashingVectors
     from knowledge.adapters.dynamodb.knowledge_store import DynamoDBKnowledgeStore
-    from knowledge.adapters.embedded_index import EmbeddedIndex
+    from knowledge.adapters.embedded.passages import EmbeddedIndex
     from knowledge.bootstrap import build_container, use_container
     from knowledge.domain.models import Scope, Source
     from knowledge.settings import Settings

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from knowledge.adapters.embedded_index import EmbeddedIndex
+from knowledge.adapters.embedded.passages import EmbeddedIndex
 from knowledge.domain.access.visibility import VisibilityFilter
 from knowledge.domain.models import Principal, Scope
 from knowledge.domain.retrieval.hits import ChunkHit, IndexedChunk, IndexedItem, IndexQuery, Leg

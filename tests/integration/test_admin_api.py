@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 
-from knowledge.adapters.embedded_index import EmbeddedIndex
+from knowledge.adapters.embedded.passages import EmbeddedIndex
 from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
 from knowledge.api.routes import knowledge_admin
 from knowledge.bootstrap import use_container

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from knowledge.adapters.embedded_index import EmbeddedIndex
+from knowledge.adapters.embedded.passages import EmbeddedIndex
 from tests.support.index import DIMENSION, MODEL_ID, found_items, item, query
 
 

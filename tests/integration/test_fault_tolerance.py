@@ -13,8 +13,8 @@ import pytest
 from botocore.config import Config
 
 from knowledge.adapters.bedrock_embedder import BedrockEmbedder, create_bedrock_client
-from knowledge.adapters.opensearch_engine import build_opensearch_client
-from knowledge.adapters.opensearch_index import OpenSearchIndex
+from knowledge.adapters.opensearch.engine import build_opensearch_client
+from knowledge.adapters.opensearch.passages import OpenSearchIndex
 from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
 from knowledge.bootstrap import build_container, use_container
 from knowledge.services.search import SearchService

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from knowledge.adapters.dynamodb.stream import decode_stream_record
-from knowledge.adapters.embedded_index import EmbeddedIndex
+from knowledge.adapters.embedded.passages import EmbeddedIndex
 from knowledge.adapters.embedding_cache import DynamoDBEmbeddingCache
 from knowledge.bootstrap import Container, use_container
 from knowledge.contract.writes import CreateRevisionRequest

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from knowledge.adapters import opensearch_queries as dsl
-from knowledge.adapters.embedded_index import index_terms
-from knowledge.adapters.opensearch_engine import build_opensearch_client
+from knowledge.adapters.embedded.engine import index_terms
+from knowledge.adapters.opensearch import queries as dsl
+from knowledge.adapters.opensearch.engine import build_opensearch_client
 from tests.support import multilingual
 
 TEXTS = [

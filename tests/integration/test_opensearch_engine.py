@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from knowledge.adapters import opensearch_queries as dsl
-from knowledge.adapters.opensearch_engine import build_opensearch_client
-from knowledge.adapters.opensearch_index import OpenSearchIndex
+from knowledge.adapters.opensearch import queries as dsl
+from knowledge.adapters.opensearch.engine import build_opensearch_client
+from knowledge.adapters.opensearch.passages import OpenSearchIndex
 from knowledge.domain.retrieval.hits import Leg
 from knowledge.errors import IndexConfigurationError
 from tests.support.index import DIMENSION, MODEL_ID, axis, item, leg_hits, query

@@ -19,9 +19,9 @@ from opensearchpy import Connection, OpenSearch
 from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
 from opensearchpy.exceptions import RequestError
 
-from knowledge.adapters import opensearch_queries as dsl
-from knowledge.adapters.opensearch_engine import build_opensearch_client
-from knowledge.adapters.opensearch_index import OpenSearchIndex
+from knowledge.adapters.opensearch import queries as dsl
+from knowledge.adapters.opensearch.engine import build_opensearch_client
+from knowledge.adapters.opensearch.passages import OpenSearchIndex
 from knowledge.domain.retrieval.hits import ChunkHit, IndexQuery, Leg
 from knowledge.errors import DependencyUnavailableError, IndexConfigurationError
 from tests.support.index import item, viewer
@@ -243,7 +243,7 @@ def test_search_both_legs_sends_one_msearch_with_filter_inside_knn(
         },
         {"routing": "t1"},
         {
-            # k + 1 neighbours, so a tie across the k-th place is seen (opensearch_engine).
+            # k + 1 neighbours, so a tie across the k-th place is seen (opensearch.engine).
             "size": 4,
             "query": {"knn": {"vector": {"vector": [0.6, 0.8], "k": 4, "filter": VISIBILITY}}},
             "sort": SORT,
@@ -352,6 +352,48 @@ def test_search_leg_error_in_msearch_answer_raises_dependency_unavailable(
 
     assert raised.value.details == {"leg": "semantic"}
     assert raised.value.retryable is True
+
+
+def _failed_leg() -> dict[str, Any]:
+    return {
+        "error": {"type": "search_phase_execution_exception", "reason": "all shards failed"},
+        "status": 400,
+    }
+
+
+def test_search_tolerated_semantic_leg_failure_is_reported_with_the_lexical_hits(
+    index: OpenSearchIndex, wire: RecordingConnection
+) -> None:
+    wire.answers.append((200, {"took": 1, "responses": [search_answer(hit("ki_1", 0, 1.0)), _failed_leg()]}))
+
+    hits = index.search(both_legs_query().model_copy(update={"tolerate": frozenset({Leg.SEMANTIC})}))
+
+    assert [(h.knowledge_item_id, h.score) for h in hits.lexical] == [("ki_1", 1.0)]
+    assert (hits.semantic, hits.failed) == ([], Leg.SEMANTIC)
+    assert len(wire.requests) == 1
+
+
+def test_search_tolerated_leg_failure_of_every_leg_raises(
+    index: OpenSearchIndex, wire: RecordingConnection
+) -> None:
+    wire.answers.append((200, {"took": 1, "responses": [_failed_leg(), _failed_leg()]}))
+    tolerant = both_legs_query().model_copy(update={"tolerate": frozenset({Leg.LEXICAL, Leg.SEMANTIC})})
+
+    with pytest.raises(DependencyUnavailableError) as raised:
+        index.search(tolerant)
+
+    assert raised.value.details == {"leg": "lexical"}
+
+
+def test_search_untolerated_lexical_leg_failure_raises_even_when_semantic_is_tolerated(
+    index: OpenSearchIndex, wire: RecordingConnection
+) -> None:
+    wire.answers.append((200, {"took": 1, "responses": [_failed_leg(), search_answer()]}))
+
+    with pytest.raises(DependencyUnavailableError) as raised:
+        index.search(both_legs_query().model_copy(update={"tolerate": frozenset({Leg.SEMANTIC})}))
+
+    assert raised.value.details == {"leg": "lexical"}
 
 
 @pytest.mark.parametrize("status", [429, 500, 503])

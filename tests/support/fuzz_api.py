@@ -18,8 +18,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from knowledge.adapters.embedded_index import EmbeddedIndex
-from knowledge.adapters.embedded_note_index import EmbeddedNoteIndex
+from knowledge.adapters.embedded.notes import EmbeddedNoteIndex
+from knowledge.adapters.embedded.passages import EmbeddedIndex
 from knowledge.adapters.in_process.store import InProcessKnowledgeStore
 from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
 from knowledge.bootstrap import Container, build_container, use_container

@@ -12,9 +12,9 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from knowledge.adapters.embedded_index import EmbeddedIndex
-from knowledge.adapters.opensearch_engine import build_opensearch_client
-from knowledge.adapters.opensearch_index import OpenSearchIndex
+from knowledge.adapters.embedded.passages import EmbeddedIndex
+from knowledge.adapters.opensearch.engine import build_opensearch_client
+from knowledge.adapters.opensearch.passages import OpenSearchIndex
 from knowledge.domain.access.visibility import VisibilityFilter
 from knowledge.domain.retrieval.hits import Chunk, IndexedChunk, IndexedItem, IndexQuery, Leg, LegHits
 from knowledge.ports import SearchIndex

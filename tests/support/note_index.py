@@ -8,9 +8,9 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from knowledge.adapters.embedded_note_index import EmbeddedNoteIndex
-from knowledge.adapters.opensearch_engine import build_opensearch_client
-from knowledge.adapters.opensearch_note_index import OpenSearchNoteIndex
+from knowledge.adapters.embedded.notes import EmbeddedNoteIndex
+from knowledge.adapters.opensearch.engine import build_opensearch_client
+from knowledge.adapters.opensearch.notes import OpenSearchNoteIndex
 from knowledge.domain.retrieval.hits import Leg
 from knowledge.ports import NoteIndex
 from tests.support.index import DIMENSION, MODEL_ID

@@ -23,7 +23,7 @@ import boto3
 from moto import mock_aws
 
 from knowledge.adapters.dynamodb.knowledge_store import DynamoDBKnowledgeStore
-from knowledge.adapters.embedded_index import EmbeddedIndex
+from knowledge.adapters.embedded.passages import EmbeddedIndex
 from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
 from knowledge.bootstrap import Container, build_container, use_container
 from knowledge.domain.models import KnowledgeBase, KnowledgeItem, Revision, Scope, Source

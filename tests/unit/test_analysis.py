@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from knowledge.adapters.embedded_index import index_terms
+from knowledge.adapters.embedded.engine import index_terms
 from knowledge.domain.retrieval.analysis import analyze, fold, query_terms
 
 

@@ -24,11 +24,11 @@ from bench.relevance import (
     mode_results,
     search_all,
 )
-from knowledge.adapters.embedded_index import EmbeddedIndex
+from knowledge.adapters.embedded.passages import EmbeddedIndex
 from knowledge.domain.retrieval.chunking import Chunker
 from knowledge.domain.retrieval.hits import ChunkHit, Leg, LegHits, SearchMode
 from knowledge.services.documents import build_indexed_item
-from knowledge.services.search import legs_for
+from knowledge.services.retrieval import legs_for
 from tests.support.embedding import HashingEmbedder
 
 

@@ -9,8 +9,8 @@ import pytest
 import tiktoken
 from tiktoken_ext.openai_public import cl100k_base
 
-from knowledge.adapters.opensearch_index import OpenSearchIndex
-from knowledge.adapters.opensearch_note_index import OpenSearchNoteIndex
+from knowledge.adapters.opensearch.notes import OpenSearchNoteIndex
+from knowledge.adapters.opensearch.passages import OpenSearchIndex
 from knowledge.adapters.runtime_switch import ParameterRuntimeSwitch, StaticRuntimeSwitch
 from knowledge.bootstrap import (
     build_embedder,

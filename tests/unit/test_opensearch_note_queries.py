@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from knowledge.adapters.opensearch_note_index import filter_query, lexical_body, note_source, semantic_body
+from knowledge.adapters.opensearch.notes import filter_query, lexical_body, note_source, semantic_body
 from knowledge.domain.memory.notes import MemoryType
 from knowledge.domain.memory.retrieval import IndexedNote, NoteFilter
 from knowledge.domain.models import Scope

@@ -373,8 +373,8 @@ def build_embedder(settings: Settings) -> Embedder:
 
 def build_index(settings: Settings) -> SearchIndex:
     if settings.search_backend == "opensearch":
-        from knowledge.adapters.opensearch_engine import build_opensearch_client
-        from knowledge.adapters.opensearch_index import OpenSearchIndex
+        from knowledge.adapters.opensearch.engine import build_opensearch_client
+        from knowledge.adapters.opensearch.passages import OpenSearchIndex
 
         url, name = settings.opensearch_url, settings.opensearch_index
         if not url or not name:
@@ -386,7 +386,7 @@ def build_index(settings: Settings) -> SearchIndex:
             service=settings.opensearch_service,
         )
         return OpenSearchIndex(client, name)
-    from knowledge.adapters.embedded_index import EmbeddedIndex
+    from knowledge.adapters.embedded.passages import EmbeddedIndex
 
     return EmbeddedIndex()
 
@@ -395,8 +395,8 @@ def build_note_index(settings: Settings) -> NoteIndex:
     """The notes' own index (DESIGN §9): ``OPENSEARCH_NOTES_INDEX`` on the search backend's cluster,
     or in process (the embedded engines)."""
     if settings.search_backend == "opensearch":
-        from knowledge.adapters.opensearch_engine import build_opensearch_client
-        from knowledge.adapters.opensearch_note_index import OpenSearchNoteIndex
+        from knowledge.adapters.opensearch.engine import build_opensearch_client
+        from knowledge.adapters.opensearch.notes import OpenSearchNoteIndex
 
         url, name = settings.opensearch_url, settings.opensearch_notes_index
         if not url or not name:
@@ -408,7 +408,7 @@ def build_note_index(settings: Settings) -> NoteIndex:
             service=settings.opensearch_service,
         )
         return OpenSearchNoteIndex(client, name)
-    from knowledge.adapters.embedded_note_index import EmbeddedNoteIndex
+    from knowledge.adapters.embedded.notes import EmbeddedNoteIndex
 
     return EmbeddedNoteIndex()
 

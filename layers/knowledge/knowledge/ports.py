@@ -437,7 +437,11 @@ class SearchIndex(Protocol):
 
     def remove_base(self, tenant_id: str, knowledge_base_id: str) -> None: ...
 
-    def search(self, query: IndexQuery) -> LegHits: ...
+    def search(self, query: IndexQuery) -> LegHits:
+        """Up to ``query.k`` visible hits per requested leg, best first. A leg the engine fails raises
+        ``DependencyUnavailableError`` with ``details.leg``, or, when ``query.tolerate`` names it and
+        the other leg answered, comes back empty as ``LegHits.failed``."""
+        ...
 
     def refresh(self) -> None: ...
 
@@ -461,7 +465,10 @@ class NoteIndex(Protocol):
         """Remove the note and remember ``version``: a later upsert at or below it is ignored."""
         ...
 
-    def search(self, query: NoteQuery) -> NoteLegHits: ...
+    def search(self, query: NoteQuery) -> NoteLegHits:
+        """Up to ``query.k`` admitted notes per requested leg, best first; a failed leg as
+        ``SearchIndex.search`` says (``NoteQuery.tolerate``, ``NoteLegHits.failed``)."""
+        ...
 
     def browse(self, note_filter: NoteFilter, k: int) -> list[NoteHit]:
         """Up to ``k`` admitted notes without a query: ``importance`` descending, then the time of

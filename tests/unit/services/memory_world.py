@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from knowledge.adapters.embedded_note_index import EmbeddedNoteIndex
+from knowledge.adapters.embedded.notes import EmbeddedNoteIndex
 from knowledge.adapters.embedding_cache import CachedEmbedder, InProcessEmbeddingCache
 from knowledge.adapters.in_process.store import InProcessKnowledgeStore
 from knowledge.adapters.runtime_switch import StaticRuntimeSwitch

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from knowledge.adapters.embedded_index import EmbeddedIndex
+from knowledge.adapters.embedded.passages import EmbeddedIndex
 from knowledge.adapters.in_process.store import InProcessKnowledgeStore
 from knowledge.domain.changes import ChangeKind, IndexAction, StoreChange
 from knowledge.domain.models import BaseStatus, KnowledgeBase, KnowledgeItem, Revision, Scope, Source

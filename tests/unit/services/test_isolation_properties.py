@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from knowledge.adapters.embedded_index import EmbeddedIndex
-from knowledge.adapters.embedded_note_index import EmbeddedNoteIndex
+from knowledge.adapters.embedded.notes import EmbeddedNoteIndex
+from knowledge.adapters.embedded.passages import EmbeddedIndex
 from knowledge.adapters.in_process.store import InProcessKnowledgeStore
 from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
 from knowledge.api.error_envelopes import error_envelope

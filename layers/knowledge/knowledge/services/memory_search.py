@@ -1,13 +1,14 @@
 """The ``search_memory`` use case (DESIGN §9): the knowledge search's legs, filters, fusion and
 read-time truth over the caller's notes, never over knowledge.
 
-Each leg returns ``CANDIDATE_DEPTH`` (200) notes whatever ``limit`` is, already filtered
-(``NoteFilter``: visible, narrowed by the arguments, unexpired, not superseded unless asked);
-``fuse_notes`` ranks them as ``fusion.fuse`` ranks items; then every candidate is checked against
-the store (batched): the note exists, is visible, active, unexpired, not superseded unless asked,
+The rounds are ``retrieval.retrieve``'s, as ``search_knowledge``'s: each leg returns
+``CANDIDATE_DEPTH`` (200) notes whatever ``limit`` is, already filtered (``NoteFilter``: visible,
+narrowed by the arguments, unexpired, not superseded unless asked); ``fuse_notes`` ranks them as
+``fusion.fuse`` ranks items; then every candidate is checked against the store (batched, the one
+note truth rule ``domain.memory.retrieval.holds``): the note exists, is admitted by the filter now,
 and the index held its current version. Stale candidates are dropped; when the answer is short and
-a leg came back full, the legs are asked once more at ``REFILL_DEPTH`` (1,000), as
-``search_knowledge`` does.
+a leg came back full, the legs are asked once more at ``retrieval.REFILL_DEPTH`` (1,000), and the
+deeper round's page replaces the first's.
 
 A hybrid search whose semantic leg fails (the embedder, or the index's k-NN leg) is answered by its
 lexical leg alone with ``degraded: true``, as ``search_knowledge`` is.
@@ -23,17 +24,16 @@ from datetime import datetime
 
 from knowledge.contract.memory import MemorySearchResponse, MemorySearchResult, SearchMemoryArguments
 from knowledge.contract.search import MAX_RESULTS_MAX, MAX_RESULTS_MIN
-from knowledge.domain.memory.notes import MemoryType, Note, can_see_note, normalize_path
-from knowledge.domain.memory.retrieval import FusedNote, NoteFilter, NoteQuery, fuse_notes
+from knowledge.domain.memory.notes import MemoryType, Note, normalize_path
+from knowledge.domain.memory.retrieval import FusedNote, NoteFilter, NoteLegHits, NoteQuery, fuse_notes, holds
 from knowledge.domain.models import Permission, Principal, Scope
-from knowledge.domain.retrieval.hits import CANDIDATE_DEPTH, Leg, SearchMode
-from knowledge.errors import DependencyUnavailableError, MemoryInvalidRequestError, RuntimeDisabledError
+from knowledge.domain.retrieval.hits import SearchMode
+from knowledge.errors import MemoryInvalidRequestError, RuntimeDisabledError
 from knowledge.observability import logger
 from knowledge.ports import Clock, Embedder, NoteIndex, NoteStore, RuntimeSwitch
 from knowledge.services.access import require_scope
 from knowledge.services.notes import view
-from knowledge.services.ranking import REFILL_DEPTH
-from knowledge.services.search import can_degrade, legs_for, normalize_mode, scores_of, semantic_leg_failed
+from knowledge.services.retrieval import Round, legs_for, normalize_mode, retrieve, scores_of
 
 
 class MemorySearchService:
@@ -81,7 +81,7 @@ class MemorySearchService:
             include_superseded=arguments.include_superseded,
             now=self._clock(),
         )
-        accepted, degraded = self.ranked(principal, query, note_filter, mode, alpha, arguments.limit)
+        accepted, degraded = self.ranked(query, note_filter, mode, alpha, arguments.limit)
         results = [_result(hit, note, arguments.explain) for hit, note in accepted]
         logger.info(
             "memory searched",
@@ -91,98 +91,76 @@ class MemorySearchService:
             query=arguments.query, mode=mode.value, alpha=alpha, results=results, degraded=degraded
         )
 
-    def ranked_notes(
-        self,
-        principal: Principal,
-        query: str,
-        note_filter: NoteFilter,
-        mode: SearchMode,
-        alpha: float,
-        wanted: int,
-    ) -> list[tuple[FusedNote, Note]]:
-        """The best ``wanted`` notes for ``query`` (non-blank) under ``note_filter``, truth-checked
-        against the store, with their fused scores, best first (lexical alone when the semantic leg
-        failed, as ``ranked`` says)."""
-        return self.ranked(principal, query, note_filter, mode, alpha, wanted)[0]
-
     def ranked(
         self,
-        principal: Principal,
         query: str,
         note_filter: NoteFilter,
         mode: SearchMode,
         alpha: float,
         wanted: int,
     ) -> tuple[list[tuple[FusedNote, Note]], bool]:
-        """``ranked_notes`` and whether it degraded: a hybrid search whose semantic leg failed (the
-        embedder or the index's k-NN leg raised ``DependencyUnavailableError``) is answered by its
-        lexical leg alone, ``(notes, True)``."""
-        legs = legs_for(mode)
-        vector = None
-        if Leg.SEMANTIC in legs:
-            try:
-                vector = self._embedder.embed([query])[0]
-            except DependencyUnavailableError:
-                if not can_degrade(legs):
-                    raise
-                return self._lexical(principal, query, note_filter, mode, alpha, wanted), True
-        try:
-            return self._ranked(principal, query, note_filter, mode, alpha, wanted, legs, vector), False
-        except DependencyUnavailableError as error:
-            if not (can_degrade(legs) and semantic_leg_failed(error)):
-                raise
-        return self._lexical(principal, query, note_filter, mode, alpha, wanted), True
+        """The best ``wanted`` notes for ``query`` (non-blank) under ``note_filter`` (whose caller it
+        names), truth-checked against the store, with their fused scores, best first; and whether
+        the search degraded: a hybrid search whose semantic leg failed (the embedder, or the index's
+        k-NN leg) is answered by its lexical leg alone, ``(notes, True)`` (``retrieval.retrieve``)."""
+        index = self._index
 
-    def _lexical(
-        self,
-        principal: Principal,
-        query: str,
-        note_filter: NoteFilter,
-        mode: SearchMode,
-        alpha: float,
-        wanted: int,
-    ) -> list[tuple[FusedNote, Note]]:
-        logger.warning("memory search degraded to its lexical leg", extra={"mode": mode.value})
-        lexical = frozenset({Leg.LEXICAL})
-        return self._ranked(principal, query, note_filter, mode, alpha, wanted, lexical, None)
-
-    def _ranked(
-        self,
-        principal: Principal,
-        query: str,
-        note_filter: NoteFilter,
-        mode: SearchMode,
-        alpha: float,
-        wanted: int,
-        legs: frozenset[Leg],
-        vector: list[float] | None,
-    ) -> list[tuple[FusedNote, Note]]:
-        accepted: list[tuple[FusedNote, Note]] = []
-        for k in (CANDIDATE_DEPTH, REFILL_DEPTH):
-            hits = self._index.search(
-                NoteQuery(text=query, vector=vector, filter=note_filter, k=k, legs=legs)
+        def search(round_: Round) -> NoteLegHits:
+            return index.search(
+                NoteQuery(
+                    text=query,
+                    vector=round_.vector,
+                    filter=note_filter,
+                    k=round_.k,
+                    legs=round_.legs,
+                    tolerate=round_.tolerate,
+                )
             )
-            accepted = self._truth_check(principal, fuse_notes(hits, mode, alpha), note_filter, wanted)
-            exhausted = len(hits.lexical) < k and len(hits.semantic) < k
-            if len(accepted) >= wanted or exhausted:
-                break
-        return accepted[:wanted]
 
-    def _truth_check(
-        self, principal: Principal, fused: Sequence[FusedNote], note_filter: NoteFilter, wanted: int
-    ) -> list[tuple[FusedNote, Note]]:
+        retrieval = retrieve(
+            self._embedder,
+            query,
+            legs_for(mode),
+            wanted,
+            search,
+            lambda: NotePage(self._store, note_filter, mode, alpha, wanted),
+        )
+        if retrieval.degraded:
+            logger.warning("memory search degraded to its lexical leg", extra={"mode": mode.value})
+        return retrieval.page.accepted[:wanted], retrieval.degraded
+
+
+class NotePage:
+    """The page of a note search being filled (``retrieval.Page``): each round's hits are fused by
+    ``mode`` and ``alpha`` and truth-checked in batches (``domain.memory.retrieval.holds``: stored,
+    admitted by ``note_filter``, at the version the index held); a deeper round replaces the page."""
+
+    def __init__(
+        self, store: NoteStore, note_filter: NoteFilter, mode: SearchMode, alpha: float, wanted: int
+    ) -> None:
+        self._store = store
+        self._filter = note_filter
+        self._mode = mode
+        self._alpha = alpha
+        self._wanted = wanted
+        self.accepted: list[tuple[FusedNote, Note]] = []
+
+    def add(self, hits: NoteLegHits) -> int:
+        """Fuse one round and keep its true notes, up to ``wanted``; returns how many are kept."""
+        self.accepted = self._truth_check(fuse_notes(hits, self._mode, self._alpha))
+        return len(self.accepted)
+
+    def _truth_check(self, fused: Sequence[FusedNote]) -> list[tuple[FusedNote, Note]]:
         accepted: list[tuple[FusedNote, Note]] = []
-        batch_size = max(wanted, 25)
+        batch_size = max(self._wanted, 25)
         for start in range(0, len(fused), batch_size):
             batch = fused[start : start + batch_size]
-            notes = self._store.get_notes(principal.tenant_id, [hit.note_id for hit in batch])
+            notes = self._store.get_notes(self._filter.tenant_id, [hit.note_id for hit in batch])
             for hit in batch:
                 note = notes.get(hit.note_id)
-                if note is not None and _is_true(
-                    principal, note, hit, note_filter.include_superseded, note_filter.now
-                ):
+                if note is not None and holds(self._filter, note, hit.version):
                     accepted.append((hit, note))
-                    if len(accepted) >= wanted:
+                    if len(accepted) >= self._wanted:
                         return accepted
         return accepted
 
@@ -211,13 +189,6 @@ def note_filter_for(
         include_superseded=include_superseded,
         now=now,
     )
-
-
-def _is_true(
-    principal: Principal, note: Note, hit: FusedNote, include_superseded: bool, now: datetime
-) -> bool:
-    current = note.is_current(now) or (include_superseded and note.is_readable(now))
-    return current and note.version == hit.version and can_see_note(principal, note)
 
 
 def _result(hit: FusedNote, note: Note, explain: bool) -> MemorySearchResult:

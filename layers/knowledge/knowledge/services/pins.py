@@ -23,7 +23,6 @@ writers kept changing the pin), ``DependencyUnavailableError``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from knowledge.contract.memory import (
@@ -37,9 +36,9 @@ from knowledge.contract.memory import (
     pin_problems,
 )
 from knowledge.domain import ids
-from knowledge.domain.memory.notes import Note, can_see_note
+from knowledge.domain.memory.notes import Note
 from knowledge.domain.memory.pins import PINS_LIMIT_DEFAULT, PINS_LIMIT_MAX, Pin
-from knowledge.domain.memory.retrieval import NoteFilter, admits
+from knowledge.domain.memory.retrieval import NoteFilter, holds
 from knowledge.domain.models import Permission, Principal
 from knowledge.errors import (
     ConflictError,
@@ -169,16 +168,17 @@ class PinService:
                 f"limit must be between 1 and {PINS_LIMIT_MAX}.",
                 {"fields": [{"field": "limit", "problem": f"must be between 1 and {PINS_LIMIT_MAX}"}]},
             )
-        now = self._clock()
+        readers = NoteFilter(
+            tenant_id=principal.tenant_id,
+            subject_id=principal.subject_id,
+            team_ids=principal.team_ids,
+            now=self._clock(),
+        )
         kept: list[tuple[Pin, Note]] = []
         cursor = next_token
         while len(kept) <= size:
             page = self._store.list_pins(principal.tenant_id, limit=size + 1, next_token=cursor)
-            kept.extend(
-                self._applying(
-                    page.entries, lambda note: can_see_note(principal, note) and note.is_current(now)
-                )
-            )
+            kept.extend(self._applying(page.entries, readers))
             cursor = page.next_token
             if cursor is None:
                 break
@@ -208,14 +208,15 @@ class PinService:
         next_token: str | None = None
         while True:
             page = self._store.list_pins(note_filter.tenant_id, limit=_SCAN_PAGE, next_token=next_token)
-            found.extend(self._applying(page.entries, lambda note: admits(note_filter, note)))
+            found.extend(self._applying(page.entries, note_filter))
             next_token = page.next_token
             if next_token is None:
                 return found
 
-    def _applying(self, pins: list[Pin], keep: Callable[[Note], bool]) -> list[tuple[Pin, Note]]:
-        """``pins`` that have not expired, whose note still exists, still carries this pin (read
-        beside the note, strongly consistent, while the listing may trail) and passes ``keep``."""
+    def _applying(self, pins: list[Pin], note_filter: NoteFilter) -> list[tuple[Pin, Note]]:
+        """``pins`` that have not expired, whose note still carries this pin (read beside the note,
+        strongly consistent, while the listing may trail) and holds for ``note_filter``
+        (``domain.memory.retrieval.holds``: stored and admitted now)."""
         if not pins:
             return []
         now = self._clock()
@@ -223,7 +224,7 @@ class PinService:
         kept = []
         for pin in sorted(pins, key=Pin.sort_key):
             note = notes.get(pin.note_id)
-            if note is not None and note.pinned and pin.is_active(now) and keep(note):
+            if note is not None and note.pinned and pin.is_active(now) and holds(note_filter, note):
                 kept.append((pin, note))
         return kept
 

@@ -15,7 +15,8 @@ of 5 is the first 5 of a page of 50 for the same index state:
    takes no slot of its own: the result above lists it in ``duplicates``. Every visible copy among
    the candidates is listed, also when it ranks below the page's last result.
 4. Only when the candidates run out before the page is full (stale hits dropped, many chunks per
-   item) and a leg may hold more, the legs are asked again at ``REFILL_DEPTH``; the items found
+   item) and a leg may hold more, the legs are asked again at ``retrieval.REFILL_DEPTH``
+   (``retrieval.retrieve`` runs the rounds, ``ItemPage`` fills the page); the items found
    there rank after every earlier candidate, in the fused order of the deeper round, and a copy
    there of a passage already shown is left out.
 """
@@ -28,12 +29,10 @@ from dataclasses import dataclass, field
 from knowledge.domain.access.visibility import can_see
 from knowledge.domain.models import ItemStatus, KnowledgeBase, KnowledgeItem, Principal, Revision
 from knowledge.domain.retrieval.fusion import FusedHit, fuse
-from knowledge.domain.retrieval.hits import CANDIDATE_DEPTH, IndexQuery, LegHits, SearchMode
+from knowledge.domain.retrieval.hits import LegHits, SearchMode
 from knowledge.domain.retrieval.truth import CandidateKey
-from knowledge.ports import CatalogStore, SearchIndex
+from knowledge.ports import CatalogStore
 
-REFILL_DEPTH = 1_000
-"""Chunk candidates per leg of the one deeper round that refills a page the first round left short."""
 WINDOW_MIN = 5
 """Fused candidates whose truth one store read covers at least."""
 
@@ -66,49 +65,40 @@ class Accepted:
         return self.passage or f"item:{self.item.knowledge_item_id}"
 
 
-@dataclass(frozen=True)
-class Ranking:
-    """The page's results, best first, and what the first round of both legs returned."""
-
-    results: list[Accepted]
-    legs: LegHits
-
-
 def passage_key(hit: FusedHit) -> str:
     """What makes two results the same passage: the text of the chunk they are excerpted from, without
     surrounding whitespace."""
     return hit.chunk.text.strip()
 
 
-def rank(
-    store: CatalogStore,
-    index: SearchIndex,
-    principal: Principal,
-    query: IndexQuery,
-    mode: SearchMode,
-    alpha: float,
-    wanted: int,
-) -> Ranking:
-    """The first ``wanted`` results of ``query`` for ``principal`` (see the module doc); ``query.k`` is
-    replaced by the depth of each round."""
-    results: list[Accepted] = []
-    earlier_passages: set[str] = set()
-    placed: set[str] = set()
-    first: LegHits | None = None
-    for depth in (CANDIDATE_DEPTH, REFILL_DEPTH):
-        hits = index.search(query.model_copy(update={"k": depth}))
-        if first is None:
-            first = hits
-        fused = [hit for hit in fuse(hits, mode, alpha) if hit.knowledge_item_id not in placed]
-        fresh = [hit for hit in fused if passage_key(hit) not in earlier_passages]
-        results += _page(store, principal, fresh, wanted - len(results))
-        placed.update(hit.knowledge_item_id for hit in fused)
-        earlier_passages.update(result.passage for result in results if result.passage)
-        exhausted = len(hits.lexical) < depth and len(hits.semantic) < depth
-        if len(results) >= wanted or exhausted:
-            break
-    assert first is not None
-    return Ranking(results=results, legs=first)
+class ItemPage:
+    """The page of a knowledge search being filled (``retrieval.Page``): ``add`` takes a round's hits,
+    fuses them by ``mode`` and ``alpha`` and keeps the current, visible ones for ``principal`` (see
+    the module doc); ``results`` are the page so far, best first."""
+
+    def __init__(
+        self, store: CatalogStore, principal: Principal, mode: SearchMode, alpha: float, wanted: int
+    ) -> None:
+        self._store = store
+        self._principal = principal
+        self._mode = mode
+        self._alpha = alpha
+        self._wanted = wanted
+        self.results: list[Accepted] = []
+        self._earlier_passages: set[str] = set()
+        self._placed: set[str] = set()
+
+    def add(self, hits: LegHits) -> int:
+        """Fill the page from one round: items an earlier round placed are left out, and so is a copy
+        of a passage already shown; returns the results held."""
+        fused = [
+            hit for hit in fuse(hits, self._mode, self._alpha) if hit.knowledge_item_id not in self._placed
+        ]
+        fresh = [hit for hit in fused if passage_key(hit) not in self._earlier_passages]
+        self.results += _page(self._store, self._principal, fresh, self._wanted - len(self.results))
+        self._placed.update(hit.knowledge_item_id for hit in fused)
+        self._earlier_passages.update(result.passage for result in self.results if result.passage)
+        return len(self.results)
 
 
 def _page(

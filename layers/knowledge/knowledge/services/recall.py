@@ -32,7 +32,7 @@ from knowledge.contract.memory import (
 )
 from knowledge.domain.memory.context_pack import TOKENIZER, Candidate, TokenCounter, pack
 from knowledge.domain.memory.notes import Note
-from knowledge.domain.memory.retrieval import NoteFilter, admits
+from knowledge.domain.memory.retrieval import NoteFilter, holds
 from knowledge.domain.models import Permission, Principal
 from knowledge.domain.retrieval.hits import SearchMode
 from knowledge.errors import MemoryInvalidRequestError
@@ -92,7 +92,7 @@ class RecallService:
         )
         pinned = [note for _, note in self._pins.pinned_notes(note_filter)]
         query = (arguments.query or "").strip()
-        ranked = self._ranked(principal, query, note_filter, exclude={note.note_id for note in pinned})
+        ranked = self._ranked(query, note_filter, exclude={note.note_id for note in pinned})
         vectors = self._embedder.embed(
             [note.content for note in pinned] + [note.content for note, _ in ranked]
         )
@@ -148,15 +148,11 @@ class RecallService:
             ),
         )
 
-    def _ranked(
-        self, principal: Principal, query: str, note_filter: NoteFilter, exclude: set[str]
-    ) -> list[tuple[Note, float]]:
+    def _ranked(self, query: str, note_filter: NoteFilter, exclude: set[str]) -> list[tuple[Note, float]]:
         """The best ``RECALL_CANDIDATES`` notes that are not among ``exclude``, with their scores."""
         wanted = RECALL_CANDIDATES + len(exclude)
         if query:
-            hits = self._search.ranked_notes(
-                principal, query, note_filter, SearchMode.HYBRID, HYBRID_ALPHA, wanted
-            )
+            hits, _ = self._search.ranked(query, note_filter, SearchMode.HYBRID, HYBRID_ALPHA, wanted)
             ranked = [(note, hit.final) for hit, note in hits]
         else:
             ranked = self._browsed(note_filter, wanted)
@@ -170,9 +166,7 @@ class RecallService:
         kept = [
             note
             for hit in hits
-            if (note := notes.get(hit.note_id)) is not None
-            and note.version == hit.version
-            and admits(note_filter, note)
+            if (note := notes.get(hit.note_id)) is not None and holds(note_filter, note, hit.version)
         ]
         kept.sort(key=_importance_then_recency)
         return [(note, note.importance) for note in kept]

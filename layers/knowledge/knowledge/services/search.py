@@ -6,11 +6,14 @@ Errors (``knowledge.errors``): ``RuntimeDisabledError`` (switch off), ``Insuffic
 (request shape), ``ResourceUnavailableError`` (absent, unauthorized, inactive or unpublished — one
 answer for all), ``DependencyUnavailableError`` (store, index or embedder down).
 
+Ranking: ``retrieval.retrieve`` runs the rounds of both legs; ``ranking.ItemPage`` fuses them and
+checks each candidate's truth against the store (windows, duplicates, refill order: ``ranking``).
+
 Degradation: when a hybrid query's semantic leg fails (the embedder raises
-``DependencyUnavailableError``, or the index reports the k-NN leg failed, ``details.leg ==
-"semantic"``), the query is answered by its lexical leg alone with ``degraded: true``. A semantic
-query has no lexical leg to fall back to, and a failure of the lexical leg or of the whole index
-call is ``DependencyUnavailableError``.
+``DependencyUnavailableError``, or the index reports the k-NN leg failed: ``LegHits.failed``, or
+``details.leg == "semantic"`` on the error it raises), the query is answered by its lexical leg alone
+with ``degraded: true``. A semantic query has no lexical leg to fall back to, and a failure of the
+lexical leg or of the whole index call is ``DependencyUnavailableError``.
 """
 
 from __future__ import annotations
@@ -22,13 +25,11 @@ from knowledge.contract.search import (
     LIMIT_CHARS_MIN,
     MAX_RESULTS_MAX,
     MAX_RESULTS_MIN,
-    MODES,
     KnowledgeReadResponse,
     KnowledgeSearchResponse,
     LegReports,
     LexicalLegReport,
     Locator,
-    Scores,
     SearchKnowledgeArguments,
     SearchResult,
     SemanticLegReport,
@@ -40,10 +41,8 @@ from knowledge.domain.bounds import OFFSET_MAX
 from knowledge.domain.models import ItemStatus, KnowledgeBase, Permission, Principal
 from knowledge.domain.retrieval.analysis import query_terms
 from knowledge.domain.retrieval.excerpts import EXCERPT_MAX_CHARS, citation, make_excerpt, reference
-from knowledge.domain.retrieval.fusion import LegScore
-from knowledge.domain.retrieval.hits import CANDIDATE_DEPTH, ChunkHit, IndexQuery, Leg, LegHits, SearchMode
+from knowledge.domain.retrieval.hits import ChunkHit, IndexQuery, Leg, LegHits, SearchMode
 from knowledge.errors import (
-    DependencyUnavailableError,
     InsufficientScopeError,
     InvalidRequestError,
     ItemRequiredError,
@@ -54,7 +53,8 @@ from knowledge.errors import (
 from knowledge.observability import logger
 from knowledge.ports import CorpusStore, Embedder, RuntimeSwitch, SearchIndex
 from knowledge.services.access import find_base, find_item
-from knowledge.services.ranking import Accepted, rank
+from knowledge.services.ranking import Accepted, ItemPage
+from knowledge.services.retrieval import Round, legs_for, normalize_mode, retrieve, scores_of
 
 
 class SearchService:
@@ -105,31 +105,32 @@ class SearchService:
         terms = query_terms(query)
         legs = _legs_for(mode, has_terms=bool(terms))
         visibility = VisibilityFilter.for_principal(principal, narrow_to=narrow_to)
-        degraded = False
-        vector = None
-        if Leg.SEMANTIC in legs:
-            try:
-                vector = self._embedder.embed([query])[0]
-            except DependencyUnavailableError:
-                if not can_degrade(legs):
-                    raise
-                legs, degraded = _lexical_only(), True
-        candidates = IndexQuery(
-            text=query, vector=vector, visibility=visibility, k=CANDIDATE_DEPTH, legs=legs
-        )
-        try:
-            ranking = rank(
-                self._store, self._index, principal, candidates, mode, alpha, arguments.max_results
+        store, index, wanted = self._store, self._index, arguments.max_results
+
+        def search(round_: Round) -> LegHits:
+            return index.search(
+                IndexQuery(
+                    text=query,
+                    vector=round_.vector,
+                    visibility=visibility,
+                    k=round_.k,
+                    legs=round_.legs,
+                    tolerate=round_.tolerate,
+                )
             )
-        except DependencyUnavailableError as error:
-            if not (can_degrade(legs) and semantic_leg_failed(error)):
-                raise
-            degraded = True
-            lexical = candidates.model_copy(update={"vector": None, "legs": _lexical_only()})
-            ranking = rank(self._store, self._index, principal, lexical, mode, alpha, arguments.max_results)
+
+        retrieval = retrieve(
+            self._embedder,
+            query,
+            legs,
+            wanted,
+            search,
+            lambda: ItemPage(store, principal, mode, alpha, wanted),
+        )
+        degraded = retrieval.degraded
         if degraded:
             logger.warning("knowledge search degraded to its lexical leg", extra={"mode": mode.value})
-        results = [_result(entry, query) for entry in ranking.results]
+        results = [_result(entry, query) for entry in retrieval.page.results]
         logger.info(
             "knowledge searched",
             extra={
@@ -144,7 +145,7 @@ class SearchService:
             mode=mode.value,
             alpha=alpha,
             results=results,
-            legs=_leg_reports(mode, len(terms), ranking.legs),
+            legs=_leg_reports(mode, len(terms), retrieval.first),
             degraded=degraded,
         )
 
@@ -205,12 +206,6 @@ class SearchService:
         return find_base(self._store, principal, knowledge_base_id)
 
 
-def normalize_mode(mode: str) -> SearchMode:
-    """One of the four modes (case and surrounding space ignored); anything else is ``hybrid``."""
-    cleaned = mode.strip().lower()
-    return SearchMode(cleaned) if cleaned in MODES else SearchMode.HYBRID
-
-
 def _check_bounds(arguments: SearchKnowledgeArguments) -> None:
     """Bounds apply whatever the mode (DESIGN §5: out-of-mode parameters are still checked)."""
     problems = []
@@ -226,29 +221,6 @@ def _check_bounds(arguments: SearchKnowledgeArguments) -> None:
         )
     if problems:
         raise InvalidRequestError("A parameter is out of bounds.", {"fields": problems})
-
-
-def legs_for(mode: SearchMode) -> frozenset[Leg]:
-    """The legs a search mode runs (``search_memory`` runs the same)."""
-    if mode is SearchMode.LEXICAL:
-        return frozenset({Leg.LEXICAL})
-    if mode is SearchMode.SEMANTIC:
-        return frozenset({Leg.SEMANTIC})
-    return frozenset({Leg.LEXICAL, Leg.SEMANTIC})
-
-
-def can_degrade(legs: frozenset[Leg]) -> bool:
-    """A search may fall back to its lexical leg when it runs both legs (hybrid with terms)."""
-    return legs == frozenset({Leg.LEXICAL, Leg.SEMANTIC})
-
-
-def semantic_leg_failed(error: DependencyUnavailableError) -> bool:
-    """The index reported that the semantic (k-NN) leg alone failed (``details.leg``)."""
-    return error.details.get("leg") == Leg.SEMANTIC.value
-
-
-def _lexical_only() -> frozenset[Leg]:
-    return frozenset({Leg.LEXICAL})
 
 
 def _legs_for(mode: SearchMode, *, has_terms: bool) -> frozenset[Leg]:
@@ -300,18 +272,4 @@ def _result(entry: Accepted, query: str) -> SearchResult:
         published_at=revision.published_at,
         duplicate_item_ids=list(entry.duplicates),
         scores=scores_of(hit.final, hit.lexical, hit.semantic),
-    )
-
-
-def scores_of(final: float, lexical: LegScore | None, semantic: LegScore | None) -> Scores:
-    """The ``scores`` object of a result: the final score and each leg's raw score, normalized
-    score and rank (nulls for a leg that did not return the hit)."""
-    return Scores(
-        final=final,
-        lexical=lexical.raw if lexical else None,
-        lexical_normalized=lexical.normalized if lexical else None,
-        lexical_rank=lexical.rank if lexical else None,
-        semantic=semantic.raw if semantic else None,
-        semantic_normalized=semantic.normalized if semantic else None,
-        semantic_rank=semantic.rank if semantic else None,
     )

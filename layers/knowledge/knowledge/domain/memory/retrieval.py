@@ -13,8 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from knowledge.domain.memory.notes import MemoryType, Note, can_see_note_of, path_ancestors
 from knowledge.domain.models import Scope
-from knowledge.domain.retrieval.fusion import LegScore, fuse
-from knowledge.domain.retrieval.hits import ChunkHit, Leg, LegHits, SearchMode
+from knowledge.domain.retrieval.fusion import LegScore, fuse_hits
+from knowledge.domain.retrieval.hits import Hit, Leg, SearchMode
 
 
 class _Frozen(BaseModel):
@@ -84,6 +84,13 @@ def admits(note_filter: NoteFilter, note: Note) -> bool:
     return current and narrowed and under and visible
 
 
+def holds(note_filter: NoteFilter, note: Note, version: int | None = None) -> bool:
+    """The read-time truth of a stored note a read found (search, recall, pins): admitted by
+    ``note_filter`` now (``admits``: visible, narrowed, current or, when asked, superseded) and,
+    when ``version`` is given (the version an index held), still at that version."""
+    return (version is None or note.version == version) and admits(note_filter, note)
+
+
 class NoteQuery(_Frozen):
     """One search of notes over both legs; ``k`` is the number of notes each leg returns."""
 
@@ -92,6 +99,8 @@ class NoteQuery(_Frozen):
     filter: NoteFilter
     k: int = Field(ge=1)
     legs: frozenset[Leg] = frozenset({Leg.LEXICAL, Leg.SEMANTIC})
+    tolerate: frozenset[Leg] = frozenset()
+    """Legs whose failure by the engine is reported in ``NoteLegHits.failed`` rather than raised."""
 
 
 class NoteHit(_Frozen):
@@ -104,10 +113,12 @@ class NoteHit(_Frozen):
 
 
 class NoteLegHits(_Frozen):
-    """Each leg's hits, best first (ties by note id); a leg that was not run is empty."""
+    """Each leg's hits, best first (ties by note id); a leg that was not run is empty. ``failed`` is
+    the leg the engine failed (its list empty), when the query tolerated it (``NoteQuery.tolerate``)."""
 
     lexical: list[NoteHit] = []
     semantic: list[NoteHit] = []
+    failed: Leg | None = None
 
 
 class FusedNote(_Frozen):
@@ -122,33 +133,19 @@ class FusedNote(_Frozen):
 
 
 def fuse_notes(legs: NoteLegHits, mode: SearchMode, alpha: float) -> list[FusedNote]:
-    """Notes ranked by ``mode`` with the knowledge search's own fusion (``fusion.fuse``: the same
-    modes, min–max normalization, RRF k = 60 and tie-break by id). A note is one document, so it
-    enters each leg as an item with a single chunk; ``ValueError`` when ``alpha`` is NaN."""
-    as_items = LegHits(
-        lexical=[_as_chunk(hit) for hit in legs.lexical], semantic=[_as_chunk(hit) for hit in legs.semantic]
-    )
+    """Notes ranked by ``mode`` with the knowledge search's own fusion (``fusion.fuse_hits``: the same
+    modes, min–max normalization, RRF k = 60 and tie-break by id), a note one document with one hit
+    per leg; ``ValueError`` when ``alpha`` is NaN."""
+    lexical = [Hit(hit.note_id, 0, hit.score) for hit in legs.lexical]
+    semantic = [Hit(hit.note_id, 0, hit.score) for hit in legs.semantic]
     versions = {hit.note_id: hit.version for hit in [*legs.lexical, *legs.semantic]}
     return [
         FusedNote(
-            note_id=hit.knowledge_item_id,
-            version=versions[hit.knowledge_item_id],
-            final=hit.final,
-            lexical=hit.lexical,
-            semantic=hit.semantic,
+            note_id=fused.id,
+            version=versions[fused.id],
+            final=fused.final,
+            lexical=fused.lexical,
+            semantic=fused.semantic,
         )
-        for hit in fuse(as_items, mode, alpha)
+        for fused in fuse_hits(lexical, semantic, mode, alpha)
     ]
-
-
-def _as_chunk(hit: NoteHit) -> ChunkHit:
-    return ChunkHit(
-        knowledge_base_id="",
-        knowledge_item_id=hit.note_id,
-        knowledge_revision_id="",
-        ordinal=0,
-        start=0,
-        end=0,
-        text="",
-        score=hit.score,
-    )

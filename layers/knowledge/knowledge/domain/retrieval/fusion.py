@@ -1,6 +1,8 @@
-"""Fusion of the lexical (BM25) and semantic (kNN) legs into one ranking of items (DESIGN §4).
+"""Fusion of the lexical (BM25) and semantic (kNN) legs into one ranking of documents (DESIGN §4).
 
-Every mode first collapses each leg to one hit per item, its best chunk, and ranks the collapsed leg
+The core (``fuse_hits``) works on plain ``Hit``s, ``(id, ordinal, score)`` per leg, for every
+corpus: knowledge items (a hit per chunk or passage, ``fuse``) and notes (one hit per note). Every
+mode first collapses each leg to one hit per document, its best one, and ranks the collapsed leg
 from 1. Then:
 
 - ``lexical`` / ``semantic``: that leg alone; ``final`` is its raw score.
@@ -19,7 +21,7 @@ from 1. Then:
 - ``rrf``: reciprocal rank fusion, ``Σ 1/(k + rank)`` over the legs that returned the item, with
   k = 60 (Cormack, Clarke & Büttcher, SIGIR 2009).
 
-Results are sorted by ``final`` descending, ties by item id, so equal inputs give equal order. A
+Results are sorted by ``final`` descending, ties by document id, so equal inputs give equal order. A
 score that is NaN or infinite (an engine fault) is replaced by its leg's minimum finite score (0.0 if
 there is none), so it can never jump to the top or poison the sort.
 """
@@ -34,7 +36,7 @@ from itertools import pairwise
 from operator import itemgetter
 from typing import NamedTuple, Protocol
 
-from knowledge.domain.retrieval.hits import ChunkHit, Leg, LegHits, SearchMode
+from knowledge.domain.retrieval.hits import ChunkHit, Hit, Leg, LegHits, SearchMode
 
 RRF_K = 60
 """The rank constant of reciprocal rank fusion (Cormack et al. 2009)."""
@@ -77,23 +79,37 @@ NORMALIZATION = MinMaxWithLowerBounds(lexical=0.0, semantic=0.0)
 
 
 class LegScore(NamedTuple):
-    """One leg's view of an item: its best chunk's raw score, its normalized score over the collapsed
-    leg (in [0, 1] for ``NORMALIZATION``), and its rank (from 1) in the collapsed leg.
+    """One leg's view of a document: its best hit's raw score, its normalized score over the
+    collapsed leg (in [0, 1] for ``NORMALIZATION``), and its rank (from 1) in the collapsed leg.
 
-    ``LegScore`` and ``FusedHit`` are named tuples, not pydantic models or frozen dataclasses: fusion
-    builds one of each per candidate item (hundreds per query) from values the index already typed,
-    a named tuple is the cheapest immutable value to build, and only the few that reach the answer
-    become pydantic models (``domain.contract.Scores``)."""
+    ``LegScore``, ``Fused`` and ``FusedHit`` are named tuples, not pydantic models or frozen
+    dataclasses: fusion builds one of each per candidate (hundreds per query) from values the index
+    already typed, a named tuple is the cheapest immutable value to build, and only the few that
+    reach the answer become pydantic models (``contract.search.Scores``)."""
 
     raw: float
     normalized: float
     rank: int
 
 
+class Fused(NamedTuple):
+    """One document after fusion. ``lexical`` / ``semantic`` are set for each leg that returned the
+    document, whatever the mode. ``leg`` and ``at`` name the hit to show: the document's best hit in
+    the leg contributing more to ``final`` (lexical on a tie), at position ``at`` of that leg's input
+    to ``fuse_hits``."""
+
+    id: str
+    final: float
+    leg: Leg
+    at: int
+    lexical: LegScore | None = None
+    semantic: LegScore | None = None
+
+
 class FusedHit(NamedTuple):
-    """One item after fusion. ``lexical`` / ``semantic`` are set for each leg that returned the item,
-    whatever the mode. ``chunk`` is the chunk to excerpt: the best chunk of the leg contributing more
-    to ``final`` (lexical on a tie); the revision id is that chunk's."""
+    """One item after fusion (``Fused`` of a knowledge search). ``chunk`` is the chunk to excerpt: the
+    best chunk of the leg contributing more to ``final`` (lexical on a tie); the revision id is that
+    chunk's."""
 
     knowledge_base_id: str
     knowledge_item_id: str
@@ -104,55 +120,85 @@ class FusedHit(NamedTuple):
     semantic: LegScore | None = None
 
 
-_Ranked = tuple[LegScore, ChunkHit]
-"""An item's leg score and its best chunk in that leg (a plain pair: fusion builds one per leg
-candidate)."""
+_Ranked = tuple[LegScore, int]
+"""A document's leg score and the position of its best hit in the leg's input (a plain pair: fusion
+builds one per leg candidate)."""
 
-_ITEM_ID = itemgetter(1)  # ChunkHit.knowledge_item_id, FusedHit.knowledge_item_id
-_ITEM_ORDER = itemgetter(1, 3)  # ChunkHit: (knowledge_item_id, ordinal)
-_SCORE = itemgetter(7)  # ChunkHit.score
-_FINAL = itemgetter(3)  # FusedHit.final
+_ORDER = itemgetter(0, 1)  # Hit: (id, ordinal)
+_HIT_ID = itemgetter(0)  # Hit.id, Fused.id
+_SCORE = itemgetter(2)  # Hit.score
+_FINAL = itemgetter(1)  # Fused.final
+_CHUNK_FIELDS = itemgetter(1, 3, 7)  # ChunkHit: (knowledge_item_id, ordinal, score)
 _new = tuple.__new__
 """Builds a named tuple from a tuple of its fields in order, without the Python-level ``__new__``
-frame of ``FusedHit(...)``: fusion builds one per candidate item."""
+frame of ``Fused(...)``: fusion builds one per candidate document."""
 _legscore = partial(_new, LegScore)  # LegScore from a (raw, normalized, rank) tuple
+_hit = partial(_new, Hit)  # Hit from an (id, ordinal, score) tuple
+
+
+class Best(NamedTuple):
+    """A leg collapsed to each document's best hit, best first, as parallel lists: the documents' ids,
+    their best hits' scores (finite) and those hits' positions in the leg's input."""
+
+    ids: list[str]
+    scores: list[float]
+    positions: list[int]
+
+
+def plain(hits: Sequence[ChunkHit]) -> list[Hit]:
+    """``hits`` as fusion's plain hits: ``(knowledge_item_id, ordinal, score)``, position by position."""
+    return list(map(_hit, map(_CHUNK_FIELDS, hits)))
+
+
+def best_hits(hits: Sequence[Hit]) -> Best:
+    """Each document's best hit, best first; ties by id, then ordinal.
+
+    Non-finite scores are first replaced by the minimum finite score of ``hits`` (0.0 if none). Both
+    engines return each leg in this order already, so only a leg out of order (or with a non-finite
+    score) is sorted.
+    """
+    if _in_order(hits):
+        ordered: Sequence[Hit] = hits
+        order: Sequence[int] = range(len(hits))
+    else:
+        ordered, order = _sorted(hits)
+    ids = list(map(_HIT_ID, ordered))
+    # Each id's first place in ``ordered``: a dict built from the end keeps the first place of each.
+    firsts = sorted(dict(zip(reversed(ids), range(len(ids) - 1, -1, -1), strict=True)).values())
+    return Best(
+        ids=list(map(ids.__getitem__, firsts)),
+        scores=[ordered[place][2] for place in firsts],
+        positions=list(map(order.__getitem__, firsts)),
+    )
 
 
 def collapse(hits: Sequence[ChunkHit]) -> list[ChunkHit]:
-    """One hit per item, its best chunk, best first; ties by item id, then chunk ordinal.
-
-    Non-finite scores are first replaced by the minimum finite score of ``hits``. Both index
-    adapters return each leg in this order already, so only a leg out of order (or with a
-    non-finite score) is sorted.
-    """
-    ordered = hits if _in_order(hits) else _sorted(hits)
-    seen: set[str] = set()
-    best: list[ChunkHit] = []
-    for hit in ordered:
-        if hit.knowledge_item_id not in seen:
-            seen.add(hit.knowledge_item_id)
-            best.append(hit)
-    return best
+    """One hit per item, its best chunk, best first; ties by item id, then chunk ordinal
+    (``best_hits``; a non-finite score comes back replaced)."""
+    best = best_hits(plain(hits))
+    return [
+        hits[position] if hits[position][7] == score else hits[position]._replace(score=score)
+        for score, position in zip(best.scores, best.positions, strict=True)
+    ]
 
 
-def _in_order(hits: Sequence[ChunkHit]) -> bool:
-    """Every score finite, and ``hits`` by score descending, ties by (item id, ordinal)."""
+def _in_order(hits: Sequence[Hit]) -> bool:
+    """Every score finite, and ``hits`` by score descending, ties by (id, ordinal)."""
     if not math.isfinite(sum(map(_SCORE, hits))):  # a NaN or an infinity (or an overflow)
         return False
     return all(
-        earlier.score > later.score
-        or (earlier.score == later.score and _ITEM_ORDER(earlier) <= _ITEM_ORDER(later))
+        earlier[2] > later[2] or (earlier[2] == later[2] and _ORDER(earlier) <= _ORDER(later))
         for earlier, later in pairwise(hits)
     )
 
 
-def _sorted(hits: Sequence[ChunkHit]) -> list[ChunkHit]:
-    """``hits`` with finite scores (``_finite``) by score descending, ties by (item id, ordinal):
-    two stable sorts with C-level keys."""
-    ordered = _finite(hits)
-    ordered.sort(key=_ITEM_ORDER)
-    ordered.sort(key=_SCORE, reverse=True)
-    return ordered
+def _sorted(hits: Sequence[Hit]) -> tuple[list[Hit], list[int]]:
+    """``hits`` with finite scores (``_finite``) by score descending, ties by (id, ordinal), and the
+    position in ``hits`` of each: two stable sorts."""
+    finite = _finite(hits)
+    order = sorted(range(len(finite)), key=lambda position: _ORDER(finite[position]))
+    order.sort(key=lambda position: finite[position][2], reverse=True)
+    return [finite[position] for position in order], order
 
 
 def clamp_alpha(alpha: float) -> float:
@@ -162,77 +208,100 @@ def clamp_alpha(alpha: float) -> float:
     return min(1.0, max(0.0, alpha))
 
 
-def fuse(
-    legs: LegHits, mode: SearchMode, alpha: float, normalizer: Normalizer | None = None
-) -> list[FusedHit]:
-    """Items ranked by ``mode`` (see the module doc); ``alpha`` matters only for ``hybrid``, and
+def fuse_hits(
+    lexical: Sequence[Hit],
+    semantic: Sequence[Hit],
+    mode: SearchMode,
+    alpha: float,
+    normalizer: Normalizer | None = None,
+) -> list[Fused]:
+    """Documents ranked by ``mode`` (see the module doc); ``alpha`` matters only for ``hybrid``, and
     ``normalizer`` (default ``NORMALIZATION``) only for ``hybrid`` and the reported normalized scores.
 
-    Returns every item of the legs the mode uses (both for ``hybrid`` and ``rrf``), best first.
+    Returns every document of the legs the mode uses (both for ``hybrid`` and ``rrf``), best first.
     Raises ``ValueError`` when ``alpha`` is NaN.
     """
     weight = clamp_alpha(alpha)
     normalize = normalizer or NORMALIZATION
-    lexical = _rank(Leg.LEXICAL, collapse(legs.lexical), normalize)
-    semantic = _rank(Leg.SEMANTIC, collapse(legs.semantic), normalize)
-    lexical_parts = _contributions(lexical, mode, SearchMode.LEXICAL, weight)
-    semantic_parts = _contributions(semantic, mode, SearchMode.SEMANTIC, 1.0 - weight)
-    fused: list[FusedHit] = []
+    lexical_ranked = _rank(Leg.LEXICAL, best_hits(lexical), normalize)
+    semantic_ranked = _rank(Leg.SEMANTIC, best_hits(semantic), normalize)
+    lexical_parts = _contributions(lexical_ranked, mode, SearchMode.LEXICAL, weight)
+    semantic_parts = _contributions(semantic_ranked, mode, SearchMode.SEMANTIC, 1.0 - weight)
+    fused: list[Fused] = []
     if lexical_parts:
-        for item, (score, chunk) in lexical.items():
-            part = final = lexical_parts[item]
+        for doc, (score, at) in lexical_ranked.items():
+            part = final = lexical_parts[doc]
+            leg = Leg.LEXICAL
             semantic_score = None
-            other = semantic.get(item)
+            other = semantic_ranked.get(doc)
             if other is not None:
                 semantic_score = other[0]
-                other_part = semantic_parts.get(item)
-                if other_part is not None:  # both legs count: the chunk of the larger contribution
-                    chunk = other[1] if other_part > part else chunk
+                other_part = semantic_parts.get(doc)
+                if other_part is not None:  # both legs count: the hit of the larger contribution
+                    if other_part > part:
+                        leg, at = Leg.SEMANTIC, other[1]
                     final = part + other_part
-            fused.append(_new(FusedHit, (chunk[0], item, chunk[2], final, chunk, score, semantic_score)))
+            fused.append(_new(Fused, (doc, final, leg, at, score, semantic_score)))
     if semantic_parts:
-        for item, (score, chunk) in semantic.items():
-            if lexical_parts and item in lexical:
+        for doc, (score, at) in semantic_ranked.items():
+            if lexical_parts and doc in lexical_ranked:
                 continue  # fused above, with both legs
-            lexical_entry = lexical.get(item)
+            lexical_entry = lexical_ranked.get(doc)
             lexical_score = lexical_entry[0] if lexical_entry else None
-            final = semantic_parts[item]
-            fused.append(_new(FusedHit, (chunk[0], item, chunk[2], final, chunk, lexical_score, score)))
-    # Best first, ties by item id (unique here): two stable sorts with C-level keys.
-    fused.sort(key=_ITEM_ID)
+            fused.append(_new(Fused, (doc, semantic_parts[doc], Leg.SEMANTIC, at, lexical_score, score)))
+    # Best first, ties by id (unique here): two stable sorts with C-level keys.
+    fused.sort(key=_HIT_ID)
     fused.sort(key=_FINAL, reverse=True)
     return fused
+
+
+def fuse(
+    legs: LegHits, mode: SearchMode, alpha: float, normalizer: Normalizer | None = None
+) -> list[FusedHit]:
+    """Items ranked by ``mode`` (``fuse_hits`` over each leg's chunk hits, an item a document), each
+    with the chunk to excerpt. Raises ``ValueError`` when ``alpha`` is NaN."""
+    lexical, semantic = legs.lexical, legs.semantic
+    items: list[FusedHit] = []
+    for item, final, leg, at, lexical_score, semantic_score in fuse_hits(
+        plain(lexical), plain(semantic), mode, alpha, normalizer
+    ):
+        chunk = (lexical if leg is Leg.LEXICAL else semantic)[at]
+        shown = lexical_score if leg is Leg.LEXICAL else semantic_score
+        if shown is not None and chunk[7] != shown[0]:  # a non-finite score, replaced
+            chunk = chunk._replace(score=shown[0])
+        items.append(_new(FusedHit, (chunk[0], item, chunk[2], final, chunk, lexical_score, semantic_score)))
+    return items
 
 
 def _contributions(
     ranked: Mapping[str, _Ranked], mode: SearchMode, leg_mode: SearchMode, weight: float
 ) -> dict[str, float]:
-    """Item id → what one leg adds to ``final`` in ``mode``; empty when the leg does not count in
+    """Document id → what one leg adds to ``final`` in ``mode``; empty when the leg does not count in
     ``mode``: its raw score alone, ``weight`` × its normalized score in ``hybrid``, ``1 / (k + rank)``
     in ``rrf``."""
     if mode is leg_mode:
-        return {item: entry[0].raw for item, entry in ranked.items()}
+        return {doc: entry[0].raw for doc, entry in ranked.items()}
     if mode is SearchMode.HYBRID:
-        return {item: weight * entry[0].normalized for item, entry in ranked.items()}
+        return {doc: weight * entry[0].normalized for doc, entry in ranked.items()}
     if mode is SearchMode.RRF:
-        return {item: 1.0 / (RRF_K + entry[0].rank) for item, entry in ranked.items()}
+        return {doc: 1.0 / (RRF_K + entry[0].rank) for doc, entry in ranked.items()}
     return {}
 
 
-def _rank(leg: Leg, collapsed: Sequence[ChunkHit], normalize: Normalizer) -> dict[str, _Ranked]:
-    """Item id → its leg score (raw, normalized, rank from 1) and best chunk."""
-    if not collapsed:
+def _rank(leg: Leg, best: Best, normalize: Normalizer) -> dict[str, _Ranked]:
+    """Document id → its leg score (raw, normalized, rank from 1) and the position of its best hit."""
+    if not best.ids:
         return {}
-    raw = [hit.score for hit in collapsed]
+    raw = best.scores
     scores = map(_legscore, zip(raw, normalize(leg, raw), range(1, len(raw) + 1), strict=True))
-    return dict(zip(map(_ITEM_ID, collapsed), zip(scores, collapsed, strict=True), strict=True))
+    return dict(zip(best.ids, zip(scores, best.positions, strict=True), strict=True))
 
 
 def _min_max(score: float, low: float, high: float) -> float:
     return min(1.0, max(0.0, (score - low) / (high - low)))
 
 
-def _finite(hits: Sequence[ChunkHit]) -> list[ChunkHit]:
+def _finite(hits: Sequence[Hit]) -> list[Hit]:
     """A copy of ``hits`` with each non-finite score replaced by the minimum finite one (0.0 if
     none)."""
     finite = [hit.score for hit in hits if math.isfinite(hit.score)]

@@ -97,6 +97,9 @@ class IndexQuery(_Frozen):
     the lexical leg, chunks for the semantic leg).
 
     ``vector`` is the query embedding (required for the semantic leg); ``legs`` names the legs to run.
+    ``tolerate`` names the legs whose failure by the engine is reported in the answer
+    (``LegHits.failed``, with the other leg's hits) rather than raised as
+    ``DependencyUnavailableError``; by default every failure is raised.
     """
 
     text: str
@@ -104,6 +107,7 @@ class IndexQuery(_Frozen):
     visibility: VisibilityFilter
     k: int = Field(ge=1)
     legs: frozenset[Leg] = frozenset({Leg.LEXICAL, Leg.SEMANTIC})
+    tolerate: frozenset[Leg] = frozenset()
 
 
 class ChunkHit(NamedTuple):
@@ -125,9 +129,20 @@ class ChunkHit(NamedTuple):
     score: float
 
 
+class Hit(NamedTuple):
+    """A leg's hit as fusion sees it, for any corpus: the document's id (a knowledge item, a note), the
+    hit's ordinal within the document (its chunk or passage; 0 for a note) and the leg's raw score."""
+
+    id: str
+    ordinal: int
+    score: float
+
+
 @dataclass(frozen=True, slots=True)
 class LegHits:
-    """Each leg's hits, best first; a leg that was not run is an empty list."""
+    """Each leg's hits, best first; a leg that was not run is an empty list. ``failed`` is the leg the
+    engine failed (its list empty), when the query tolerated it (``IndexQuery.tolerate``)."""
 
     lexical: list[ChunkHit] = field(default_factory=list)
     semantic: list[ChunkHit] = field(default_factory=list)
+    failed: Leg | None = None

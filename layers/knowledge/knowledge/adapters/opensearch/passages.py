@@ -1,7 +1,7 @@
 """``OpenSearchIndex``: the ``SearchIndex`` port on OpenSearch (opensearch-py; SigV4 on AWS).
 
 Document layout, routing and the external-version encoding are described in
-``knowledge.adapters.opensearch_queries``. Writes of one item, in order:
+``knowledge.adapters.opensearch.queries``. Writes of one item, in order:
 
 1. its head at external version ``2·v`` (``external_gte``): a 409 means the index already holds a
    newer state (or a tombstone at ``v`` or above), so nothing else is written and ``upsert`` is False;
@@ -10,7 +10,7 @@ Document layout, routing and the external-version encoding are described in
    only sees refreshed documents). Only items whose head already existed need this step.
 
 A part (``upsert_part``) is written the same way, its own chunks and passages only, then its part
-mark (``opensearch_queries.part_action``); documents of older versions of the item are deleted and
+mark (``queries.part_action``); documents of older versions of the item are deleted and
 the marks of its version are counted after a refresh. The refresh of the last part written sees
 every mark written before it, so one of the writers of the last parts always reports ``complete``.
 
@@ -34,8 +34,8 @@ from opensearchpy import helpers
 from opensearchpy.exceptions import ConflictError as OpenSearchConflictError
 from opensearchpy.exceptions import RequestError
 
-from knowledge.adapters import opensearch_queries as dsl
-from knowledge.adapters.opensearch_engine import (
+from knowledge.adapters.opensearch import queries as dsl
+from knowledge.adapters.opensearch.engine import (
     BodyAt,
     check_vector,
     document_error,
@@ -369,7 +369,9 @@ class OpenSearchIndex:
         """Both requested legs in one ``_msearch`` routed to the tenant's shard (``search_legs``).
 
         Lexical hits carry BM25 scores; semantic hits carry cosine similarity (converted back from the
-        ``cosinesimil`` score). An empty query text runs no lexical leg. Raises ``ValueError`` when the
+        ``cosinesimil`` score). An empty query text runs no lexical leg. A leg the engine fails is raised
+        as ``DependencyUnavailableError`` (details ``{"leg": ...}``), or, when ``query.tolerate`` names
+        it and the other leg answered, reported as ``LegHits.failed``. Raises ``ValueError`` when the
         semantic leg is requested without a vector or with one of the wrong dimension.
         """
         visibility = query.visibility
@@ -390,8 +392,14 @@ class OpenSearchIndex:
                 raise ValueError("the semantic leg needs a query vector")
             check_vector(vector, len(vector) if self._dimension is None else self._dimension)
             legs.append((Leg.SEMANTIC, lambda depth: dsl.semantic_body(vector, visibility, depth)))
-        found = search_legs(self._client, self._name, visibility.tenant_id, legs, query.k, _parse_hits)
-        return LegHits(lexical=found.get(Leg.LEXICAL, []), semantic=found.get(Leg.SEMANTIC, []))
+        found = search_legs(
+            self._client, self._name, visibility.tenant_id, legs, query.k, _parse_hits, query.tolerate
+        )
+        return LegHits(
+            lexical=found.hits.get(Leg.LEXICAL, []),
+            semantic=found.hits.get(Leg.SEMANTIC, []),
+            failed=found.failed,
+        )
 
     def refresh(self) -> None:
         """Make every write so far visible to search."""

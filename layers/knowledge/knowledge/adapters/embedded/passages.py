@@ -20,8 +20,9 @@
 - Versions: the item version (or tombstone version) of every item ever written is kept in memory,
   and, for an item written in parts (``upsert_part``), which parts of its version are held.
 
-Equal scores are ordered by item id, then ordinal. All methods hold one lock; writes are visible to
-search when they return. Sized for ~10k items / ~20k chunks: indexing in seconds, queries in ms.
+Analysis, versions, the model check and the kNN cut are ``engine``'s, shared with the note index
+(``notes``). Equal scores are ordered by item id, then ordinal. All methods hold one lock; writes are
+visible to search when they return. Sized for ~10k items / ~20k chunks: indexing in seconds, queries in ms.
 
 Commits are batched: a tantivy commit (and searcher reload) costs 10-20 ms whatever it holds, so
 writes only mark the index dirty, and the next ``search`` or ``refresh`` commits them first, as does
@@ -33,7 +34,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from operator import itemgetter, lt
 from typing import NamedTuple
 
@@ -41,8 +41,18 @@ import numpy as np
 import numpy.typing as npt
 import tantivy
 
+from knowledge.adapters.embedded.engine import (
+    ANALYZER,
+    FREQ,
+    VectorSpace,
+    Version,
+    analyzed,
+    index_terms,
+    nearest,
+    stemmer,
+    terms_query,
+)
 from knowledge.domain.access.visibility import VisibilityFilter
-from knowledge.domain.retrieval.analysis import analyze
 from knowledge.domain.retrieval.hits import (
     TIE_BREAKER,
     TITLE_BOOST,
@@ -64,31 +74,6 @@ VIEW_SHARE = 0.25
 """Share of the rows a caller must be admitted to for the semantic leg to multiply the whole matrix
 (a view) rather than a gathered copy of the admitted rows: copying a row costs a few times more
 than multiplying it, so below this share the copy is cheaper."""
-_ANALYZER = "analyzed_english_stem"
-_FREQ = "freq"  # BM25 needs term frequencies, not positions
-
-
-def _stemmer() -> tantivy.TextAnalyzer:
-    """Tantivy's half of the analysis: the terms of ``analysis.analyze``, joined by spaces, stemmed."""
-    return (
-        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace())
-        .filter(tantivy.Filter.stemmer("english"))
-        .build()
-    )
-
-
-_STEMMER = _stemmer()
-
-
-def _analyzed(text: str, *, query: bool = False) -> str:
-    return " ".join(analyze(text, query=query))
-
-
-def index_terms(text: str, *, query: bool = False) -> list[str]:
-    """The terms the lexical leg indexes for ``text`` (or searches for, with ``query``), in order:
-    ``analysis.analyze`` then Snowball English stems."""
-    terms: list[str] = _STEMMER.analyze(_analyzed(text, query=query))
-    return terms
 
 
 class _Chunk(NamedTuple):
@@ -122,18 +107,6 @@ class _Chunk(NamedTuple):
 _new_tuple = tuple.__new__
 _ITEM_ORDER = itemgetter(1, 3)  # ChunkHit: (knowledge_item_id, ordinal)
 _SCORE = itemgetter(7)  # ChunkHit.score
-
-
-@dataclass(frozen=True, slots=True)
-class _Version:
-    version: int
-    removed: bool
-
-    def refuses_upsert(self, version: int) -> bool:
-        return self.version > version or (self.removed and self.version >= version)
-
-    def refuses_removal(self, version: int) -> bool:
-        return self.version > version or (self.removed and self.version == version)
 
 
 _Group = tuple[str, str, str, str | None, str]  # tenant, base, scope, team, owner
@@ -187,24 +160,23 @@ class EmbeddedIndex:
         self._text_boost = text_boost
         self._tie_breaker = tie_breaker
         self._lock = threading.RLock()
-        self._model_id: str | None = None
-        self._dimension: int | None = None
+        self._space = VectorSpace("embedded index")
 
         builder = tantivy.SchemaBuilder()
-        builder.add_text_field("title", tokenizer_name=_ANALYZER, index_option=_FREQ)
-        builder.add_text_field("text", tokenizer_name=_ANALYZER, index_option=_FREQ)
+        builder.add_text_field("title", tokenizer_name=ANALYZER, index_option=FREQ)
+        builder.add_text_field("text", tokenizer_name=ANALYZER, index_option=FREQ)
         builder.add_text_field("item_key", tokenizer_name="raw")
         builder.add_text_field("base_key", tokenizer_name="raw")
         builder.add_unsigned_field("group", indexed=True)
         builder.add_unsigned_field("row", fast=True)
         self._schema = builder.build()
         self._index = tantivy.Index(self._schema)
-        self._index.register_tokenizer(_ANALYZER, _stemmer())
+        self._index.register_tokenizer(ANALYZER, stemmer())
         self._writer = self._index.writer(heap_size=64_000_000, num_threads=1)
         self._searcher = self._index.searcher()
         self._uncommitted = 0
 
-        self._versions: dict[_Key, _Version] = {}
+        self._versions: dict[_Key, Version] = {}
         self._parts: dict[_Key, set[int] | None] = {}  # None: written whole, by upsert
         self._item_rows: dict[_Key, list[int]] = {}
         self._item_base: dict[_Key, str] = {}
@@ -227,17 +199,8 @@ class EmbeddedIndex:
         """Record the embedding model and dimension on first use; raise ``IndexConfigurationError``
         when a later call names another model or dimension."""
         with self._lock:
-            if self._model_id is None:
-                self._model_id, self._dimension = model_id, dimension
+            if self._space.ensure(model_id, dimension):
                 self._vectors = np.zeros((0, dimension), dtype=np.float32)
-                return
-            if (self._model_id, self._dimension) != (model_id, dimension):
-                raise IndexConfigurationError(
-                    f"The embedded index holds vectors of embedding model {self._model_id!r} with "
-                    f"dimension {self._dimension}, but {model_id!r} with dimension {dimension} is "
-                    "configured.",
-                    {"index_model": self._model_id, "index_dimension": self._dimension},
-                )
 
     # Writes
 
@@ -265,7 +228,7 @@ class EmbeddedIndex:
                     continue
                 self._drop(key)
                 self._add(item, matrix)
-                self._versions[key] = _Version(item.version, removed=False)
+                self._versions[key] = Version(item.version, removed=False)
                 self._parts[key] = None
                 results.append(True)
             if any(results):
@@ -300,7 +263,7 @@ class EmbeddedIndex:
                 self._add(item, matrix)
                 have.add(part)
                 self._commit(len(item.chunks))
-            self._versions[key] = _Version(item.version, removed=False)
+            self._versions[key] = Version(item.version, removed=False)
             return PartWrite(written=True, held=frozenset(have), complete=len(have) >= parts)
 
     def remove_item(self, tenant_id: str, knowledge_item_id: str, *, version: int) -> None:
@@ -312,7 +275,7 @@ class EmbeddedIndex:
             if held is not None and held.refuses_removal(version):
                 logger.info("stale index removal ignored", extra={"knowledge_item_id": knowledge_item_id})
                 return
-            self._versions[key] = _Version(version, removed=True)
+            self._versions[key] = Version(version, removed=True)
             if self._drop(key):
                 self._commit()
 
@@ -335,7 +298,8 @@ class EmbeddedIndex:
     def search(self, query: IndexQuery) -> LegHits:
         """Up to ``query.k`` visible chunk hits per requested leg, best first.
 
-        Lexical scores are BM25; semantic scores are cosine similarity in [-1, 1]. Raises
+        Lexical scores are BM25; semantic scores are cosine similarity in [-1, 1]. Both legs run in
+        process, so no leg fails on its own (``LegHits.failed`` stays ``None``). Raises
         ``ValueError`` when the semantic leg is requested without a vector or with one of the wrong
         dimension.
         """
@@ -371,14 +335,7 @@ class EmbeddedIndex:
             return []
         fields = []
         for field, boost in (("title", self._title_boost), ("text", self._text_boost)):
-            clauses = [
-                (
-                    tantivy.Occur.Should,
-                    tantivy.Query.term_query(self._schema, field, term, index_option=_FREQ),
-                )
-                for term in terms
-            ]
-            fields.append(tantivy.Query.boost_query(tantivy.Query.boolean_query(clauses), boost))
+            fields.append(tantivy.Query.boost_query(terms_query(self._schema, field, terms), boost))
         # One term query per admitted group: tantivy's term-set query over this integer field scores
         # every document of the field (about 0.2 ms per 1,000 chunks); a union of term queries walks
         # only the admitted groups' postings.
@@ -423,9 +380,9 @@ class EmbeddedIndex:
     def _semantic(self, vector: Sequence[float] | None, groups: list[int], k: int) -> list[ChunkHit]:
         if vector is None:
             raise ValueError("the semantic leg needs a query vector")
-        if self._dimension is None:
+        if self._space.dimension is None:
             return []
-        query = self._unit(vector)
+        query = self._space.unit(vector)
         size = len(self._chunks)
         if not groups or size == 0:
             return []
@@ -438,11 +395,7 @@ class EmbeddedIndex:
             scores = (self._vectors[:size] @ query)[rows]
         else:
             scores = self._vectors[rows] @ query
-        if rows.size > k:
-            # Keep every row tied with the k-th best so the id tie-break of ``_best`` decides among them.
-            kth = scores[np.argpartition(-scores, k - 1)[:k]].min()
-            keep = np.flatnonzero(scores >= kth)
-            rows, scores = rows[keep], scores[keep]
+        rows, scores = nearest(rows, scores, k)  # ties with the k-th kept: ``_best`` orders them by id
         np.clip(scores, -1.0, 1.0, out=scores)
         order = np.argsort(-scores, kind="stable")
         rows, scores = rows[order], scores[order]
@@ -456,22 +409,12 @@ class EmbeddedIndex:
 
     # Storage
 
-    def _unit(self, vector: Sequence[float]) -> npt.NDArray[np.float32]:
-        with np.errstate(over="ignore", invalid="ignore"):  # overflow is refused just below
-            array = np.asarray(vector, dtype=np.float32)
-            norm = float(np.linalg.norm(array))
-        if array.shape != (self._dimension,):
-            raise ValueError(f"vector has {array.size} dimensions; the index expects {self._dimension}")
-        if norm == 0.0 or not np.isfinite(norm):
-            raise ValueError("a zero or non-finite vector has no cosine similarity")
-        return array / np.float32(norm)
-
     def _unit_rows(self, item: IndexedItem) -> npt.NDArray[np.float32]:
-        if self._dimension is None:
+        if self._space.dimension is None:
             raise IndexConfigurationError("The search index is not configured; call ensure_ready first.")
         if not item.chunks:
-            return np.zeros((0, self._dimension), dtype=np.float32)
-        return np.stack([self._unit(chunk.vector) for chunk in item.chunks])
+            return np.zeros((0, self._space.dimension), dtype=np.float32)
+        return np.stack([self._space.unit(chunk.vector) for chunk in item.chunks])
 
     def _group(self, item: IndexedItem) -> int:
         group: _Group = (item.tenant_id, item.knowledge_base_id, item.scope, item.team_id, item.owner_id)
@@ -509,7 +452,7 @@ class EmbeddedIndex:
         rows = self._claim_rows(len(item.chunks))
         item_key = _joined(*key)
         base_key = _joined(item.tenant_id, item.knowledge_base_id)
-        title = _analyzed(item.title)
+        title = analyzed(item.title)
         for row, chunk, vector in zip(rows, item.chunks, matrix, strict=True):
             self._chunks[row] = _Chunk.of(item, chunk)
             self._vectors[row] = vector
@@ -523,7 +466,7 @@ class EmbeddedIndex:
             passage_ids.append(passage_id)
             document = tantivy.Document()
             document.add_text("title", title)
-            document.add_text("text", _analyzed(passage.text))
+            document.add_text("text", analyzed(passage.text))
             document.add_text("item_key", item_key)
             document.add_text("base_key", base_key)
             document.add_unsigned("group", group)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar
 
 import boto3
 from opensearchpy import AWSV4SignerAuth, Connection, OpenSearch, RequestsHttpConnection
@@ -161,6 +161,14 @@ def _tie_runs_past(hits: Sequence[_Scored], k: int, depth: int) -> bool:
     return depth < MAX_KNN_K and len(hits) >= depth > k and hits[-1].score >= hits[k - 1].score
 
 
+class Found(NamedTuple, Generic[H]):
+    """What ``search_legs`` found: each answered leg's best hits, and the leg the engine failed (a
+    tolerated one), if any."""
+
+    hits: dict[Leg, list[H]]
+    failed: Leg | None = None
+
+
 def search_legs(
     client: Any,
     index: str,
@@ -168,15 +176,17 @@ def search_legs(
     legs: Sequence[tuple[Leg, BodyAt]],
     k: int,
     parse: Parse[H],
-) -> dict[Leg, list[H]]:
+    tolerate: frozenset[Leg] = frozenset(),
+) -> Found[H]:
     """Each leg's best ``k`` hits (see the module docs), from one ``_msearch`` and, for a semantic
     leg tied past its first fetch, wider kNN searches.
 
-    Raises ``DependencyUnavailableError`` (details ``{"leg": ...}``) when the engine fails a leg,
-    and what ``translated`` maps for the requests themselves.
+    A leg the engine fails is ``Found.failed`` when it is in ``tolerate`` and another leg answered;
+    otherwise ``DependencyUnavailableError`` (details ``{"leg": ...}``). Raises what ``translated``
+    maps for the requests themselves.
     """
     if not legs:
-        return {}
+        return Found({})
     depths = {leg: _first_depth(leg, k) for leg, _ in legs}
     lines: list[dict[str, Any]] = []
     for leg, body_at in legs:
@@ -184,13 +194,25 @@ def search_legs(
     with translated("search"):
         answer = client.msearch(index=index, body=lines)
     found: dict[Leg, list[H]] = {}
+    failures: list[DependencyUnavailableError] = []
     for (leg, body_at), response in zip(legs, answer["responses"], strict=True):
-        hits = _leg_hits(leg, response, parse)
-        depth = depths[leg]
-        while leg is Leg.SEMANTIC and _tie_runs_past(hits, k, depth):
-            depth = min(2 * depth, MAX_KNN_K)
-            with translated("search"):
-                wider = client.msearch(index=index, body=[{"routing": routing}, body_at(depth)])
-            hits = _leg_hits(leg, wider["responses"][0], parse)
+        try:
+            hits = _leg_hits(leg, response, parse)
+            depth = depths[leg]
+            while leg is Leg.SEMANTIC and _tie_runs_past(hits, k, depth):
+                depth = min(2 * depth, MAX_KNN_K)
+                with translated("search"):
+                    wider = client.msearch(index=index, body=[{"routing": routing}, body_at(depth)])
+                hits = _leg_hits(leg, wider["responses"][0], parse)
+        except DependencyUnavailableError as error:
+            if leg not in tolerate:
+                raise
+            failures.append(error)
+            continue
         found[leg] = hits[:k]
-    return found
+    if not failures:
+        return Found(found)
+    if not found:
+        raise failures[0]
+    failed = Leg(failures[0].details["leg"])
+    return Found(found, failed)

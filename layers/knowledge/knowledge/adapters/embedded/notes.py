@@ -1,7 +1,7 @@
 """``EmbeddedNoteIndex``: the ``NoteIndex`` port in process, for local runs and tests (DESIGN §9).
 
-The same engines and analyzer as ``EmbeddedIndex`` (the knowledge index), in an index of its own,
-so knowledge and memory never share a ranking:
+The same engine as ``EmbeddedIndex`` (the knowledge index; what both share is ``engine``'s), in an
+index of its own, so knowledge and memory never share a ranking:
 
 - lexical leg: BM25 (tantivy, k1 = 1.2, b = 0.75) over the note's ``content``, through
   ``knowledge.domain.retrieval.analysis`` and Snowball English stems, as the knowledge index; the query is
@@ -28,16 +28,22 @@ import numpy as np
 import numpy.typing as npt
 import tantivy
 
-from knowledge.adapters.embedded_index import _analyzed, _stemmer, _Version, index_terms
+from knowledge.adapters.embedded.engine import (
+    ANALYZER,
+    FREQ,
+    VectorSpace,
+    Version,
+    analyzed,
+    index_terms,
+    nearest,
+    stemmer,
+    terms_query,
+)
 from knowledge.domain.memory.notes import path_ancestors
 from knowledge.domain.memory.retrieval import IndexedNote, NoteFilter, NoteHit, NoteLegHits, NoteQuery
 from knowledge.domain.models import Scope
 from knowledge.domain.retrieval.hits import Leg
-from knowledge.errors import IndexConfigurationError
 from knowledge.observability import logger
-
-_ANALYZER = "analyzed_english_stem"
-_FREQ = "freq"
 
 _Key = tuple[str, str]  # tenant, note
 _COLUMNS = ("tenant", "owner", "scope", "team", "agent", "type")
@@ -56,19 +62,18 @@ class EmbeddedNoteIndex:
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
-        self._model_id: str | None = None
-        self._dimension: int | None = None
+        self._space = VectorSpace("note index")
         builder = tantivy.SchemaBuilder()
-        builder.add_text_field("content", tokenizer_name=_ANALYZER, index_option=_FREQ)
+        builder.add_text_field("content", tokenizer_name=ANALYZER, index_option=FREQ)
         builder.add_text_field("note_key", tokenizer_name="raw")
         builder.add_text_field("tenant", tokenizer_name="raw")
         builder.add_unsigned_field("row", indexed=True, fast=True)
         self._schema = builder.build()
         self._index = tantivy.Index(self._schema)
-        self._index.register_tokenizer(_ANALYZER, _stemmer())
+        self._index.register_tokenizer(ANALYZER, stemmer())
         self._writer = self._index.writer(heap_size=32_000_000, num_threads=1)
         self._searcher = self._index.searcher()
-        self._versions: dict[_Key, _Version] = {}
+        self._versions: dict[_Key, Version] = {}
         self._rows: dict[_Key, int] = {}
         self._notes: list[IndexedNote | None] = []
         self._free_rows: list[int] = []
@@ -86,23 +91,15 @@ class EmbeddedNoteIndex:
         """Record the embedding model and dimension on first use; ``IndexConfigurationError`` when a
         later call names another."""
         with self._lock:
-            if self._model_id is None:
-                self._model_id, self._dimension = model_id, dimension
+            if self._space.ensure(model_id, dimension):
                 self._vectors = np.zeros((0, dimension), dtype=np.float32)
-                return
-            if (self._model_id, self._dimension) != (model_id, dimension):
-                raise IndexConfigurationError(
-                    f"The note index holds vectors of embedding model {self._model_id!r} with dimension "
-                    f"{self._dimension}, but {model_id!r} with dimension {dimension} is configured.",
-                    {"index_model": self._model_id, "index_dimension": self._dimension},
-                )
 
     def upsert_notes(self, notes: Sequence[IndexedNote]) -> list[bool]:
         """Index each note at its version, one tantivy commit for all; ``False`` for a note whose held
         version is newer (or a tombstone at or above it). ``ValueError`` (before any change) for a
         vector of the wrong dimension or a zero vector."""
         with self._lock:
-            vectors = [self._unit(note.vector) for note in notes]
+            vectors = [self._space.unit(note.vector) for note in notes]
             results: list[bool] = []
             for note, vector in zip(notes, vectors, strict=True):
                 key = (note.tenant_id, note.note_id)
@@ -113,7 +110,7 @@ class EmbeddedNoteIndex:
                     continue
                 self._drop(key)
                 self._add(note, vector)
-                self._versions[key] = _Version(note.version, removed=False)
+                self._versions[key] = Version(note.version, removed=False)
                 results.append(True)
             if any(results):
                 self._commit()
@@ -126,7 +123,7 @@ class EmbeddedNoteIndex:
             held = self._versions.get(key)
             if held is not None and held.refuses_removal(version):
                 return
-            self._versions[key] = _Version(version, removed=True)
+            self._versions[key] = Version(version, removed=True)
             if self._drop(key):
                 self._commit()
 
@@ -135,7 +132,8 @@ class EmbeddedNoteIndex:
 
     def search(self, query: NoteQuery) -> NoteLegHits:
         """Up to ``query.k`` admitted notes per requested leg, best first (BM25; cosine in [-1, 1]).
-        ``ValueError`` when the semantic leg is asked for without a vector."""
+        No leg fails on its own in process (``NoteLegHits.failed`` stays ``None``). ``ValueError``
+        when the semantic leg is asked for without a vector."""
         with self._lock:
             admitted = self._admitted(query.filter)
             semantic = self._semantic(query.vector, admitted, query.k) if Leg.SEMANTIC in query.legs else []
@@ -221,17 +219,10 @@ class EmbeddedNoteIndex:
         terms = index_terms(text, query=True)
         if not terms or not admitted.any():
             return []
-        clauses = [
-            (
-                tantivy.Occur.Should,
-                tantivy.Query.term_query(self._schema, "content", term, index_option=_FREQ),
-            )
-            for term in terms
-        ]
         tenant = tantivy.Query.term_query(self._schema, "tenant", tenant_id)
         query = tantivy.Query.boolean_query(
             [
-                (tantivy.Occur.Must, tantivy.Query.boolean_query(clauses)),
+                (tantivy.Occur.Must, terms_query(self._schema, "content", terms)),
                 (tantivy.Occur.Must, tantivy.Query.const_score_query(tenant, 0.0)),
             ]
         )
@@ -256,15 +247,12 @@ class EmbeddedNoteIndex:
         """Exact cosine over every row (one contiguous matrix–vector product), admitted rows kept."""
         if vector is None:
             raise ValueError("the semantic leg needs a query vector")
-        if self._dimension is None or not admitted.any():
+        if self._space.dimension is None or not admitted.any():
             return []
-        scores = self._vectors[: admitted.shape[0]] @ self._unit(vector)
+        scores = self._vectors[: admitted.shape[0]] @ self._space.unit(vector)
         rows = np.flatnonzero(admitted)
         scores = scores[rows]
-        if rows.size > k:
-            kth = scores[np.argpartition(-scores, k - 1)[:k]].min()
-            keep = np.flatnonzero(scores >= kth)
-            rows, scores = rows[keep], scores[keep]
+        rows, scores = nearest(rows, scores, k)
         hits = [
             self._hit(row, max(-1.0, min(1.0, score)))
             for row, score in zip(rows.tolist(), scores.tolist(), strict=True)
@@ -274,18 +262,6 @@ class EmbeddedNoteIndex:
     def _hit(self, row: int, score: float) -> NoteHit:
         note = self._note(row)
         return NoteHit(note_id=note.note_id, version=note.version, score=score)
-
-    def _unit(self, vector: Sequence[float]) -> npt.NDArray[np.float32]:
-        if self._dimension is None:
-            raise IndexConfigurationError("The note index is not configured; call ensure_ready first.")
-        with np.errstate(over="ignore", invalid="ignore"):  # overflow is refused just below
-            array = np.asarray(vector, dtype=np.float32)
-            norm = float(np.linalg.norm(array))
-        if array.shape != (self._dimension,):
-            raise ValueError(f"vector has {array.size} dimensions; the index expects {self._dimension}")
-        if norm == 0.0 or not np.isfinite(norm):
-            raise ValueError("a zero or non-finite vector has no cosine similarity")
-        return array / np.float32(norm)
 
     def _add(self, note: IndexedNote, vector: npt.NDArray[np.float32]) -> None:
         if self._free_rows:
@@ -316,7 +292,7 @@ class EmbeddedNoteIndex:
         for prefix in path_ancestors(note.path):
             self._prefix_rows.setdefault((note.tenant_id, prefix), set()).add(row)
         document = tantivy.Document()
-        document.add_text("content", _analyzed(note.content))
+        document.add_text("content", analyzed(note.content))
         document.add_text("note_key", _joined(note.tenant_id, note.note_id))
         document.add_text("tenant", note.tenant_id)
         document.add_unsigned("row", row)

@@ -1,13 +1,13 @@
 """``OpenSearchNoteIndex``: the ``NoteIndex`` port on its own OpenSearch index (DESIGN §9: ``notes``).
 
 One document per note (id ``{note}``, routed by ``tenant_id``): ``content`` analyzed as the
-knowledge index analyzes text (BM25; ``opensearch_queries.text_settings``), keyword fields for
+knowledge index analyzes text (BM25; ``opensearch.queries.text_settings``), keyword fields for
 every filter (``path_prefixes`` holds every prefix a
 ``path_prefix`` filter may name), ``superseded``, ``expires_at`` and ``vector`` as a ``knn_vector``
 (HNSW, Lucene engine, ``cosinesimil``, which filters during the graph search). A removed note leaves
 a tombstone document (``removed: true``, no vector) so its version survives.
 
-External versions are those of the chunk index (``opensearch_queries``): ``2·v`` for a live note at
+External versions are those of the chunk index (``queries``): ``2·v`` for a live note at
 version ``v``, ``2·v + 1`` for a tombstone at ``v``, written with ``external_gte``, so a late, older
 write is refused with a 409 and never regresses a note. Both legs run in one ``_msearch`` routed to
 the tenant's shard, every ``NoteFilter`` condition inside each leg (inside the ``knn`` clause for
@@ -24,8 +24,8 @@ from opensearchpy import helpers
 from opensearchpy.exceptions import ConflictError as OpenSearchConflictError
 from opensearchpy.exceptions import RequestError
 
-from knowledge.adapters import opensearch_queries as dsl
-from knowledge.adapters.opensearch_engine import BodyAt, check_vector, document_error, search_legs, translated
+from knowledge.adapters.opensearch import queries as dsl
+from knowledge.adapters.opensearch.engine import BodyAt, check_vector, document_error, search_legs, translated
 from knowledge.domain.memory.notes import path_ancestors
 from knowledge.domain.memory.retrieval import IndexedNote, NoteFilter, NoteHit, NoteLegHits, NoteQuery
 from knowledge.domain.models import Scope
@@ -288,8 +288,10 @@ class OpenSearchNoteIndex:
                 self.refresh()
 
     def search(self, query: NoteQuery) -> NoteLegHits:
-        """Both requested legs in one ``_msearch`` (``search_legs``); ``ValueError`` for a semantic
-        leg without a vector or with one of the wrong dimension."""
+        """Both requested legs in one ``_msearch`` (``search_legs``): a leg the engine fails is raised,
+        or reported as ``NoteLegHits.failed`` when ``query.tolerate`` names it and the other leg
+        answered; ``ValueError`` for a semantic leg without a vector or with one of the wrong
+        dimension."""
         note_filter = query.filter
         legs: list[tuple[Leg, BodyAt]] = []
         if Leg.LEXICAL in query.legs and query.text.strip():
@@ -301,8 +303,14 @@ class OpenSearchNoteIndex:
                 raise ValueError("the semantic leg needs a query vector")
             check_vector(vector, self._dimension or len(vector))
             legs.append((Leg.SEMANTIC, lambda depth: semantic_body(vector, note_filter, depth)))
-        found = search_legs(self._client, self._name, note_filter.tenant_id, legs, query.k, _parse)
-        return NoteLegHits(lexical=found.get(Leg.LEXICAL, []), semantic=found.get(Leg.SEMANTIC, []))
+        found = search_legs(
+            self._client, self._name, note_filter.tenant_id, legs, query.k, _parse, query.tolerate
+        )
+        return NoteLegHits(
+            lexical=found.hits.get(Leg.LEXICAL, []),
+            semantic=found.hits.get(Leg.SEMANTIC, []),
+            failed=found.failed,
+        )
 
     def browse(self, note_filter: NoteFilter, k: int) -> list[NoteHit]:
         """Admitted notes by importance, then update time (newest first), then id, routed to the
