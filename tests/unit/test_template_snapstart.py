@@ -35,9 +35,10 @@ class NoManagedPolicies:
 template = yaml_parse(open(sys.argv[1]).read())
 for entry in template["Resources"].values():
     properties = entry.get("Properties", {})
-    for key in ("CodeUri", "ContentUri"):
-        if isinstance(properties.get(key), str):
-            properties[key] = "s3://bucket/" + properties[key].strip("/")
+    if isinstance(properties.get("CodeUri"), str):
+        properties["CodeUri"] = "s3://bucket/" + properties["CodeUri"].strip("/")
+    if isinstance(properties.get("ContentUri"), str):
+        properties["ContentUri"] = "s3://bucket/" + properties["ContentUri"].strip("/") + sys.argv[2]
 print(json.dumps(transform(template, {}, NoManagedPolicies())))
 """
 
@@ -47,13 +48,13 @@ def _properties(function: str) -> dict[str, Any]:
     return properties
 
 
-@pytest.fixture(scope="module")
-def transformed() -> dict[str, Any]:
-    """``template.yaml`` as SAM transforms it (local code locations stand in as S3 locations)."""
+def _transform(layer_build: str) -> dict[str, Any]:
+    """``template.yaml`` as SAM transforms it, code locations standing in as S3 locations, the
+    layer's ending in ``layer_build`` (``sam package`` names each upload by its content hash)."""
     if not SAM_PYTHON.exists():
         pytest.skip("the SAM CLI's virtualenv is built by `make lint-template`")
     done = subprocess.run(
-        [str(SAM_PYTHON), "-c", TRANSFORM, str(ROOT / "template.yaml")],
+        [str(SAM_PYTHON), "-c", TRANSFORM, str(ROOT / "template.yaml"), layer_build],
         env={**os.environ, "AWS_DEFAULT_REGION": "us-east-1"},
         capture_output=True,
         text=True,
@@ -61,6 +62,19 @@ def transformed() -> dict[str, Any]:
     )
     output: dict[str, Any] = json.loads(done.stdout)
     return output
+
+
+@pytest.fixture(scope="module")
+def transformed() -> dict[str, Any]:
+    return _transform("")
+
+
+def _versions(template: dict[str, Any], function: str) -> list[str]:
+    return [
+        name
+        for name, entry in template["Resources"].items()
+        if entry["Type"] == "AWS::Lambda::Version" and name.startswith(f"{function}Version")
+    ]
 
 
 def test_mcp_function_snapstart_on_published_versions_behind_live() -> None:
@@ -134,3 +148,23 @@ def test_snapstart_function_log_group_is_the_function_one(function: str) -> None
     ]
 
     assert {"Sub": f"/aws/lambda/${{{function}}}"} in log_groups
+
+
+@pytest.mark.parametrize("function", SNAPSTART_FUNCTIONS)
+def test_snapstart_function_new_layer_publishes_new_version(
+    function: str, transformed: dict[str, Any]
+) -> None:
+    """The code lives in the layer: a new layer alone must move the alias to a new version (and
+    snapshot), or ``live`` keeps serving the previous code."""
+    rebuilt = _transform("-rebuilt")  # the same function code, another layer
+
+    assert len(_versions(transformed, function)) == 1
+    assert _versions(rebuilt, function) != _versions(transformed, function)
+
+
+@pytest.mark.parametrize("function", SNAPSTART_FUNCTIONS)
+def test_snapstart_function_replaced_version_is_deleted(function: str, transformed: dict[str, Any]) -> None:
+    """A replaced version goes, and its cached snapshot with it (no caching charge for it)."""
+    (version,) = _versions(transformed, function)
+
+    assert transformed["Resources"][version]["DeletionPolicy"] == "Delete"

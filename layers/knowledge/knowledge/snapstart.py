@@ -97,8 +97,9 @@ def refresh_after_restore() -> None:
     (its credential cache) too, ``random`` is reseeded from the kernel and the next ULID draws fresh
     random bits."""
     use_container(None)
-    boto3 = sys.modules.get("boto3")
-    if boto3 is not None:
+    if "boto3" in sys.modules:  # a function that never loaded boto3 has no session to drop
+        import boto3
+
         boto3.DEFAULT_SESSION = None
     random.seed()
     forget_last_ulid()
