@@ -75,6 +75,19 @@ def test_hook_registered_twice_runs_once() -> None:
     assert ran == ["once"]
 
 
+def test_before_snapshot_hook_registered_twice_runs_once() -> None:
+    ran: list[str] = []
+
+    def once() -> None:
+        ran.append("once")
+
+    assert snapstart.before_snapshot(once) is once
+    snapstart.before_snapshot(once)
+    snapstart.run_before_snapshot()
+
+    assert ran == ["once"]
+
+
 def test_hooks_in_lambda_runtime_reach_snapshot_restore_py(runtime_module: types.SimpleNamespace) -> None:
     def before() -> None: ...
 
@@ -124,6 +137,14 @@ def test_refresh_after_restore_boto3_default_session_is_new() -> None:
 
     assert boto3.DEFAULT_SESSION is not None
     assert boto3.DEFAULT_SESSION is not captured
+
+
+def test_refresh_after_restore_without_boto3_loaded_does_not_load_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delitem(sys.modules, "boto3")
+
+    snapstart.refresh_after_restore()
+
+    assert "boto3" not in sys.modules
 
 
 def test_refresh_after_restore_random_state_differs_from_snapshot() -> None:
