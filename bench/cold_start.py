@@ -4,6 +4,7 @@
 python -m bench.cold_start                     # every functions/*/app.py, 3 fresh processes each
 python -m bench.cold_start --runs 5 search_knowledge mcp
 python -m bench.cold_start --runs 1 --profile mcp   # and where each first call spends its time
+python -m bench.cold_start --snapstart mcp          # first call after a simulated SnapStart restore
 git archive main | tar -x -C /tmp/main-tree && python -m bench.cold_start --baseline /tmp/main-tree
 ```
 
@@ -18,7 +19,9 @@ of the runs in milliseconds and the HTTP status (or batch failures) of the answe
 stderr. Figures on a shared machine are noisy: compare runs made side by side. ``--baseline`` names
 another checkout of the repository (its ``functions/`` and ``layers/``, with this checkout's
 virtualenv and events): each run then measures it and this checkout alternately, and the table
-shows both (``baseline → this``).
+shows both (``baseline → this``). ``--snapstart`` simulates Lambda SnapStart in each process: after
+the import it runs the function's before-snapshot hooks, then its after-restore hooks
+(``knowledge.snapstart``), timing both, so the first call is the first call after a restore.
 """
 
 from __future__ import annotations
@@ -95,6 +98,9 @@ EVENTS: dict[str, Callable[[], dict[str, Any]]] = {
 PROFILE_ENV = "COLD_START_PROFILE"
 """Set (to anything) in a child's environment by ``--profile``: the first call runs under cProfile."""
 PROFILE_ROWS = 25
+SNAPSTART_ENV = "COLD_START_SNAPSTART"
+"""Set (to anything) in a child's environment by ``--snapstart``: the SnapStart hooks run after the
+import."""
 EVENT_NAMES = {
     "mcp": "tools/list",
     "remember": "remember",
@@ -147,6 +153,15 @@ def child(function: str, root: Path) -> None:
         "import_ms": 1000 * (imported - started),
         "heavy": sorted(name for name in HEAVY_MODULES if name in sys.modules),
     }
+    if os.environ.get(SNAPSTART_ENV):
+        from knowledge import snapstart
+
+        started = time.perf_counter()
+        snapstart.run_before_snapshot()
+        figures["snapshot_ms"] = 1000 * (time.perf_counter() - started)
+        started = time.perf_counter()
+        snapstart.run_after_restore()
+        figures["restore_ms"] = 1000 * (time.perf_counter() - started)
     build = EVENTS.get(function)
     if build is not None:
         for run in ("first", "second"):
@@ -216,6 +231,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--profile", action="store_true", help="cProfile each first call (the last run's, on stdout)"
     )
+    parser.add_argument(
+        "--snapstart",
+        action="store_true",
+        help="run the SnapStart hooks after the import (before snapshot, after restore) and time them",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--root", type=Path, default=ROOT, help=argparse.SUPPRESS)
     arguments = parser.parse_args(argv)
@@ -240,6 +260,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             environment = _environment(endpoint_url, table_name, Path(state_dir))
             if arguments.profile:
                 environment[PROFILE_ENV] = "1"
+            if arguments.snapstart:
+                environment[SNAPSTART_ENV] = "1"
             trees = {
                 "this": ROOT,
                 **({"baseline": arguments.baseline.resolve()} if arguments.baseline else {}),
@@ -261,21 +283,25 @@ def main(argv: Sequence[str] | None = None) -> None:
             print(file=sys.stderr)
     finally:
         server.stop()
-    _report(rows, arguments.runs)
+    _report(rows, arguments.runs, snapstart=arguments.snapstart)
 
 
-def _report(rows: Sequence[tuple[str, dict[str, list[dict[str, Any]]]]], count: int) -> None:
+def _report(
+    rows: Sequence[tuple[str, dict[str, list[dict[str, Any]]]]], count: int, *, snapstart: bool = False
+) -> None:
     print(f"median of {count} fresh processes per handler, milliseconds")
-    print("| handler | import | first call | second call | event → answer | heavy modules imported |")
-    print("|---|---|---|---|---|---|")
+    hooks = " before snapshot | after restore |" if snapstart else ""
+    print(f"| handler | import |{hooks} first call | second call | event → answer | heavy modules imported |")
+    print("|---|---|" + ("---|---|" if snapstart else "") + "---|---|---|---|")
     for function, runs in rows:
         event = EVENT_NAMES.get(function, "—")
         last = runs["this"][-1]
         heavy = ", ".join(last["heavy"]) or "none"
         if runs.get("baseline"):
             heavy = f"{', '.join(runs['baseline'][-1]['heavy']) or 'none'} → {heavy}"
+        hook_cells = f" {_cell(runs, 'snapshot_ms')} | {_cell(runs, 'restore_ms')} |" if snapstart else ""
         print(
-            f"| {function} | {_cell(runs, 'import_ms')} | {_cell(runs, 'first_ms')} | "
+            f"| {function} | {_cell(runs, 'import_ms')} |{hook_cells} {_cell(runs, 'first_ms')} | "
             f"{_cell(runs, 'second_ms')} | {event} → {last.get('outcome', '—')} | {heavy} |"
         )
     for function, runs in rows:

@@ -59,6 +59,15 @@ def new_ulid() -> str:
     return _encode((millis << 80) | (rand & ((1 << 80) - 1)))
 
 
+def forget_last_ulid() -> None:
+    """Forget the last ULID's millisecond and random part, so the next one draws fresh random bits
+    whatever the clock says (after a Lambda SnapStart restore, every restored environment would
+    otherwise continue from the same last ULID)."""
+    global _last
+    with _lock:
+        _last = (0, 0)
+
+
 def new_base_id() -> str:
     return KB_PREFIX + new_ulid()
 
