@@ -46,7 +46,7 @@ typecheck: install  ## mypy on the package, the local runtime, the handlers and 
 test: lint typecheck lint-template  ## every gate: ruff, mypy, cfn-lint, sam validate, pytest with branch coverage (on a real OpenSearch node it starts)
 	$(OPENSEARCH_NODE) exec -- $(BIN)/pytest --numprocesses=2 --dist=loadfile --cov --cov-fail-under=$(COVERAGE_FLOOR)
 
-unit: install  ## unit tests only
+unit: install $(SAM_STAMP)  ## unit tests only
 	$(BIN)/pytest tests/unit -q
 
 FUZZ_TESTS := tests/unit/services/test_isolation_properties.py tests/unit/services/test_memory_governance_properties.py tests/unit/services/test_token_reach_properties.py tests/integration/test_api_fuzz.py tests/integration/test_mcp_fuzz.py tests/e2e/test_crash_recovery.py
