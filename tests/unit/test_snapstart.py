@@ -19,6 +19,14 @@ from knowledge.settings import get_settings
 CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
 
+@pytest.fixture(autouse=True)
+def empty_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts from no registered hooks: a function module imported earlier in the same
+    process (``functions/mcp/app.py`` registers its own) must not run inside these tests."""
+    monkeypatch.setattr(snapstart, "_before_snapshot", [])
+    monkeypatch.setattr(snapstart, "_after_restore", [])
+
+
 @pytest.fixture
 def runtime_module(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
     """A stand-in for Lambda's ``snapshot_restore_py``: it keeps what is registered with it."""
@@ -43,7 +51,7 @@ def test_run_before_snapshot_order_is_reverse_of_registration() -> None:
     snapstart.before_snapshot(second)
     snapstart.run_before_snapshot()
 
-    assert ran[-2:] == ["second", "first"]
+    assert ran == ["second", "first"]
 
 
 def test_run_after_restore_order_is_registration_order() -> None:
@@ -59,7 +67,7 @@ def test_run_after_restore_order_is_registration_order() -> None:
     snapstart.after_restore(second)
     snapstart.run_after_restore()
 
-    assert ran[-2:] == ["first", "second"]
+    assert ran == ["first", "second"]
 
 
 def test_hook_registered_twice_runs_once() -> None:
