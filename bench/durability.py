@@ -44,13 +44,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.ingest import Runtime, cached_embeddings, scifact_documents
+from knowledge_local.account import aws_client
 from knowledge_local.cli.client import KnowledgeClient
 from knowledge_local.cli.ingestion import ensure_base, ingest_into, wait_until_indexed
 from knowledge_local.emulator.aws_server import AwsServer
 from knowledge_local.emulator.durable_state import DurableState
 from knowledge_local.emulator.journal import segments
 from knowledge_local.emulator.lambda_runtime.processes import descendants
-from knowledge_local.emulator.provisioning import aws_client
 from knowledge_local.emulator.snapshot import SNAPSHOT_FILE
 from knowledge_local.emulator.template.resources import load_stack
 from knowledge_local.state import PROJECT_ROOT

@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from knowledge_local.emulator.account import LOCAL_ACCESS_KEY, LOCAL_SECRET_KEY
+from knowledge_local.account import LOCAL_ACCESS_KEY, LOCAL_SECRET_KEY
 from knowledge_local.emulator.lambda_runtime.invoker import DEFAULT_MAX_ENVIRONMENTS
 from knowledge_local.state import DEFAULT_STATE_DIR, EMBEDDING_CACHE_FILE, PROJECT_ROOT
 

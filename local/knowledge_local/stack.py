@@ -46,6 +46,7 @@ from typing import Any, TypeVar
 
 from knowledge.bootstrap import get_container, use_container
 from knowledge.settings import get_settings
+from knowledge_local.account import aws_client
 from knowledge_local.cli import dev_token
 from knowledge_local.cli.client import KnowledgeClient
 from knowledge_local.cli.dev_token import DevToken
@@ -68,7 +69,7 @@ from knowledge_local.emulator.lambda_runtime.shared_services import SharedServic
 from knowledge_local.emulator.pollers.poller import Poller
 from knowledge_local.emulator.pollers.queue_poller import QueuePoller, pollers_for
 from knowledge_local.emulator.pollers.stream_poller import StreamPoller
-from knowledge_local.emulator.provisioning import Provisioned, aws_client, provision
+from knowledge_local.emulator.provisioning import Provisioned, provision
 from knowledge_local.emulator.template.resources import StackSpec, load_stack
 from knowledge_local.emulator.template.routes import FunctionSpec
 from knowledge_local.opensearch_node import OpenSearchNode, claim_cluster, start_node

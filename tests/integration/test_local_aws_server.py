@@ -14,8 +14,8 @@ from botocore.exceptions import ClientError
 from knowledge.adapters.dynamodb.knowledge_store import DynamoDBKnowledgeStore
 from knowledge.domain.models import KnowledgeItem, Scope, Source
 from knowledge.errors import ConflictError
+from knowledge_local.account import aws_client
 from knowledge_local.emulator.aws_server import AwsServer
-from knowledge_local.emulator.provisioning import aws_client
 from tests.support.template import create_table_kwargs
 
 TABLE = {

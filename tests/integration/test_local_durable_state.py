@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from knowledge_local.account import aws_client
 from knowledge_local.emulator import snapshot
 from knowledge_local.emulator.aws_server import AwsServer
 from knowledge_local.emulator.durable_state import DurableState, Restored
 from knowledge_local.emulator.journal import Record, encode, segments
-from knowledge_local.emulator.provisioning import aws_client
 from tests.support.template import create_table_kwargs
 
 

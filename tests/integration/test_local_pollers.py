@@ -14,11 +14,12 @@ from typing import Any, TypeVar
 import pytest
 from botocore.exceptions import ClientError
 
+from knowledge_local.account import aws_client
 from knowledge_local.emulator.aws_server import AwsServer
 from knowledge_local.emulator.pollers.poller import Poller
 from knowledge_local.emulator.pollers.queue_poller import QueuePoller
 from knowledge_local.emulator.pollers.stream_poller import StreamPoller
-from knowledge_local.emulator.provisioning import Provisioned, aws_client, provision
+from knowledge_local.emulator.provisioning import Provisioned, provision
 from knowledge_local.emulator.template.resources import load_stack
 from tests.support.inline_invoker import InlineInvoker
 from tests.support.recorder import RECORDER, Record

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from knowledge_local.account import aws_client
 from knowledge_local.emulator import snapshot
 from knowledge_local.emulator.aws_server import AwsServer
-from knowledge_local.emulator.provisioning import aws_client
 from tests.support.template import create_table_kwargs
 
 ITEMS: list[dict[str, Any]] = [

@@ -14,9 +14,9 @@ from botocore.exceptions import ClientError
 from moto.dynamodb.models.dynamo_type import Item
 from moto.dynamodb.models.table import StreamRecord
 
+from knowledge_local.account import aws_client
 from knowledge_local.emulator.aws_server import AwsServer
 from knowledge_local.emulator.moto_patches import stream_retention
-from knowledge_local.emulator.provisioning import aws_client
 
 CREATE_TABLE = {
     "BillingMode": "PAY_PER_REQUEST",

@@ -18,8 +18,8 @@ from typing import Any
 
 from knowledge.adapters.dynamodb.knowledge_store import DynamoDBKnowledgeStore
 from knowledge.domain.models import Scope, Source
+from knowledge_local.account import aws_client
 from knowledge_local.emulator.aws_server import AwsServer
-from knowledge_local.emulator.provisioning import aws_client
 from tests.support.template import ROOT, create_table_kwargs
 
 TABLE = "write-memory"

@@ -24,7 +24,7 @@ from knowledge.adapters.dynamodb.knowledge_store import DynamoDBKnowledgeStore
 from knowledge.domain.models import Permission, TokenRecord
 from knowledge.ports import TokenStore
 from knowledge.services.tokens import TokenService
-from knowledge_local.emulator.provisioning import aws_client
+from knowledge_local.account import aws_client
 from knowledge_local.state import StateError, read_token, running_instance, write_token
 
 TENANT_ID = "dev"

@@ -45,7 +45,7 @@ from moto.moto_server.werkzeug_app import (
 from werkzeug.serving import BaseWSGIServer, make_server
 from werkzeug.test import EnvironBuilder
 
-from knowledge_local.emulator.account import LOCAL_ACCESS_KEY, REGION
+from knowledge_local.account import LOCAL_ACCESS_KEY, REGION
 from knowledge_local.emulator.journal import Ticket
 from knowledge_local.emulator.moto_patches import (
     partition_queries,

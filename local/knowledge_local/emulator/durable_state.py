@@ -36,11 +36,11 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from knowledge_local.account import aws_client
 from knowledge_local.emulator import snapshot
 from knowledge_local.emulator.aws_server import AwsServer
 from knowledge_local.emulator.journal import Journal, Record, Ticket, fsync_directory, read_segment, segments
 from knowledge_local.emulator.moto_patches import queue_journal
-from knowledge_local.emulator.provisioning import aws_client
 
 log = logging.getLogger(__name__)
 

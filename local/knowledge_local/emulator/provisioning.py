@@ -1,20 +1,15 @@
 """Creating a template's tables and queues on the local AWS endpoint.
 
-``aws_client(service, endpoint_url)`` builds boto3 clients for the endpoint with fixed local
-credentials (nothing the runtime does can reach a real account) and account-id endpoint routing
-off, which DynamoDB Streams on moto needs.
+Clients come from ``knowledge_local.account.aws_client``: fixed local credentials, so nothing the
+runtime does can reach a real account.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
-import boto3
-from botocore.config import Config
-
-from knowledge_local.emulator.account import LOCAL_ACCESS_KEY, LOCAL_SECRET_KEY, REGION
+from knowledge_local.account import aws_client
 from knowledge_local.emulator.template.resources import StackSpec
 
 
@@ -38,18 +33,6 @@ class Provisioned:
 
     tables: dict[str, ProvisionedTable]
     queues: dict[str, ProvisionedQueue]
-
-
-def aws_client(service: str, endpoint_url: str) -> Any:
-    """A boto3 client of ``service`` on ``endpoint_url`` (thread-safe once built; build it on one thread)."""
-    return boto3.session.Session().client(
-        service,  # type: ignore[call-overload]
-        endpoint_url=endpoint_url,
-        region_name=REGION,
-        aws_access_key_id=LOCAL_ACCESS_KEY,
-        aws_secret_access_key=LOCAL_SECRET_KEY,
-        config=Config(account_id_endpoint_mode="disabled", retries={"mode": "standard"}),
-    )
 
 
 def provision(stack: StackSpec, endpoint_url: str) -> Provisioned:

@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from knowledge.contract.search import ErrorDetail, ErrorResponse
-from knowledge_local.emulator.account import ACCOUNT_ID, REGION
+from knowledge_local.account import ACCOUNT_ID, REGION
 
 API_ID = "local"
 STAGE = "$default"

@@ -10,7 +10,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from knowledge_local.emulator.account import ACCOUNT_ID, REGION
+from knowledge_local.account import ACCOUNT_ID, REGION
 
 
 @dataclass

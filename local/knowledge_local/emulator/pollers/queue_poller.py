@@ -23,7 +23,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from knowledge_local.emulator.account import REGION
+from knowledge_local.account import REGION
 from knowledge_local.emulator.lambda_runtime.invoker import Invocations, InvokerClosedError
 from knowledge_local.emulator.pollers.event_filter import EventFilter
 from knowledge_local.emulator.pollers.poller import Poller, failed_item_identifiers

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from knowledge_local.emulator.account import ACCOUNT_ID, REGION
+from knowledge_local.account import ACCOUNT_ID, REGION
 from knowledge_local.emulator.lambda_runtime.invoker import Invocations, InvokerClosedError
 from knowledge_local.emulator.pollers.event_filter import EventFilter
 from knowledge_local.emulator.pollers.poller import Poller, failed_item_identifiers

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from knowledge_local.emulator.account import ACCOUNT_ID, REGION
+from knowledge_local.account import ACCOUNT_ID, REGION
 from knowledge_local.emulator.template.routes import FunctionSpec, TemplateError, function_spec, load_template
 
 STACK_NAME = "knowledge-local"
