@@ -105,7 +105,7 @@ def search_lines(figures: dict[str, float]) -> list[Line]:
         ),
         Line(
             "query vector: cache BatchGetItem miss, Titan v2, cache PutItem (1.6 KB)",
-            "bootstrap.py build_embedder; embedding_cache.py DynamoDBEmbeddingCache",
+            "bootstrap.py embedder_for; embedding_cache.py DynamoDBEmbeddingCache",
             read_units=1,
             write_units=2,
             tokens=figures["query_tokens"],

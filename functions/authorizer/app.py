@@ -23,7 +23,7 @@ from aws_lambda_powertools.utilities.data_classes.api_gateway_authorizer_event i
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from knowledge.api.principal import authorizer_context
-from knowledge.bootstrap import get_token_service
+from knowledge.bootstrap import get_container
 from knowledge.domain.models import TokenRecord
 from knowledge.observability import logger, metrics, tracer
 
@@ -33,7 +33,7 @@ from knowledge.observability import logger, metrics, tracer
 @metrics.log_metrics(capture_cold_start_metric=True)
 @event_source(data_class=APIGatewayAuthorizerEventV2)
 def handler(event: APIGatewayAuthorizerEventV2, context: LambdaContext) -> dict[str, Any]:
-    outcome = get_token_service().authenticate(event.headers.get("authorization"))
+    outcome = get_container().tokens.authenticate(event.headers.get("authorization"))
     record = outcome if isinstance(outcome, TokenRecord) else None
     metrics.add_metric(
         name="TokensAccepted" if record is not None else "TokensRejected", unit=MetricUnit.Count, value=1

@@ -17,7 +17,7 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from knowledge.bootstrap import get_ingest_service
+from knowledge.bootstrap import get_container
 from knowledge.observability import logger, metrics, tracer
 from knowledge.services.ingest import AUTHORIZATION_ATTRIBUTE, IngestAction
 
@@ -27,7 +27,7 @@ processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failu
 def record_handler(record: SQSRecord) -> IngestAction:
     attribute = record.message_attributes[AUTHORIZATION_ATTRIBUTE]  # ``None`` when absent
     authorization = attribute.string_value if attribute is not None else None
-    action = get_ingest_service().ingest(
+    action = get_container().ingest.ingest(
         record.body, message_id=record.message_id, authorization=authorization
     )
     metrics.add_metric(name="IngestMessagesApplied", unit=MetricUnit.Count, value=1)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from knowledge.bootstrap import get_token_service, use_container
+from knowledge.bootstrap import get_container, use_container
 from knowledge.domain.access.bearer_tokens import hash_token
 from knowledge.errors import DependencyUnavailableError
 from knowledge.settings import get_settings
@@ -100,18 +100,18 @@ def test_authorizer_store_outage_raises_so_gateway_answers_500_uncached(world: S
         authorize("Bearer kn_anything")
 
 
-def test_get_token_service_without_container_reads_configured_table(
+def test_container_tokens_without_installed_container_read_configured_table(
     table: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     use_container(None)
     monkeypatch.setenv("TABLE_NAME", TABLE_NAME)
     get_settings.cache_clear()
-    token, record = get_token_service().issue(
+    token, record = get_container().tokens.issue(
         tenant_id="acme", subject_id="agent-1", scopes=["knowledge:read"]
     )
 
     try:
-        resolved = get_token_service().resolve(f"Bearer {token}")
+        resolved = get_container().tokens.resolve(f"Bearer {token}")
     finally:
         use_container(None)
 

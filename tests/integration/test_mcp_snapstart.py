@@ -16,7 +16,7 @@ import pytest
 
 from knowledge import snapstart
 from knowledge.api.mcp_tools import TOOLS
-from knowledge.bootstrap import get_container, get_quota_service, use_container
+from knowledge.bootstrap import get_container, use_container
 from knowledge.settings import get_settings
 from tests.conftest import TABLE_NAME
 from tests.support.events import lambda_context, load_event
@@ -36,7 +36,7 @@ def restored(table: object, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[st
     captured = {
         "container": get_container(),
         "store": get_container().store,
-        "quotas": get_quota_service(),
+        "quotas": get_container().quotas,
         "session": boto3.DEFAULT_SESSION,
         "random": random.getstate(),
     }
@@ -55,7 +55,7 @@ def test_restore_container_and_clients_are_new_objects(restored: dict[str, Any])
 
     assert container is not restored["container"]
     assert container.store is not restored["store"]
-    assert get_quota_service() is not restored["quotas"]
+    assert get_container().quotas is not restored["quotas"]
 
 
 def test_restore_boto3_default_session_is_not_the_snapshot_one(restored: dict[str, Any]) -> None:
@@ -95,4 +95,4 @@ def test_restore_then_request_is_counted_by_a_client_built_after_restore(restore
 
     assert status == 200
     assert any(item["PK"]["S"].endswith("#QUOTA") for item in quota_records)
-    assert get_quota_service() is not restored["quotas"]
+    assert get_container().quotas is not restored["quotas"]

@@ -9,24 +9,18 @@ import pytest
 import tiktoken
 from tiktoken_ext.openai_public import cl100k_base
 
+from knowledge.adapters import runtime_switch
 from knowledge.adapters.opensearch.notes import OpenSearchNoteIndex
 from knowledge.adapters.opensearch.passages import OpenSearchIndex
 from knowledge.adapters.runtime_switch import ParameterRuntimeSwitch, StaticRuntimeSwitch
-from knowledge.bootstrap import (
-    build_embedder,
-    build_index,
-    build_note_index,
-    build_runtime_switch,
-    get_note_service,
-    use_container,
-)
+from knowledge.bootstrap import embedder_for, get_container, index_for, note_index_for, use_container
 from knowledge.services.notes import NoteService
 from knowledge.settings import Settings, get_settings
 from knowledge.vocab import seed_tiktoken
 from tests.conftest import TABLE_NAME
 
 
-def test_build_embedder_bedrock_has_the_configured_model_and_dimension() -> None:
+def test_embedder_for_bedrock_has_the_configured_model_and_dimension() -> None:
     settings = Settings(
         table_name=TABLE_NAME,
         embedder="bedrock",
@@ -34,20 +28,20 @@ def test_build_embedder_bedrock_has_the_configured_model_and_dimension() -> None
         embedding_dimension=512,
     )
 
-    embedder = build_embedder(settings)
+    embedder = embedder_for(settings)
 
     assert (embedder.model_id, embedder.dimension) == ("amazon.titan-embed-text-v2:0", 512)
 
 
-def test_build_embedder_with_a_cache_path_creates_the_sqlite_cache_there(tmp_path: Path) -> None:
+def test_embedder_for_a_cache_path_creates_the_sqlite_cache_there(tmp_path: Path) -> None:
     path = tmp_path / "cache" / "embeddings.sqlite3"
 
-    build_embedder(Settings(table_name=TABLE_NAME, embedding_cache_path=path))
+    embedder_for(Settings(table_name=TABLE_NAME, embedding_cache_path=path))
 
     assert path.is_file()
 
 
-def test_build_index_opensearch_names_the_configured_index() -> None:
+def test_index_for_opensearch_names_the_configured_index() -> None:
     settings = Settings(
         table_name=TABLE_NAME,
         search_backend="opensearch",
@@ -55,13 +49,13 @@ def test_build_index_opensearch_names_the_configured_index() -> None:
         opensearch_index="knowledge-chunks-test",
     )
 
-    index = build_index(settings)
+    index = index_for(settings)
 
     assert isinstance(index, OpenSearchIndex)
     assert index.index_name == "knowledge-chunks-test"
 
 
-def test_build_note_index_opensearch_names_the_notes_index() -> None:
+def test_note_index_for_opensearch_names_the_notes_index() -> None:
     settings = Settings(
         table_name=TABLE_NAME,
         search_backend="opensearch",
@@ -69,22 +63,22 @@ def test_build_note_index_opensearch_names_the_notes_index() -> None:
         opensearch_notes_index="knowledge-notes-test",
     )
 
-    index = build_note_index(settings)
+    index = note_index_for(settings)
 
     assert isinstance(index, OpenSearchNoteIndex)
     assert index.index_name == "knowledge-notes-test"
 
 
-def test_build_note_index_opensearch_without_its_name_is_refused() -> None:
+def test_note_index_for_opensearch_without_its_name_is_refused() -> None:
     settings = Settings(
         table_name=TABLE_NAME, search_backend="opensearch", opensearch_url="http://127.0.0.1:9"
     )
 
     with pytest.raises(ValueError, match="OPENSEARCH_NOTES_INDEX"):
-        build_note_index(settings)
+        note_index_for(settings)
 
 
-def test_get_note_service_without_a_container_needs_no_index_or_model_settings(
+def test_container_notes_without_an_installed_container_need_no_index_or_model_settings(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Bedrock without its model settings cannot be built: the note service never builds it up front.
@@ -94,27 +88,27 @@ def test_get_note_service_without_a_container_needs_no_index_or_model_settings(
     get_settings.cache_clear()
     use_container(None)
     try:
-        service = get_note_service()
+        service = get_container().notes
 
         assert isinstance(service, NoteService)
-        assert get_note_service() is service
+        assert get_container().notes is service
     finally:
         use_container(None)
         get_settings.cache_clear()
 
 
 @pytest.mark.parametrize("enabled", [True, False])
-def test_build_runtime_switch_without_parameter_is_the_configured_value(enabled: bool) -> None:
-    switch = build_runtime_switch(Settings(table_name=TABLE_NAME, knowledge_runtime_enabled=enabled))
+def test_runtime_switch_build_without_parameter_is_the_configured_value(enabled: bool) -> None:
+    switch = runtime_switch.build(Settings(table_name=TABLE_NAME, knowledge_runtime_enabled=enabled))
 
     assert isinstance(switch, StaticRuntimeSwitch)
     assert switch.is_enabled() is enabled
 
 
-def test_build_runtime_switch_with_parameter_reads_ssm() -> None:
+def test_runtime_switch_build_with_parameter_reads_ssm() -> None:
     settings = Settings(table_name=TABLE_NAME, runtime_switch_parameter="/knowledge/test/runtime-enabled")
 
-    assert isinstance(build_runtime_switch(settings), ParameterRuntimeSwitch)
+    assert isinstance(runtime_switch.build(settings), ParameterRuntimeSwitch)
 
 
 def test_seed_tiktoken_writes_vocabularies_tiktoken_accepts_offline(

@@ -7,7 +7,7 @@ import re
 import pytest
 from pydantic import ValidationError
 
-from knowledge.bootstrap import build_embedder, build_index
+from knowledge.bootstrap import embedder_for, index_for
 from knowledge.settings import Settings, get_settings
 from tests.conftest import TABLE_NAME
 from tests.support.template import ROOT
@@ -41,11 +41,11 @@ def test_settings_read_table_and_region_from_the_environment(monkeypatch: pytest
     [{}, {"opensearch_url": "https://search.example.com"}, {"opensearch_index": "knowledge-chunks"}],
     ids=["neither", "no-index", "no-url"],
 )
-def test_build_index_opensearch_without_url_or_index_raises_value_error(configured: dict[str, str]) -> None:
+def test_index_for_opensearch_without_url_or_index_raises_value_error(configured: dict[str, str]) -> None:
     settings = Settings(table_name=TABLE_NAME, search_backend="opensearch", **configured)
 
     with pytest.raises(ValueError, match="OPENSEARCH_URL and OPENSEARCH_INDEX"):
-        build_index(settings)
+        index_for(settings)
 
 
 @pytest.mark.parametrize(
@@ -53,13 +53,13 @@ def test_build_index_opensearch_without_url_or_index_raises_value_error(configur
     [{}, {"bedrock_model_id": "amazon.titan-embed-text-v2:0"}, {"embedding_dimension": 1024}],
     ids=["neither", "no-dimension", "no-model"],
 )
-def test_build_embedder_bedrock_without_model_or_dimension_raises_value_error(
+def test_embedder_for_bedrock_without_model_or_dimension_raises_value_error(
     configured: dict[str, object],
 ) -> None:
     settings = Settings(table_name=TABLE_NAME, embedder="bedrock", **configured)
 
     with pytest.raises(ValueError, match="BEDROCK_MODEL_ID and EMBEDDING_DIMENSION"):
-        build_embedder(settings)
+        embedder_for(settings)
 
 
 def test_every_setting_is_read_by_the_package() -> None:

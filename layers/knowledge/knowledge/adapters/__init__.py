@@ -1,4 +1,5 @@
 """Adapters: concrete implementations of the ports (DynamoDB, search indexes, embedders, queues).
 
-Only ``knowledge.bootstrap`` imports them; services depend on ``knowledge.ports`` alone.
+Only ``knowledge.bootstrap`` imports them, and it calls the ``build(settings)`` of each to
+construct it; services depend on ``knowledge.ports`` alone.
 """

@@ -27,6 +27,8 @@ from knowledge.observability import logger
 if TYPE_CHECKING:
     from mypy_boto3_bedrock_runtime import BedrockRuntimeClient
 
+    from knowledge.settings import Settings
+
 TITAN_V2_MODEL_ID = "amazon.titan-embed-text-v2:0"
 TITAN_V2_DIMENSIONS = (256, 512, 1024)
 MAX_INPUT_CHARS = 50_000
@@ -215,3 +217,11 @@ def _translate(error: ClientError, model_id: str) -> DependencyUnavailableError:
         },
     )
     return DependencyUnavailableError(_UNAVAILABLE)
+
+
+def build(settings: Settings) -> BedrockEmbedder:
+    """The model ``BEDROCK_MODEL_ID`` at ``EMBEDDING_DIMENSION``; ``ValueError`` without either."""
+    model_id, dimension = settings.bedrock_model_id, settings.embedding_dimension
+    if model_id is None or dimension is None:
+        raise ValueError("EMBEDDER=bedrock needs BEDROCK_MODEL_ID and EMBEDDING_DIMENSION.")
+    return BedrockEmbedder(model_id=model_id, dimension=dimension)

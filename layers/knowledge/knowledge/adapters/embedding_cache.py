@@ -37,6 +37,8 @@ from knowledge.ports import Embedder, EmbeddingCache
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
+    from knowledge.settings import Settings
+
 
 def embedding_key(model_id: str, dimension: int, text: str) -> str:
     """Hex sha256 (64 characters) of the model id, the dimension and the text.
@@ -385,3 +387,16 @@ class CachedEmbedder:
         """Drop the cached vectors of ``texts``; the next ``embed`` of them computes them again."""
         model_id, dimension = self._inner.model_id, self._inner.dimension
         self._cache.delete_many([embedding_key(model_id, dimension, text) for text in texts])
+
+
+def build(settings: Settings, model: Embedder) -> CachedEmbedder:
+    """``model`` behind the cache of ``settings``: a SQLite file at ``EMBEDDING_CACHE_PATH`` when it
+    is set, else the knowledge table (``EMBEDDING_CACHE=table``) or process memory."""
+    cache: EmbeddingCache
+    if settings.embedding_cache_path is not None:
+        cache = SqliteEmbeddingCache(settings.embedding_cache_path)
+    elif settings.embedding_cache == "table":
+        cache = DynamoDBEmbeddingCache(settings.table_name)
+    else:
+        cache = InProcessEmbeddingCache()
+    return CachedEmbedder(model, cache)

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
+    from knowledge.settings import Settings
+
 MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 DIMENSION = 384
 MAX_POSITIONS = 512
@@ -214,3 +216,8 @@ def _resource(package: str, distribution: str, *parts: str) -> Traversable:
             f"reinstall it: {_INSTALL_HINT}"
         )
     return resource
+
+
+def build(settings: Settings) -> LocalEmbedder:
+    """The offline model with its defaults (it needs no setting); the model loads on first use."""
+    return LocalEmbedder()

@@ -3,12 +3,15 @@ cache, falling back to ``KNOWLEDGE_RUNTIME_ENABLED`` when no parameter is config
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.utilities.parameters import SSMProvider
 from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
 
 from knowledge.observability import logger
+
+if TYPE_CHECKING:
+    from knowledge.settings import Settings
 
 _TRUE = frozenset({"true", "on", "enabled", "1", "yes"})
 _FALSE = frozenset({"false", "off", "disabled", "0", "no"})
@@ -51,3 +54,16 @@ class ParameterRuntimeSwitch:
             return False
         logger.warning("runtime switch parameter has an unrecognized value", extra={"parameter": self._name})
         return self._fallback
+
+
+def build(settings: Settings) -> StaticRuntimeSwitch | ParameterRuntimeSwitch:
+    """The SSM parameter ``RUNTIME_SWITCH_PARAMETER`` (read at most every
+    ``RUNTIME_SWITCH_MAX_AGE_SECONDS``, ``KNOWLEDGE_RUNTIME_ENABLED`` when it cannot be read), or
+    ``KNOWLEDGE_RUNTIME_ENABLED`` itself when no parameter is named."""
+    if settings.runtime_switch_parameter:
+        return ParameterRuntimeSwitch(
+            settings.runtime_switch_parameter,
+            max_age=settings.runtime_switch_max_age_seconds,
+            fallback=settings.knowledge_runtime_enabled,
+        )
+    return StaticRuntimeSwitch(settings.knowledge_runtime_enabled)

@@ -12,13 +12,16 @@ Errors: a failed request or any entry SQS refuses raises ``DependencyUnavailable
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from knowledge.domain.retrieval.index_work import IndexWork
 from knowledge.errors import DependencyUnavailableError
 from knowledge.observability import logger
+
+if TYPE_CHECKING:
+    from knowledge.settings import Settings
 
 _BATCH = 10
 
@@ -48,3 +51,15 @@ class SqsWorkQueue:
                     "index work refused", extra={"failed": len(failed), "code": failed[0].get("Code")}
                 )
                 raise DependencyUnavailableError("The index work queue refused a message.")
+
+
+def build(settings: Settings, *, sqs_client: Any = None) -> SqsWorkQueue:
+    """The queue of ``settings.index_work_queue_url`` (``ValueError`` when it is unset);
+    ``sqs_client`` defaults to a new boto3 client with standard retries."""
+    if settings.index_work_queue_url is None:
+        raise ValueError("The index work queue needs INDEX_WORK_QUEUE_URL.")
+    import boto3
+    from botocore.config import Config
+
+    client = sqs_client or boto3.client("sqs", config=Config(retries={"mode": "standard"}))
+    return SqsWorkQueue(settings.index_work_queue_url, sqs_client=client)

@@ -59,7 +59,7 @@ from knowledge.api.error_envelopes import (
     unexpected_error_envelope,
 )
 from knowledge.api.principal import principal_from_event
-from knowledge.bootstrap import get_quota_service
+from knowledge.bootstrap import get_container
 from knowledge.contract.search import ErrorResponse
 from knowledge.errors import (
     AuthenticationRequiredError,
@@ -229,7 +229,7 @@ def _admit_tenant(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) 
         principal = principal_from_event(app.current_event.raw_event)
     except AuthenticationRequiredError:
         return next_middleware(app)
-    get_quota_service().admit_request(principal.tenant_id)
+    get_container().quotas.admit_request(principal.tenant_id)
     return next_middleware(app)
 
 

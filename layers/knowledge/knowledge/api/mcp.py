@@ -94,7 +94,7 @@ from knowledge.api.error_envelopes import (
 from knowledge.api.http import MAX_BODY_BYTES, retry_after_headers
 from knowledge.api.mcp_tools import TOOLS
 from knowledge.api.principal import principal_from_event, unauthenticated
-from knowledge.bootstrap import get_quota_service
+from knowledge.bootstrap import get_container
 from knowledge.contract.search import ErrorResponse
 from knowledge.domain.access.bearer_tokens import TokenRejection
 from knowledge.domain.models import Principal
@@ -170,7 +170,7 @@ class McpApp:
             await _error_response(error, {"WWW-Authenticate": "Bearer"})(scope, receive, send)
             return
         try:
-            get_quota_service().admit_request(principal.tenant_id)
+            get_container().quotas.admit_request(principal.tenant_id)
         except RateLimitedError as limited:
             await _error_response(limited, retry_after_headers(limited) or {})(scope, receive, send)
             return
@@ -360,7 +360,7 @@ async def _call_tool(
         principal = _principal(ctx)
         arguments = tool.arguments.model_validate(params.arguments or {})
         if not tool.annotations.read_only_hint:
-            get_quota_service().admit_write(principal.tenant_id)
+            get_container().quotas.admit_write(principal.tenant_id)
         response = await anyio.to_thread.run_sync(tool.run, principal, arguments)
     except ValidationError as error:
         return _error_result(error_envelope(from_validation_errors(error.errors(), tool.invalid_request))[1])

@@ -38,7 +38,7 @@ from knowledge.api.idempotency import (
     IdempotentWrites,
 )
 from knowledge.api.principal import current_principal
-from knowledge.bootstrap import get_container, get_quota_service
+from knowledge.bootstrap import get_container
 from knowledge.domain.models import Principal
 
 IdempotencyKey = Annotated[
@@ -98,7 +98,7 @@ def _guarded(
     def guard(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
         principal = current_principal(app.request)
         check(principal, app.request)
-        get_quota_service().admit_write(principal.tenant_id)
+        get_container().quotas.admit_write(principal.tenant_id)
         event = app.current_event
         key = event.headers.get(IDEMPOTENCY_KEY_HEADER) if idempotent else None
         if key is None:

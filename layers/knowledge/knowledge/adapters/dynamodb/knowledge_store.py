@@ -34,6 +34,8 @@ from knowledge.ports import Clock
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
+    from knowledge.settings import Settings
+
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
@@ -74,3 +76,14 @@ class DynamoDBKnowledgeStore(
             page_size_chars=page_size_chars,
             stored_items_limit=stored_items_limit,
         )
+
+
+def build(settings: Settings, *, dynamodb_client: DynamoDBClient | None = None) -> DynamoDBKnowledgeStore:
+    """The store on ``settings.table_name`` with its page size and stored items limit
+    (``TENANT_MAX_STORED_ITEMS``); ``dynamodb_client`` defaults to a new client."""
+    return DynamoDBKnowledgeStore(
+        settings.table_name,
+        dynamodb_client=dynamodb_client,
+        page_size_chars=settings.page_size_chars,
+        stored_items_limit=settings.tenant_max_stored_items,
+    )

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -44,6 +45,9 @@ from knowledge.domain.memory.retrieval import IndexedNote, NoteFilter, NoteHit, 
 from knowledge.domain.models import Scope
 from knowledge.domain.retrieval.hits import Leg
 from knowledge.observability import logger
+
+if TYPE_CHECKING:
+    from knowledge.settings import Settings
 
 _Key = tuple[str, str]  # tenant, note
 _COLUMNS = ("tenant", "owner", "scope", "team", "agent", "type")
@@ -328,3 +332,8 @@ class EmbeddedNoteIndex:
         self._writer.commit()
         self._index.reload()
         self._searcher = self._index.searcher()
+
+
+def build(settings: Settings) -> EmbeddedNoteIndex:
+    """A new, empty in-process notes' index (it needs no setting)."""
+    return EmbeddedNoteIndex()

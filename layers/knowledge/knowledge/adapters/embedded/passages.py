@@ -35,7 +35,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Sequence
 from operator import itemgetter, lt
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -67,6 +67,9 @@ from knowledge.domain.retrieval.hits import (
 from knowledge.domain.retrieval.index_work import PartWrite
 from knowledge.errors import IndexConfigurationError
 from knowledge.observability import logger
+
+if TYPE_CHECKING:
+    from knowledge.settings import Settings
 
 MAX_UNCOMMITTED_CHUNKS = 2000
 """Chunk writes (additions and deletions) that may wait for a commit."""
@@ -519,3 +522,8 @@ class EmbeddedIndex:
         """Number of indexed chunks."""
         with self._lock:
             return len(self._chunks) - len(self._free_rows)
+
+
+def build(settings: Settings) -> EmbeddedIndex:
+    """A new, empty in-process index (it needs no setting)."""
+    return EmbeddedIndex()

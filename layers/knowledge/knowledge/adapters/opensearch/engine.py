@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, NamedTuple, Protocol, TypeVar
 
 import boto3
 from opensearchpy import AWSV4SignerAuth, Connection, OpenSearch, RequestsHttpConnection
@@ -26,6 +26,9 @@ from opensearchpy.exceptions import TransportError
 from knowledge.domain.retrieval.hits import Leg
 from knowledge.errors import DependencyUnavailableError, IndexConfigurationError
 from knowledge.observability import logger
+
+if TYPE_CHECKING:
+    from knowledge.settings import Settings
 
 FLOAT32_MAX = 3.4028234663852886e38
 """The largest finite float32, the type of a ``knn_vector``'s components."""
@@ -216,3 +219,15 @@ def search_legs(
         raise failures[0]
     failed = Leg(failures[0].details["leg"])
     return Found(found, failed)
+
+
+def client_of(settings: Settings, index_setting: str, index_name: str | None) -> tuple[OpenSearch, str]:
+    """The client of ``OPENSEARCH_URL`` (``OPENSEARCH_AUTH``, signed for ``OPENSEARCH_SERVICE`` in
+    ``AWS_REGION``) and ``index_name``; ``ValueError`` naming ``index_setting`` when either is unset."""
+    url = settings.opensearch_url
+    if not url or not index_name:
+        raise ValueError(f"SEARCH_BACKEND=opensearch needs OPENSEARCH_URL and {index_setting}.")
+    client = build_opensearch_client(
+        url, auth=settings.opensearch_auth, region=settings.aws_region, service=settings.opensearch_service
+    )
+    return client, index_name

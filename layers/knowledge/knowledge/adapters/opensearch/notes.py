@@ -18,20 +18,30 @@ or failing engine, ``IndexConfigurationError`` for a missing index or another em
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opensearchpy import helpers
 from opensearchpy.exceptions import ConflictError as OpenSearchConflictError
 from opensearchpy.exceptions import RequestError
 
 from knowledge.adapters.opensearch import queries as dsl
-from knowledge.adapters.opensearch.engine import BodyAt, check_vector, document_error, search_legs, translated
+from knowledge.adapters.opensearch.engine import (
+    BodyAt,
+    check_vector,
+    client_of,
+    document_error,
+    search_legs,
+    translated,
+)
 from knowledge.domain.memory.notes import path_ancestors
 from knowledge.domain.memory.retrieval import IndexedNote, NoteFilter, NoteHit, NoteLegHits, NoteQuery
 from knowledge.domain.models import Scope
 from knowledge.domain.retrieval.hits import Leg
 from knowledge.errors import IndexConfigurationError
 from knowledge.observability import logger
+
+if TYPE_CHECKING:
+    from knowledge.settings import Settings
 
 _KEYWORDS = (
     "tenant_id",
@@ -324,3 +334,10 @@ class OpenSearchNoteIndex:
     def refresh(self) -> None:
         with translated("refresh"):
             self._client.indices.refresh(index=self._name)
+
+
+def build(settings: Settings) -> OpenSearchNoteIndex:
+    """The notes' index ``OPENSEARCH_NOTES_INDEX`` on the cluster of ``settings``
+    (``engine.client_of``)."""
+    client, name = client_of(settings, "OPENSEARCH_NOTES_INDEX", settings.opensearch_notes_index)
+    return OpenSearchNoteIndex(client, name)

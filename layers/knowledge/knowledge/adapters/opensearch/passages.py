@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opensearchpy import helpers
 from opensearchpy.exceptions import ConflictError as OpenSearchConflictError
@@ -38,6 +38,7 @@ from knowledge.adapters.opensearch import queries as dsl
 from knowledge.adapters.opensearch.engine import (
     BodyAt,
     check_vector,
+    client_of,
     document_error,
     search_legs,
     translated,
@@ -56,6 +57,9 @@ from knowledge.domain.retrieval.hits import (
 from knowledge.domain.retrieval.index_work import PartWrite
 from knowledge.errors import IndexConfigurationError
 from knowledge.observability import logger
+
+if TYPE_CHECKING:
+    from knowledge.settings import Settings
 
 _BULK_TIMEOUT_SECONDS = 60
 _DELETE_GROUP = 200  # items per delete_by_query, well under the 1,024 boolean clause limit
@@ -405,3 +409,9 @@ class OpenSearchIndex:
         """Make every write so far visible to search."""
         with translated("refresh"):
             self._client.indices.refresh(index=self._name)
+
+
+def build(settings: Settings) -> OpenSearchIndex:
+    """The index ``OPENSEARCH_INDEX`` on the cluster of ``settings`` (``engine.client_of``)."""
+    client, name = client_of(settings, "OPENSEARCH_INDEX", settings.opensearch_index)
+    return OpenSearchIndex(client, name)

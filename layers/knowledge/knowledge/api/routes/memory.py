@@ -41,7 +41,7 @@ from knowledge.api.idempotency import Answer
 from knowledge.api.principal import CallerPrincipal
 from knowledge.api.query_parameters import CANONICAL_INTEGER, NextToken
 from knowledge.api.writes import IdempotencyKey, write_route
-from knowledge.bootstrap import get_container, get_note_service, get_pin_service
+from knowledge.bootstrap import get_container
 from knowledge.contract.memory import (
     ForgetMemoryArguments,
     MemoryContextResponse,
@@ -103,7 +103,7 @@ PinsLimit = Annotated[
 
 
 def _notes() -> NoteService:
-    return get_note_service()
+    return get_container().notes
 
 
 def _responses(success: int, description: str, *errors: int) -> dict[int, OpenAPIResponse]:
@@ -155,7 +155,7 @@ def remember(
     principal: CallerPrincipal,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[MemoryResponse]:
-    remembered = get_pin_service().remember(principal, arguments)
+    remembered = get_container().pins.remember(principal, arguments)
     metrics.add_metric(name="MemoryRemembered", unit=MetricUnit.Count, value=1)
     return _json(201 if remembered.created else 200, remembered.response)
 
@@ -268,14 +268,14 @@ def recall_context(
 
 
 def _may_pin(principal: Principal, request: Request) -> None:
-    get_pin_service().authorize_write(principal)
+    get_container().pins.authorize_write(principal)
 
 
 def _pin_still_applies(principal: Principal, answer: Answer) -> None:
     """A stored ``pin_memory`` answer is replayed only while that pin is still the note's."""
     body = answer.body
     if isinstance(body.get("note_id"), str) and isinstance(body.get("pin_id"), str):
-        get_pin_service().replayable(principal, body["note_id"], body["pin_id"])
+        get_container().pins.replayable(principal, body["note_id"], body["pin_id"])
 
 
 @write_route(
@@ -300,7 +300,7 @@ def pin_memory(
     principal: CallerPrincipal,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[PinView]:
-    pinned = get_pin_service().pin(principal, arguments)
+    pinned = get_container().pins.pin(principal, arguments)
     return _json(201 if pinned.created else 200, pinned.pin)
 
 
@@ -314,7 +314,7 @@ def pin_memory(
 def list_pins(
     principal: CallerPrincipal, limit: PinsLimit = None, next_token: NextToken = None
 ) -> PinsResponse:
-    return get_pin_service().list_pins(principal, limit=limit, next_token=next_token)
+    return get_container().pins.list_pins(principal, limit=limit, next_token=next_token)
 
 
 @write_route(
@@ -334,4 +334,4 @@ def unpin_memory(
     principal: CallerPrincipal,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[UnpinnedResponse]:
-    return _json(200, get_pin_service().unpin(principal, arguments))
+    return _json(200, get_container().pins.unpin(principal, arguments))
