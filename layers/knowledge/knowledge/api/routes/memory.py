@@ -1,4 +1,5 @@
-"""REST routes of the memory tools (DESIGN §9), one router per function:
+"""REST routes of the memory tools (DESIGN §9), one router per function; each tool is declared once
+(a ``Tool`` in ``TOOLS``) for REST, OpenAPI and MCP:
 
 | route | function | scope | answer |
 |---|---|---|---|
@@ -27,21 +28,28 @@ content. Errors are mapped by
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Request, Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
-from aws_lambda_powertools.metrics import MetricUnit
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from knowledge.api.http import openapi_error_responses
 from knowledge.api.idempotency import Answer
 from knowledge.api.principal import CallerPrincipal
 from knowledge.api.query_parameters import CANONICAL_INTEGER, NextToken
+from knowledge.api.services import (
+    Notes,
+    Pins,
+    memory_search_service,
+    note_service,
+    pin_service,
+    recall_service,
+)
+from knowledge.api.tools import Tool, Write, tool_route
 from knowledge.api.writes import IdempotencyKey, write_route
-from knowledge.bootstrap import get_container
 from knowledge.contract.memory import (
     ForgetMemoryArguments,
     MemoryContextResponse,
@@ -62,10 +70,7 @@ from knowledge.contract.memory import (
 from knowledge.domain.memory.notes import VERSIONS_LIMIT_MAX
 from knowledge.domain.memory.pins import PINS_LIMIT_MAX
 from knowledge.domain.models import Permission, Principal
-from knowledge.observability import metrics
-
-if TYPE_CHECKING:  # the services are imported when the container builds them (first request)
-    from knowledge.services.notes import NoteService
+from knowledge.errors import MemoryInvalidRequestError
 
 REMEMBER_PATH = "/v1/tools/remember"
 SEARCH_MEMORY_PATH = "/v1/tools/search_memory"
@@ -102,22 +107,12 @@ PinsLimit = Annotated[
 ]
 
 
-def _notes() -> NoteService:
-    return get_container().notes
-
-
 def _responses(success: int, description: str, *errors: int) -> dict[int, OpenAPIResponse]:
     return {success: {"description": description}, **openapi_error_responses(*errors)}
 
 
-def _json(status: int, body: BaseModel) -> Response[Any]:
-    return Response(
-        status_code=status, content_type=content_types.APPLICATION_JSON, body=body.model_dump(mode="json")
-    )
-
-
 def _may_write(principal: Principal, request: Request) -> None:
-    _notes().authorize(principal, Permission.MEMORY_WRITE)
+    note_service().authorize(principal, Permission.MEMORY_WRITE)
 
 
 def _note_still_readable(principal: Principal, answer: Answer) -> None:
@@ -126,57 +121,179 @@ def _note_still_readable(principal: Principal, answer: Answer) -> None:
     back content the caller asked to forget."""
     note = answer.body.get("note")
     if isinstance(note, dict) and isinstance(note.get("note_id"), str):
-        _notes().readable(principal, note["note_id"])
+        note_service().readable(principal, note["note_id"])
 
 
-@write_route(
-    remember_router,
-    "POST",
-    REMEMBER_PATH,
-    check=_may_write,
-    body=RememberArguments,
-    on_replay=_note_still_readable,
-    operation_id="remember",
+def _may_pin(principal: Principal, request: Request) -> None:
+    pin_service().authorize_write(principal)
+
+
+def _pin_still_applies(principal: Principal, answer: Answer) -> None:
+    """A stored ``pin_memory`` answer is replayed only while that pin is still the note's."""
+    body = answer.body
+    if isinstance(body.get("note_id"), str) and isinstance(body.get("pin_id"), str):
+        pin_service().replayable(principal, body["note_id"], body["pin_id"])
+
+
+# -- the tools ------------------------------------------------------------------------------------
+
+REMEMBER = Tool(
+    name="remember",
+    title="Remember a fact",
+    path=REMEMBER_PATH,
+    arguments=RememberArguments,
+    response=MemoryResponse,
     summary="Keep a durable fact the agent was asked to remember (a note, never knowledge).",
     description=(
-        "Needs `memory:write`. A new note (201 `created`), a `duplicate` of a visible current note with "
-        "the same scope, path and content (200, nothing written), or, with `semantic_key` or "
-        "`memory_id`, a new version of that note (`updated`, or `unchanged`). A stale "
-        "`expected_version` is 409 `memory_conflict` with `details.current_version`." + GOVERNED
+        "Persist a durable fact the user explicitly asked you to remember (a note, never a knowledge "
+        "revision). Without memory_id or semantic_key it creates a note, unless a visible current note "
+        "with the same scope, path and content exists (result duplicate). With semantic_key (a stable "
+        "name for the fact) or memory_id it writes a new version of that note (updated, or unchanged). "
+        "supersedes retires older notes from search; expires_at or ttl_seconds makes a note expire; "
+        "pin true also pins it. Your own private notes need memory:write; a team or tenant note (one "
+        "others see) also needs memory:share, and another principal's note memory:admin. "
+        'Returns JSON text {"type":"memory","result":"created|updated|unchanged|duplicate","note":{...}}.'
     ),
-    tags=[TAG],
-    status_code=201,
-    responses=_responses(
-        201, "The note was created; 200 for updated, unchanged or duplicate.", *WRITE_ERRORS
-    ),
+    service=pin_service,
+    run=lambda pins, principal, arguments: pins.remember(principal, arguments),
+    answer=lambda remembered: remembered.response,
+    created=lambda remembered: bool(remembered.created),
+    write=Write(check=_may_write, on_replay=_note_still_readable),
+    invalid_request=MemoryInvalidRequestError,
+    tag=TAG,
+    success="The note was created; 200 for updated, unchanged or duplicate.",
+    errors=WRITE_ERRORS,
+    metric="MemoryRemembered",
 )
-def remember(
-    arguments: Annotated[RememberArguments, Body()],
-    principal: CallerPrincipal,
-    idempotency_key: IdempotencyKey = None,
-) -> Response[MemoryResponse]:
-    remembered = get_container().pins.remember(principal, arguments)
-    metrics.add_metric(name="MemoryRemembered", unit=MetricUnit.Count, value=1)
-    return _json(201 if remembered.created else 200, remembered.response)
 
-
-@search_memory_router.post(
-    SEARCH_MEMORY_PATH,
-    operation_id="search_memory",
+SEARCH_MEMORY = Tool(
+    name="search_memory",
+    title="Search memory",
+    path=SEARCH_MEMORY_PATH,
+    arguments=SearchMemoryArguments,
+    response=MemorySearchResponse,
     summary="Strict, targeted retrieval over the caller's notes (never knowledge).",
     description=(
-        "Needs `memory:read`. The same legs, fusion and read-time truth check as search_knowledge, over "
-        "the caller's visible, active, unexpired notes (superseded ones only with `include_superseded`)."
+        "Strict, targeted retrieval over your own visible notes (never knowledge): hybrid BM25 and "
+        "vector search with filters by scope, team_id, agent_id, memory_type and path_prefix. Expired, "
+        "forgotten and (unless include_superseded) superseded notes never appear. Returns JSON text "
+        '{"type":"memory_search","results":[{note_id, version, content, path, ..., score}]}.'
     ),
-    tags=[TAG],
-    responses=_responses(200, "Ranked notes (memory_search).", *READ_ERRORS),
+    service=memory_search_service,
+    run=lambda memory_search, principal, arguments: memory_search.search_memory(principal, arguments),
+    invalid_request=MemoryInvalidRequestError,
+    tag=TAG,
+    success="Ranked notes (memory_search).",
+    errors=READ_ERRORS,
+    metric="SearchMemoryAnswered",
 )
-def search_memory(
-    arguments: Annotated[SearchMemoryArguments, Body()], principal: CallerPrincipal
-) -> MemorySearchResponse:
-    response = get_container().memory_search.search_memory(principal, arguments)
-    metrics.add_metric(name="SearchMemoryAnswered", unit=MetricUnit.Count, value=1)
-    return response
+
+RECALL_CONTEXT = Tool(
+    name="recall_context",
+    title="Recall context",
+    path=RECALL_CONTEXT_PATH,
+    arguments=RecallContextArguments,
+    response=MemoryContextResponse,
+    summary="A token-budgeted context pack of the caller's notes, pins first (never knowledge).",
+    description=(
+        "Build a context pack from your notes (never knowledge) to paste into your prompt: pinned notes "
+        "first (within half of max_tokens), then the notes most relevant to query (without a query: the "
+        "most important, then the most recent), whole notes only, near-duplicates dropped, never above "
+        "max_tokens (cl100k_base tokens). Each block's header says whose note it is: own, or shared by "
+        "its owner (weigh shared text accordingly). Returns JSON text "
+        '{"type":"memory_context","text","items":[{note_id, version, path, memory_type, scope, owner_id, '
+        'own, pinned, tokens, score}],"budget":{max_tokens, used_tokens, tokenizer, max_items},'
+        '"coverage":{candidates, included, dropped:[{note_id, reason}]}}.'
+    ),
+    service=recall_service,
+    run=lambda recall, principal, arguments: recall.recall_context(principal, arguments),
+    invalid_request=MemoryInvalidRequestError,
+    tag=TAG,
+    success="The context pack (memory_context).",
+    errors=READ_ERRORS,
+    metric="RecallContextAnswered",
+)
+
+PIN_MEMORY = Tool(
+    name="pin_memory",
+    title="Pin a memory",
+    path=PIN_MEMORY_PATH,
+    arguments=PinMemoryArguments,
+    response=PinView,
+    summary="Pin a note: recall_context brings it first, for everyone who can see it.",
+    description=(
+        "Pin a note so recall_context always brings it first, for everyone who can see the note; order "
+        "(0 first) then pin time decide among pins. Pinning again returns the same pin. A team or tenant "
+        "note also needs memory:share, and another principal's note memory:admin. Returns JSON "
+        'text {"type":"pin","pin_id","note_id","reason","order","expires_at","created_at"}.'
+    ),
+    service=pin_service,
+    run=lambda pins, principal, arguments: pins.pin(principal, arguments),
+    answer=lambda pinned: pinned.pin,
+    created=lambda pinned: bool(pinned.created),
+    write=Write(check=_may_pin, on_replay=_pin_still_applies),
+    invalid_request=MemoryInvalidRequestError,
+    tag=TAG,
+    success="The note was pinned; 200 when it already was.",
+    errors=WRITE_ERRORS,
+)
+
+UNPIN_MEMORY = Tool(
+    name="unpin_memory",
+    title="Unpin a memory",
+    path=UNPIN_MEMORY_PATH,
+    arguments=UnpinMemoryArguments,
+    response=UnpinnedResponse,
+    summary="Remove a note's pin.",
+    description=(
+        "Remove a note's pin (a team or tenant note also needs memory:share, and another principal's note "
+        'memory:admin). Returns JSON text {"type":"unpinned","note_id","removed"} (removed is '
+        "false when the note had no pin)."
+    ),
+    service=pin_service,
+    run=lambda pins, principal, arguments: pins.unpin(principal, arguments),
+    write=Write(check=_may_pin),
+    invalid_request=MemoryInvalidRequestError,
+    tag=TAG,
+    success="The pin is gone (unpinned).",
+    errors=WRITE_ERRORS,
+)
+
+FORGET_MEMORY = Tool(
+    name="forget_memory",
+    title="Forget a memory",
+    path=FORGET_MEMORY_PATH,
+    arguments=ForgetMemoryArguments,
+    response=MemoryForgottenResponse,
+    summary="Forget a note: soft (restorable), redact (every version's content replaced) or hard.",
+    description=(
+        "Forget one note: soft hides it (restorable), redact replaces the content of every version with "
+        "[redacted], hard deletes it with its versions and index entries. A team or tenant note also "
+        "needs memory:share, and another principal's note memory:admin. Returns JSON text "
+        '{"type":"memory_forgotten","note_id","mode"}.'
+    ),
+    service=note_service,
+    run=lambda notes, principal, arguments: notes.forget(principal, arguments),
+    write=Write(check=_may_write),
+    invalid_request=MemoryInvalidRequestError,
+    tag=TAG,
+    success="The note was forgotten (memory_forgotten).",
+    errors=WRITE_ERRORS,
+    destructive=True,
+    idempotent=False,
+)
+
+TOOLS = (REMEMBER, SEARCH_MEMORY, RECALL_CONTEXT, PIN_MEMORY, UNPIN_MEMORY, FORGET_MEMORY)
+"""The tools this module declares, in the order MCP lists them."""
+
+# -- routes ---------------------------------------------------------------------------------------
+
+remember = tool_route(remember_router, REMEMBER)
+search_memory = tool_route(search_memory_router, SEARCH_MEMORY)
+forget_memory = tool_route(forget_memory_router, FORGET_MEMORY)
+recall_context = tool_route(recall_context_router, RECALL_CONTEXT)
+pin_memory = tool_route(pin_memory_router, PIN_MEMORY)
+unpin_memory = tool_route(unpin_memory_router, UNPIN_MEMORY)
 
 
 @search_memory_router.get(
@@ -186,8 +303,8 @@ def search_memory(
     tags=[TAG],
     responses=_responses(200, "The note.", *READ_ERRORS),
 )
-def get_note(note_id: str, principal: CallerPrincipal) -> NoteView:
-    return _notes().get_note(principal, note_id)
+def get_note(note_id: str, principal: CallerPrincipal, notes: Notes) -> NoteView:
+    return notes.get_note(principal, note_id)
 
 
 @search_memory_router.get(
@@ -198,32 +315,9 @@ def get_note(note_id: str, principal: CallerPrincipal) -> NoteView:
     responses=_responses(200, "One page of versions.", *READ_ERRORS),
 )
 def list_note_versions(
-    note_id: str, principal: CallerPrincipal, limit: Limit = None, next_token: NextToken = None
+    note_id: str, principal: CallerPrincipal, notes: Notes, limit: Limit = None, next_token: NextToken = None
 ) -> NoteVersionsResponse:
-    return _notes().list_versions(principal, note_id, limit=limit, next_token=next_token)
-
-
-@write_route(
-    forget_memory_router,
-    "POST",
-    FORGET_MEMORY_PATH,
-    check=_may_write,
-    body=ForgetMemoryArguments,
-    operation_id="forget_memory",
-    summary="Forget a note: soft (restorable), redact (every version's content replaced) or hard.",
-    description=(
-        "Needs `memory:write`. Absent, unauthorized and forgotten notes answer 404 `memory_unavailable`."
-        + GOVERNED
-    ),
-    tags=[TAG],
-    responses=_responses(200, "The note was forgotten (memory_forgotten).", *WRITE_ERRORS),
-)
-def forget_memory(
-    arguments: Annotated[ForgetMemoryArguments, Body()],
-    principal: CallerPrincipal,
-    idempotency_key: IdempotencyKey = None,
-) -> Response[MemoryForgottenResponse]:
-    return _json(200, _notes().forget(principal, arguments))
+    return notes.list_versions(principal, note_id, limit=limit, next_token=next_token)
 
 
 @write_route(
@@ -240,68 +334,12 @@ def forget_memory(
     responses=_responses(200, "The restored note (memory, result restored or unchanged).", *WRITE_ERRORS),
 )
 def restore_note(
-    note_id: str, principal: CallerPrincipal, idempotency_key: IdempotencyKey = None
+    note_id: str, principal: CallerPrincipal, notes: Notes, idempotency_key: IdempotencyKey = None
 ) -> Response[MemoryResponse]:
-    return _json(200, _notes().restore(principal, note_id))
-
-
-@recall_context_router.post(
-    RECALL_CONTEXT_PATH,
-    operation_id="recall_context",
-    summary="A token-budgeted context pack of the caller's notes, pins first (never knowledge).",
-    description=(
-        "Needs `memory:read`. Pins first (pin order, at most half of `max_tokens`), then the best notes "
-        "for `query` (without one: importance, then recency), whole notes only, near-duplicates dropped. "
-        "`budget.used_tokens` is the exact cl100k_base count of `text`, never above `max_tokens`. Each "
-        "item and block names whose note it is: `owner_id` and `own`, and `own` or `shared by <owner>` "
-        "in the block's header."
-    ),
-    tags=[TAG],
-    responses=_responses(200, "The context pack (memory_context).", *READ_ERRORS),
-)
-def recall_context(
-    arguments: Annotated[RecallContextArguments, Body()], principal: CallerPrincipal
-) -> MemoryContextResponse:
-    response = get_container().recall.recall_context(principal, arguments)
-    metrics.add_metric(name="RecallContextAnswered", unit=MetricUnit.Count, value=1)
-    return response
-
-
-def _may_pin(principal: Principal, request: Request) -> None:
-    get_container().pins.authorize_write(principal)
-
-
-def _pin_still_applies(principal: Principal, answer: Answer) -> None:
-    """A stored ``pin_memory`` answer is replayed only while that pin is still the note's."""
-    body = answer.body
-    if isinstance(body.get("note_id"), str) and isinstance(body.get("pin_id"), str):
-        get_container().pins.replayable(principal, body["note_id"], body["pin_id"])
-
-
-@write_route(
-    pin_memory_router,
-    "POST",
-    PIN_MEMORY_PATH,
-    check=_may_pin,
-    body=PinMemoryArguments,
-    on_replay=_pin_still_applies,
-    operation_id="pin_memory",
-    summary="Pin a note: recall_context brings it first, for everyone who can see it.",
-    description=(
-        "Needs `memory:write` and a note the caller can read that is not superseded. Pinning a pinned "
-        "note again answers the same pin (200), with the given `reason`, `order` or `expires_at`." + GOVERNED
-    ),
-    tags=[TAG],
-    status_code=201,
-    responses=_responses(201, "The note was pinned; 200 when it already was.", *WRITE_ERRORS),
-)
-def pin_memory(
-    arguments: Annotated[PinMemoryArguments, Body()],
-    principal: CallerPrincipal,
-    idempotency_key: IdempotencyKey = None,
-) -> Response[PinView]:
-    pinned = get_container().pins.pin(principal, arguments)
-    return _json(201 if pinned.created else 200, pinned.pin)
+    restored = notes.restore(principal, note_id)
+    return Response(
+        status_code=200, content_type=content_types.APPLICATION_JSON, body=restored.model_dump(mode="json")
+    )
 
 
 @pin_memory_router.get(
@@ -312,26 +350,6 @@ def pin_memory(
     responses=_responses(200, "One page of pins.", *READ_ERRORS),
 )
 def list_pins(
-    principal: CallerPrincipal, limit: PinsLimit = None, next_token: NextToken = None
+    principal: CallerPrincipal, pins: Pins, limit: PinsLimit = None, next_token: NextToken = None
 ) -> PinsResponse:
-    return get_container().pins.list_pins(principal, limit=limit, next_token=next_token)
-
-
-@write_route(
-    unpin_memory_router,
-    "POST",
-    UNPIN_MEMORY_PATH,
-    check=_may_pin,
-    body=UnpinMemoryArguments,
-    operation_id="unpin_memory",
-    summary="Remove a note's pin.",
-    description="Needs `memory:write`. A note without a pin answers `removed: false`." + GOVERNED,
-    tags=[TAG],
-    responses=_responses(200, "The pin is gone (unpinned).", *WRITE_ERRORS),
-)
-def unpin_memory(
-    arguments: Annotated[UnpinMemoryArguments, Body()],
-    principal: CallerPrincipal,
-    idempotency_key: IdempotencyKey = None,
-) -> Response[UnpinnedResponse]:
-    return _json(200, get_container().pins.unpin(principal, arguments))
+    return pins.list_pins(principal, limit=limit, next_token=next_token)

@@ -1,4 +1,5 @@
-"""REST route of the ``search_knowledge`` tool (spec + DESIGN §5).
+"""REST route of the ``search_knowledge`` tool (spec + DESIGN §5), declared once (``SEARCH_KNOWLEDGE``)
+for REST, OpenAPI and MCP.
 
 ``POST /v1/tools/search_knowledge``: the tool's arguments as a JSON object
 (``SearchKnowledgeArguments``) → ``KnowledgeSearchResponse`` (query) or ``KnowledgeReadResponse``
@@ -10,46 +11,52 @@ The caller is the principal the Lambda authorizer put in the event
 
 from __future__ import annotations
 
-from typing import Annotated
-
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.event_handler.openapi.params import Body
-from aws_lambda_powertools.metrics import MetricUnit
 
-from knowledge.api.http import openapi_error_responses
-from knowledge.api.principal import CallerPrincipal
-from knowledge.bootstrap import get_container
+from knowledge.api.services import search_service
+from knowledge.api.tools import Tool, tool_route
 from knowledge.contract.search import (
     KnowledgeReadResponse,
     KnowledgeSearchResponse,
     SearchKnowledgeArguments,
 )
-from knowledge.observability import metrics
+from knowledge.errors import InvalidRequestError
 
 SEARCH_KNOWLEDGE_PATH = "/v1/tools/search_knowledge"
 
 router = Router()  # type: ignore[no-untyped-call]  # Powertools leaves Router.__init__ unannotated
 
-
-@router.post(
-    SEARCH_KNOWLEDGE_PATH,
-    operation_id="search_knowledge",
+SEARCH_KNOWLEDGE = Tool(
+    name="search_knowledge",
+    title="Search knowledge",
+    path=SEARCH_KNOWLEDGE_PATH,
+    arguments=SearchKnowledgeArguments,
+    response=KnowledgeSearchResponse | KnowledgeReadResponse,
     summary="Search published knowledge or read one item/revision in bounded windows.",
     description=(
-        "Query mode (`query` set) ranks the current published revisions the caller can see and answers "
-        '`{"type":"knowledge_search",...}`. Addressed mode (`knowledge_item_id`, optionally '
-        "`knowledge_revision_id`) answers one window of a published revision as "
-        '`{"type":"knowledge",...}`. Requires a bearer token with `knowledge:read`.'
+        "Read authorized Knowledge Base content either by ranked query over published current revisions "
+        "or by one exact item/revision with bounded content pagination. Use query for ranked search, or "
+        "knowledge_item_id for an addressed read (add knowledge_revision_id only when the exact immutable "
+        "revision matters); query and the addressed IDs are mutually exclusive.\n\n"
+        'Query returns JSON text with {"type":"knowledge_search","results":[...]} where each result '
+        "includes the current knowledge item/revision IDs, title, bounded excerpt, source/citation, "
+        "reference, and scores. Addressed read returns JSON text with type='knowledge', owner/team/scope, "
+        "base/item/revision IDs, title, bounded content, locator, source, reference, content_offset, "
+        "content_limit, content_total_chars, and content_truncated. A result's locator.offset is a valid "
+        "offset for a follow-up addressed read. Errors return JSON text "
+        '{"type":"error","error":{"code","message","retryable","details"}} with isError true '
+        '({"type":"knowledge_unavailable"} when the knowledge runtime is switched off).'
     ),
-    tags=["tools"],
-    responses={
-        200: {"description": "Ranked results (knowledge_search) or one content window (knowledge)."},
-        **openapi_error_responses(400, 401, 403, 404, 500, 503),
-    },
+    service=search_service,
+    run=lambda search, principal, arguments: search.search_knowledge(principal, arguments),
+    invalid_request=InvalidRequestError,
+    tag="tools",
+    success="Ranked results (knowledge_search) or one content window (knowledge).",
+    errors=(400, 401, 403, 404, 500, 503),
+    metric="SearchKnowledgeAnswered",
 )
-def search_knowledge(
-    arguments: Annotated[SearchKnowledgeArguments, Body()], principal: CallerPrincipal
-) -> KnowledgeSearchResponse | KnowledgeReadResponse:
-    response = get_container().search.search_knowledge(principal, arguments)
-    metrics.add_metric(name="SearchKnowledgeAnswered", unit=MetricUnit.Count, value=1)
-    return response
+
+search_knowledge = tool_route(router, SEARCH_KNOWLEDGE)
+
+TOOLS = (SEARCH_KNOWLEDGE,)
+"""The tools this module declares, in the order MCP lists them."""
