@@ -7,7 +7,7 @@ import json
 from knowledge.api.openapi import openapi_document
 from tests.support.events import load_event
 from tests.support.rest import invoke
-from tests.support.template import ROOT
+from tests.support.template import ROOT, load_template
 
 
 def test_openapi_document_equals_committed_copy() -> None:
@@ -46,3 +46,24 @@ def test_openapi_route_answers_document_without_authorizer_context() -> None:
 
     assert reply.status == 200
     assert reply.body == openapi_document()
+
+
+def _template_http_routes() -> set[tuple[str, str]]:
+    """(method, path) of every ``HttpApi`` event of ``template.yaml``, but the MCP endpoint's (it
+    speaks MCP's streamable HTTP, not REST)."""
+    routes: set[tuple[str, str]] = set()
+    for logical_id, resource in load_template()["Resources"].items():
+        if resource["Type"] != "AWS::Serverless::Function" or logical_id == "McpFunction":
+            continue
+        for event in (resource["Properties"].get("Events") or {}).values():
+            if event["Type"] == "HttpApi":
+                routes.add((event["Properties"]["Method"].upper(), event["Properties"]["Path"]))
+    return routes
+
+
+def test_openapi_operations_are_the_template_http_api_routes() -> None:
+    document = openapi_document()
+    operations = {(method.upper(), path) for path, item in document["paths"].items() for method in item}
+
+    assert operations == _template_http_routes()
+    assert len(operations) >= 27

@@ -1,18 +1,22 @@
-"""The OpenAPI 3.1 document of every REST route of the service, generated from the pydantic models,
-and ``router``, which serves it publicly at ``GET /v1/openapi.json`` (``SearchKnowledgeFunction``).
+"""The OpenAPI 3.1 document of every REST route of the service, generated from the pydantic models, and
+``router``, which serves it publicly at ``GET /v1/openapi.json`` (``SearchKnowledgeFunction``).
 
-``routers()`` lists the Powertools Routers of every function; a new surface adds its router there and
-regenerates the committed copy: ``python -m knowledge.api.openapi > docs/openapi.json`` (a test
-fails when the copy and the models disagree). The document is built by a resolver of its own;
-routes read request state only through what Powertools hands them (``Request``, ``Depends``), so a
-router can be part of both that resolver and the one serving requests. The other functions' routes
-and Powertools' OpenAPI models are imported when the document is first built, not with this module,
-so ``SearchKnowledgeFunction`` starts without them.
+``routers()`` finds the Powertools Routers of every function: each module-level ``Router`` of the
+modules of ``knowledge.api.routes``, and this module's own. A new surface declares its router in a
+routes module and regenerates the committed copy: ``python -m knowledge.api.openapi >
+docs/openapi.json`` (a test fails when the copy and the models disagree, and another when its
+operations and the template's HTTP API routes differ). The document is built by a resolver of its
+own; routes read request state only through what Powertools hands them (``Request``, ``Depends``),
+so a router can be part of both that resolver and the one serving requests. The other functions'
+routes and Powertools' OpenAPI models are imported when the document is first built, not with this
+module, so ``SearchKnowledgeFunction`` starts without them.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
+import pkgutil
 import sys
 from functools import cache
 from typing import Any
@@ -50,20 +54,17 @@ def openapi_json() -> dict[str, Any]:
 
 
 def routers() -> tuple[Router, ...]:
-    """Every Router of the service."""
-    from knowledge.api.routes import knowledge_admin, memory, search_knowledge
+    """Every Router of the service: those of the modules of ``knowledge.api.routes`` (by module name,
+    then in the order each module defines them), then this module's."""
+    from knowledge.api import routes
 
-    return (
-        search_knowledge.router,
-        memory.remember_router,
-        memory.search_memory_router,
-        memory.forget_memory_router,
-        memory.recall_context_router,
-        memory.pin_memory_router,
-        memory.unpin_memory_router,
-        knowledge_admin.router,
-        router,
-    )
+    found: list[Router] = []
+    for module_info in sorted(pkgutil.iter_modules(routes.__path__), key=lambda info: info.name):
+        module = importlib.import_module(f"{routes.__name__}.{module_info.name}")
+        found.extend(
+            value for value in vars(module).values() if isinstance(value, Router) and value not in found
+        )
+    return (*found, router)
 
 
 # Powertools adds these for its own 422 answers, which this service never gives (it answers 400 and 500).

@@ -28,7 +28,7 @@ answered to a caller who may not make the write. Each route then parses, calls `
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Request, Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
@@ -39,8 +39,8 @@ from pydantic import BaseModel, Field
 from knowledge.api.http import openapi_error_responses
 from knowledge.api.principal import CallerPrincipal
 from knowledge.api.query_parameters import CANONICAL_INTEGER, NextToken
+from knowledge.api.services import Curation, Tokens, curation_service, token_administration
 from knowledge.api.writes import IdempotencyKey, write_route
-from knowledge.bootstrap import get_container
 from knowledge.contract.writes import (
     LIST_LIMIT_DEFAULT,
     LIST_LIMIT_MAX,
@@ -65,10 +65,6 @@ from knowledge.contract.writes import (
 )
 from knowledge.domain.identifiers import Identifier
 from knowledge.domain.models import EXTERNAL_ID_MAX_CHARS, TENANT_ID_PATTERN, Principal
-
-if TYPE_CHECKING:  # the services are imported when the container builds them (first request)
-    from knowledge.services.curation import CurationService
-    from knowledge.services.token_admin import TokenAdministration
 
 BASES_PATH = "/v1/knowledge-bases"
 BASE_PATH = "/v1/knowledge-bases/<knowledge_base_id>"
@@ -102,14 +98,6 @@ WRITE_ERRORS = (400, 401, 403, 404, 409, 500, 503)
 READ_ERRORS = (400, 401, 403, 404, 500, 503)
 
 
-def _curation() -> CurationService:
-    return get_container().curation
-
-
-def _token_admin() -> TokenAdministration:
-    return get_container().token_admin
-
-
 def _json(status: int, body: BaseModel) -> Response[Any]:
     return Response(
         status_code=status, content_type=content_types.APPLICATION_JSON, body=body.model_dump(mode="json")
@@ -121,27 +109,27 @@ def _path_parameter(request: Request, name: str) -> str:
 
 
 def _may_create_base(principal: Principal, request: Request) -> None:
-    _curation().authorize_base_creation(principal)
+    curation_service().authorize_base_creation(principal)
 
 
 def _may_manage_base(principal: Principal, request: Request) -> None:
-    _curation().authorize_base_management(principal, _path_parameter(request, "knowledge_base_id"))
+    curation_service().authorize_base_management(principal, _path_parameter(request, "knowledge_base_id"))
 
 
 def _may_create_item(principal: Principal, request: Request) -> None:
-    _curation().authorize_item_creation(principal, _path_parameter(request, "knowledge_base_id"))
+    curation_service().authorize_item_creation(principal, _path_parameter(request, "knowledge_base_id"))
 
 
 def _may_write_item(principal: Principal, request: Request) -> None:
-    _curation().authorize_item_write(principal, _path_parameter(request, "knowledge_item_id"))
+    curation_service().authorize_item_write(principal, _path_parameter(request, "knowledge_item_id"))
 
 
 def _may_issue_token(principal: Principal, request: Request) -> None:
-    _token_admin().authorize_issue(principal, CreateTokenRequest.model_validate(request.json_body))
+    token_administration().authorize_issue(principal, CreateTokenRequest.model_validate(request.json_body))
 
 
 def _may_revoke_token(principal: Principal, request: Request) -> None:
-    _token_admin().authorize_revoke(principal)
+    token_administration().authorize_revoke(principal)
 
 
 # -- bases ----------------------------------------------------------------------------------------
@@ -163,9 +151,10 @@ def _may_revoke_token(principal: Principal, request: Request) -> None:
 def create_knowledge_base(
     request: Annotated[CreateKnowledgeBaseRequest, Body()],
     principal: CallerPrincipal,
+    curation: Curation,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[KnowledgeBaseResponse]:
-    return _json(201, _curation().create_base(principal, request))
+    return _json(201, curation.create_base(principal, request))
 
 
 @router.get(
@@ -176,9 +165,12 @@ def create_knowledge_base(
     responses=_responses(200, "One page of bases, in id order.", *READ_ERRORS),
 )
 def list_knowledge_bases(
-    principal: CallerPrincipal, limit: Limit = LIST_LIMIT_DEFAULT, next_token: NextToken = None
+    principal: CallerPrincipal,
+    curation: Curation,
+    limit: Limit = LIST_LIMIT_DEFAULT,
+    next_token: NextToken = None,
 ) -> KnowledgeBaseList:
-    return _curation().list_bases(principal, limit=limit, next_token=next_token)
+    return curation.list_bases(principal, limit=limit, next_token=next_token)
 
 
 @write_route(
@@ -200,9 +192,10 @@ def update_knowledge_base(
     knowledge_base_id: str,
     request: Annotated[UpdateKnowledgeBaseRequest, Body()],
     principal: CallerPrincipal,
+    curation: Curation,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[KnowledgeBaseResponse]:
-    return _json(200, _curation().update_base(principal, knowledge_base_id, request))
+    return _json(200, curation.update_base(principal, knowledge_base_id, request))
 
 
 @write_route(
@@ -217,9 +210,12 @@ def update_knowledge_base(
     responses=_responses(200, "What the rebuild did.", *WRITE_ERRORS),
 )
 def reindex_knowledge_base(
-    knowledge_base_id: str, principal: CallerPrincipal, idempotency_key: IdempotencyKey = None
+    knowledge_base_id: str,
+    principal: CallerPrincipal,
+    curation: Curation,
+    idempotency_key: IdempotencyKey = None,
 ) -> Response[ReindexResponse]:
-    return _json(200, _curation().reindex_base(principal, knowledge_base_id))
+    return _json(200, curation.reindex_base(principal, knowledge_base_id))
 
 
 # -- items ----------------------------------------------------------------------------------------
@@ -248,9 +244,10 @@ def create_knowledge_item(
     knowledge_base_id: str,
     request: Annotated[CreateItemRequest, Body()],
     principal: CallerPrincipal,
+    curation: Curation,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[CreatedRevisionResponse]:
-    item, created = _curation().create_item(principal, knowledge_base_id, request)
+    item, created = curation.create_item(principal, knowledge_base_id, request)
     return _json(201 if created else 200, item)
 
 
@@ -264,6 +261,7 @@ def create_knowledge_item(
 def list_knowledge_items(
     knowledge_base_id: str,
     principal: CallerPrincipal,
+    curation: Curation,
     external_id: Annotated[
         Identifier | None,
         Query(min_length=1, max_length=EXTERNAL_ID_MAX_CHARS, description="Exact external id."),
@@ -271,7 +269,7 @@ def list_knowledge_items(
     limit: Limit = LIST_LIMIT_DEFAULT,
     next_token: NextToken = None,
 ) -> KnowledgeItemList:
-    return _curation().list_items(
+    return curation.list_items(
         principal, knowledge_base_id, external_id=external_id, limit=limit, next_token=next_token
     )
 
@@ -283,8 +281,10 @@ def list_knowledge_items(
     tags=[TAG],
     responses=_responses(200, "The item.", *READ_ERRORS),
 )
-def get_knowledge_item(knowledge_item_id: str, principal: CallerPrincipal) -> KnowledgeItemDetail:
-    return _curation().get_item(principal, knowledge_item_id)
+def get_knowledge_item(
+    knowledge_item_id: str, principal: CallerPrincipal, curation: Curation
+) -> KnowledgeItemDetail:
+    return curation.get_item(principal, knowledge_item_id)
 
 
 @write_route(
@@ -307,9 +307,10 @@ def create_knowledge_revision(
     knowledge_item_id: str,
     request: Annotated[CreateRevisionRequest, Body()],
     principal: CallerPrincipal,
+    curation: Curation,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[CreatedRevisionResponse]:
-    return _json(201, _curation().add_revision(principal, knowledge_item_id, request))
+    return _json(201, curation.add_revision(principal, knowledge_item_id, request))
 
 
 @router.get(
@@ -322,10 +323,11 @@ def create_knowledge_revision(
 def list_knowledge_revisions(
     knowledge_item_id: str,
     principal: CallerPrincipal,
+    curation: Curation,
     limit: Limit = LIST_LIMIT_DEFAULT,
     next_token: NextToken = None,
 ) -> RevisionList:
-    return _curation().list_revisions(principal, knowledge_item_id, limit=limit, next_token=next_token)
+    return curation.list_revisions(principal, knowledge_item_id, limit=limit, next_token=next_token)
 
 
 @write_route(
@@ -343,9 +345,10 @@ def publish_knowledge_revision(
     knowledge_item_id: str,
     request: Annotated[PublishRequest, Body()],
     principal: CallerPrincipal,
+    curation: Curation,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[KnowledgeItemResponse]:
-    return _json(200, _curation().publish(principal, knowledge_item_id, request))
+    return _json(200, curation.publish(principal, knowledge_item_id, request))
 
 
 @write_route(
@@ -363,9 +366,10 @@ def archive_knowledge_item(
     knowledge_item_id: str,
     request: Annotated[ArchiveRequest, Body()],
     principal: CallerPrincipal,
+    curation: Curation,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[KnowledgeItemResponse]:
-    return _json(200, _curation().archive(principal, knowledge_item_id, request))
+    return _json(200, curation.archive(principal, knowledge_item_id, request))
 
 
 # -- tokens and health ----------------------------------------------------------------------------
@@ -398,9 +402,10 @@ def archive_knowledge_item(
 def create_token(
     request: Annotated[CreateTokenRequest, Body()],
     principal: CallerPrincipal,
+    tokens: Tokens,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[TokenResponse]:
-    return _json(201, _token_admin().issue(principal, request))
+    return _json(201, tokens.issue(principal, request))
 
 
 @router.get(
@@ -421,6 +426,7 @@ def create_token(
 )
 def list_tokens(
     principal: CallerPrincipal,
+    tokens: Tokens,
     tenant_id: Annotated[
         Identifier | None,
         Query(pattern=TENANT_ID_PATTERN, description="Whose tokens to list (default: the caller's tenant)."),
@@ -428,7 +434,7 @@ def list_tokens(
     limit: Limit = LIST_LIMIT_DEFAULT,
     next_token: NextToken = None,
 ) -> TokenList:
-    return _token_admin().list_tokens(principal, tenant_id=tenant_id, limit=limit, next_token=next_token)
+    return tokens.list_tokens(principal, tenant_id=tenant_id, limit=limit, next_token=next_token)
 
 
 @write_route(
@@ -455,8 +461,8 @@ def list_tokens(
         **openapi_error_responses(401, 403, 404, 500, 503),
     },
 )
-def revoke_token(token_id: str, principal: CallerPrincipal) -> Response[None]:
-    _token_admin().revoke(principal, token_id)
+def revoke_token(token_id: str, principal: CallerPrincipal, tokens: Tokens) -> Response[None]:
+    tokens.revoke(principal, token_id)
     return Response(status_code=204)
 
 
@@ -468,5 +474,5 @@ def revoke_token(token_id: str, principal: CallerPrincipal) -> Response[None]:
     security=[{}],
     responses=_responses(200, "The service answers.", 500),
 )
-def health() -> HealthResponse:
-    return _curation().health()
+def health(curation: Curation) -> HealthResponse:
+    return curation.health()
