@@ -132,7 +132,7 @@ def tool_route(router: Router, tool: Tool) -> Callable[..., Any]:
     write.__annotations__ = {
         **annotations,
         "idempotency_key": IdempotencyKey,
-        "return": Response[tool.response],  # type: ignore[name-defined]
+        "return": Response[tool.response],  # type: ignore[name-defined]  # a model chosen at run time
     }
     if tool.status_code != 200:
         openapi["status_code"] = tool.status_code

@@ -28,13 +28,13 @@ content. Errors are mapped by
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Request, Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from knowledge.api.http import openapi_error_responses
 from knowledge.api.idempotency import Answer
@@ -109,6 +109,12 @@ PinsLimit = Annotated[
 
 def _responses(success: int, description: str, *errors: int) -> dict[int, OpenAPIResponse]:
     return {success: {"description": description}, **openapi_error_responses(*errors)}
+
+
+def _json(status: int, body: BaseModel) -> Response[Any]:
+    return Response(
+        status_code=status, content_type=content_types.APPLICATION_JSON, body=body.model_dump(mode="json")
+    )
 
 
 def _may_write(principal: Principal, request: Request) -> None:
@@ -336,10 +342,7 @@ def list_note_versions(
 def restore_note(
     note_id: str, principal: CallerPrincipal, notes: Notes, idempotency_key: IdempotencyKey = None
 ) -> Response[MemoryResponse]:
-    restored = notes.restore(principal, note_id)
-    return Response(
-        status_code=200, content_type=content_types.APPLICATION_JSON, body=restored.model_dump(mode="json")
-    )
+    return _json(200, notes.restore(principal, note_id))
 
 
 @pin_memory_router.get(
