@@ -13,7 +13,7 @@ import pytest
 
 from knowledge import snapstart
 from knowledge.bootstrap import build_container, get_container, use_container
-from knowledge.domain.ids import new_ulid
+from knowledge.domain.ids import forget_last_ulid, new_ulid
 from knowledge.settings import get_settings
 
 CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
@@ -189,6 +189,7 @@ def test_refresh_after_restore_ulid_does_not_continue_from_snapshot(monkeypatch:
     """Every environment restored while the clock still reads the snapshot's last millisecond would
     bump the same last ULID by one, so all of them would mint the same next id; after the refresh
     the next ULID draws its own random bits."""
+    forget_last_ulid()  # the snapshot's process starts with no ULID of its own, whatever ran before
     monkeypatch.setattr("knowledge.domain.ids.time.time_ns", lambda: 1_795_992_668_123_000_000)
     in_snapshot = new_ulid()
 
