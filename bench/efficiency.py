@@ -237,8 +237,10 @@ class NoteTracker:
         done: set[str] = set()
         for start in range(0, len(note_ids), BATCH_GET_KEYS):
             keys = [
-                {name: {"S": value} for name, value in note_key(DEV_TENANT, note_id).items()}
-                for note_id in note_ids[start : start + BATCH_GET_KEYS]
+                {"PK": {"S": key.pk}, "SK": {"S": key.sk}}
+                for key in (
+                    note_key(DEV_TENANT, note_id) for note_id in note_ids[start : start + BATCH_GET_KEYS]
+                )
             ]
             request: dict[str, Any] = {
                 self._table: {
