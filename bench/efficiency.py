@@ -56,7 +56,7 @@ from knowledge_local.state import PROJECT_ROOT, read_endpoints
 SETS = ("notes", "scifact", "pages")
 QUOTAS_OFF = {"TENANT_REQUESTS_PER_SECOND": "0", "TENANT_WRITES_PER_SECOND": "0"}
 PROGRESS_SECONDS = 5.0
-POLL_SECONDS = 0.5
+POLL_SECONDS = 1.0
 SEARCH_SAMPLE = 10
 DEV_TENANT = "dev"
 """The tenant of the runtime's dev token (``knowledge_local.cli.dev_token``)."""
