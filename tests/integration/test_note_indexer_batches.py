@@ -139,4 +139,3 @@ def test_a_batch_with_an_update_and_a_forget_ends_at_the_stores_state(
     assert found(alice, "canary cluster wren", mode="lexical") == []
     assert drain(stream) > 0  # the marks of the batch, ignored
     assert found(alice, "deploy window opens", mode="lexical") == ["The deploy window opens at eleven."]
-

@@ -177,16 +177,19 @@ class NoteIndexingService:
         note at a time, so its error is the outcome of the notes it concerns only), then mark each
         written one."""
         outcomes: dict[tuple[str, str], NoteOutcome] = {}
+        by_tenant: dict[str, list[IndexedNote]] = {}
         for entry in self._written(self._embedded(notes, outcomes), outcomes):
-            key = (entry.tenant_id, entry.note_id)
+            by_tenant.setdefault(entry.tenant_id, []).append(entry)
+        for tenant_id, entries in by_tenant.items():
+            # a note that moved on meanwhile keeps its mark: its own change re-indexes it
             try:
-                # the note may have moved on meanwhile: its own change re-indexes it
-                with suppress(ConflictError, ResourceUnavailableError):
-                    self._store.set_note_indexed_version(entry.tenant_id, entry.note_id, entry.version)
+                self._store.set_notes_indexed_versions(
+                    tenant_id, [(entry.note_id, entry.version) for entry in entries]
+                )
             except Exception as error:
-                outcomes[key] = error
+                outcomes.update({(tenant_id, entry.note_id): error for entry in entries})
                 continue
-            outcomes[key] = IndexAction.INDEXED
+            outcomes.update({(tenant_id, entry.note_id): IndexAction.INDEXED for entry in entries})
         return outcomes
 
     def _embedded(self, notes: list[Note], outcomes: dict[tuple[str, str], NoteOutcome]) -> list[IndexedNote]:
