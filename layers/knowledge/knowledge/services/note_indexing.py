@@ -19,10 +19,11 @@ Writes that left ``version`` unchanged (the indexer's own mark) are ignored. Err
 
 ``apply_many`` applies the note changes of one stream batch together, with the same outcome for
 each note as ``apply``: one batched read of the notes per tenant (``get_notes``), one ``embed`` call
-for every note to index, one ``upsert_notes`` (one index commit); a note reported by several records
-of the batch is synced once (its later records answer ``SUPERSEDED``). An error is the outcome of
-each record it concerns (a failed read: the tenant's records; a failed embedding or index write:
-every record to index), so the consumer reports failures per record.
+for every note to index, one ``upsert_notes`` (one index commit) and the indexed marks in one
+write per tenant (``set_notes_indexed_versions``); a note reported by several records of the batch
+is synced once (its later records answer ``SUPERSEDED``). When the embedding or the index write of
+the batch fails, it is tried again one note at a time, so an error is the outcome of the records it
+concerns only (a failed read: that tenant's records) and the consumer reports failures per record.
 """
 
 from __future__ import annotations
@@ -133,7 +134,8 @@ class NoteIndexingService:
         return new or old
 
     def _sync_many(self, targets: list[_Target]) -> dict[tuple[str, str], NoteOutcome]:
-        """``sync_note`` for every target: one read per tenant, one embedding call, one index write."""
+        """``sync_note`` for every target: one read per tenant, one embedding call, one index write,
+        one marking write per tenant."""
         outcomes: dict[tuple[str, str], NoteOutcome] = {}
         current: dict[tuple[str, str], Note | None] = {}
         by_tenant: dict[str, list[_Target]] = {}
@@ -174,8 +176,8 @@ class NoteIndexingService:
 
     def _index_many(self, notes: list[Note]) -> dict[tuple[str, str], NoteOutcome]:
         """Embed and write ``notes`` at their versions (one call each; when a call fails, again one
-        note at a time, so its error is the outcome of the notes it concerns only), then mark each
-        written one."""
+        note at a time, so its error is the outcome of the notes it concerns only), then mark the
+        written ones, one write per tenant."""
         outcomes: dict[tuple[str, str], NoteOutcome] = {}
         by_tenant: dict[str, list[IndexedNote]] = {}
         for entry in self._written(self._embedded(notes, outcomes), outcomes):
