@@ -173,11 +173,13 @@ def embedded_texts(text_set: TextSet) -> list[str]:
 
 
 class Progress:
-    """A line on stderr at most every ``PROGRESS_SECONDS``: phase, done of total, rate, ETA."""
+    """A line on stderr at most every ``PROGRESS_SECONDS``: phase, done of total, rate, ETA; the
+    clock runs from ``started`` (``time.monotonic()``; now by default), e.g. the passage's first
+    write for the count of texts searchable."""
 
-    def __init__(self, phase: str, total: int, unit: str) -> None:
+    def __init__(self, phase: str, total: int, unit: str, started: float | None = None) -> None:
         self._phase, self._total, self._unit = phase, total, unit
-        self._started = time.monotonic()
+        self._started = time.monotonic() if started is None else started
         self._next = self._started + PROGRESS_SECONDS
         self._lock = threading.Lock()
         self._done = 0
@@ -310,7 +312,7 @@ def notes_through(runtime: Runtime, turns: Sequence[str], clients: int, timeout:
         list(pool.map(send, _shares(turns, clients)))
     writing = time.monotonic() - started
     progress.show(force=True)
-    waiting = Progress("notes searchable", len(note_ids), "notes")
+    waiting = Progress("notes searchable", len(note_ids), "notes", started)
     wait_until(note_ids, tracker.indexed, waiting, timeout)
     searchable = time.monotonic() - started
     waiting.show(force=True)
@@ -346,7 +348,7 @@ def documents_through(
         list(pool.map(send, _shares(documents, clients)))
     writing = time.monotonic() - started
     progress.show(force=True)
-    waiting = Progress(f"{base_name} searchable", len(item_ids), "documents")
+    waiting = Progress(f"{base_name} searchable", len(item_ids), "documents", started)
     with KnowledgeClient(runtime.api_url(), runtime.token(), timeout=120) as client:
 
         def indexed(pending: Sequence[str]) -> set[str]:

@@ -3,6 +3,7 @@ progress lines and the wait for the index (no runtime, no data set)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -50,6 +51,13 @@ def test_a_progress_line_gives_the_phase_the_count_the_rate_and_the_time_left(
     line = capsys.readouterr().err.strip().splitlines()[-1]
     assert line.startswith("notes written: 4 of 10 notes after ")
     assert "/s, ETA " in line
+
+    searchable = Progress("notes searchable", 100, "notes", started=time.monotonic() - 100)
+    searchable.set(50)
+    searchable.show(force=True)
+    assert (
+        capsys.readouterr().err.strip() == "notes searchable: 50 of 100 notes after 100 s, 0.5/s, ETA 100 s"
+    )
 
 
 def test_waiting_ends_when_every_id_is_indexed_and_times_out_otherwise(
