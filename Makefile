@@ -17,7 +17,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 OPENSEARCH_NODE := $(BIN)/python -m knowledge_local.opensearch_node
 
-.PHONY: help install test lint typecheck unit fuzz run opensearch lint-template pr bench bench-install bench-relevance bench-memory bench-ingest bench-fairness bench-durability bench-failover clean
+.PHONY: help install test lint typecheck unit fuzz run opensearch lint-template pr bench bench-install bench-relevance bench-memory bench-ingest bench-efficiency bench-fairness bench-durability bench-failover clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -97,6 +97,9 @@ bench-memory: install  ## remember → searchable, search_memory p50/p95 at 10,0
 
 bench-ingest: install  ## SciFact + FastAPI pages through the write API into a local runtime: docs/s, RSS, stop time
 	$(BIN)/python -m bench.ingest --data-dir "$${DATA_DIR:-../shared/data}"
+
+bench-efficiency: install  ## the model's own rate beside the local runtime's write-to-searchable rate on the same texts (short notes via remember, SciFact abstracts, FastAPI pages via the ingest path) and their ratio (DATA_DIR, NOTES, ABSTRACTS, PAGES, CLIENTS override)
+	POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/python -m bench.efficiency --data-dir "$${DATA_DIR:-../shared/data}" --notes "$${NOTES:-500}" --abstracts "$${ABSTRACTS:-100}" --pages "$${PAGES:-10}" --clients "$${CLIENTS:-8}"
 
 bench-fairness: install  ## a 500,000-character document indexing while small documents of its tenant and another arrive every second: p50/max seconds from 2xx to searchable beside a baseline of small documents alone (LARGE_CHARS override)
 	POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/python -m bench.fairness --large-chars "$${LARGE_CHARS:-500000}"

@@ -38,7 +38,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,8 +144,11 @@ class Runtime:
         return time.monotonic() - started, status
 
 
-def start_runtime(state_dir: Path, port: int, aws_port: int) -> Runtime:
-    """Start ``python -m knowledge_local.runtime`` without a seed and wait until it is ready."""
+def start_runtime(
+    state_dir: Path, port: int, aws_port: int, settings: Mapping[str, str] | None = None
+) -> Runtime:
+    """Start ``python -m knowledge_local.runtime`` without a seed and wait until it is ready;
+    ``settings`` are more environment variables of the runtime (e.g. quotas off)."""
     state_dir.mkdir(parents=True, exist_ok=True)
     log_path = state_dir / "runtime.log"
     environment = {
@@ -155,6 +158,7 @@ def start_runtime(state_dir: Path, port: int, aws_port: int) -> Runtime:
         "KNOWLEDGE_STATE_DIR": str(state_dir),
         "KNOWLEDGE_SEED_DIR": "",
         "PYTHONUNBUFFERED": "1",
+        **(settings or {}),
     }
     with log_path.open("wb") as log:
         process = subprocess.Popen(

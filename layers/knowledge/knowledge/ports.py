@@ -259,6 +259,12 @@ class NoteStore(Protocol):
         not move. ``ConflictError`` when it moved on, ``ResourceUnavailableError`` when it is gone."""
         ...
 
+    def set_notes_indexed_versions(self, tenant_id: str, marks: Sequence[tuple[str, int]]) -> None:
+        """``set_note_indexed_version`` for each ``(note_id, version)`` of ``marks`` (one tenant's),
+        in as few writes as the store allows; a mark whose note moved on or is gone is skipped, not
+        raised."""
+        ...
+
     def list_note_versions(
         self, tenant_id: str, note_id: str, *, limit: int, next_token: str | None
     ) -> Page[Note]:

@@ -174,6 +174,28 @@ def test_set_note_indexed_version_marks_only_the_current_version(store: Knowledg
         store.set_note_indexed_version(TENANT, "nt_01ARZ3NDEKTSV4RRFFQ69G5FAV", 1)
 
 
+def test_set_notes_indexed_versions_marks_the_current_ones_and_skips_the_others(
+    store: KnowledgeStore,
+) -> None:
+    current = [_created(store, _draft(f"Fact number {n} about the build.")) for n in range(3)]
+    moved = _created(store, _draft("This fact moves on."))
+    _revise(store, moved, "moved on")
+    gone = "nt_01ARZ3NDEKTSV4RRFFQ69G5FAV"
+    store.set_notes_indexed_versions(TENANT, [(note.note_id, 1) for note in current[:2]])
+    assert store.get_note(TENANT, current[1].note_id).indexed_version == 1  # type: ignore[union-attr]
+
+    store.set_notes_indexed_versions(
+        TENANT, [(note.note_id, 1) for note in current] + [(moved.note_id, 1), (gone, 1)]
+    )
+
+    marks = store.get_notes(TENANT, [note.note_id for note in [*current, moved]])
+    assert [marks[note.note_id].indexed_version for note in current] == [1, 1, 1]
+    assert marks[moved.note_id].indexed_version is None
+    assert marks[moved.note_id].version == 2
+    assert store.get_note(TENANT, gone) is None
+    store.set_notes_indexed_versions(TENANT, [])
+
+
 def test_redact_note_versions_replaces_every_versions_content(store: KnowledgeStore) -> None:
     note = _created(store)
     _revise(store, note, "second secret")

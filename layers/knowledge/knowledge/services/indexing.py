@@ -42,7 +42,7 @@ unless it was.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -114,6 +114,28 @@ class IndexingBatch:
         """Apply one change; see ``IndexingService.apply``."""
         return self.service.apply(change, synced=self._synced)
 
+    def apply_many(self, changes: Sequence[StoreChange]) -> list[IndexAction | Exception]:
+        """Apply every change of the batch; one outcome per change, in order: its ``IndexAction``,
+        or the exception applying it raised (the consumer reports that record failed).
+
+        The note changes are applied together (``NoteIndexingService.apply_many``: one read per
+        tenant, one embedding call, one index write); the others one by one, in order, as ``apply``.
+        """
+        outcomes: list[IndexAction | Exception] = [IndexAction.IGNORED] * len(changes)
+        notes = [position for position, change in enumerate(changes) if change.note is not None]
+        if notes and self.service.notes is not None:
+            applied = self.service.notes.apply_many([changes[position] for position in notes])
+            for position, outcome in zip(notes, applied, strict=True):
+                outcomes[position] = outcome
+        for position, change in enumerate(changes):
+            if change.note is not None:
+                continue
+            try:
+                outcomes[position] = self.apply(change)
+            except Exception as error:
+                outcomes[position] = error
+        return outcomes
+
 
 class IndexingService:
     """Builds index entries from the store. Thread-safe if its ports are."""
@@ -135,6 +157,11 @@ class IndexingService:
         self._index = index
         self._embedder = embedder
         self._chunker = chunker
+
+    @property
+    def notes(self) -> NoteIndexingService | None:
+        """The note indexer the stream's note changes go to (``None``: they are ignored)."""
+        return self._notes
 
     def batch(self) -> IndexingBatch:
         """A fresh batch scope for the records of one stream invocation."""

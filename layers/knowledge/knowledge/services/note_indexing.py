@@ -16,11 +16,21 @@ tenant's stored items count, which a hard forget does in its own transaction; th
 note out once (``release_expired_note``), so redelivered and replayed records change nothing more.
 
 Writes that left ``version`` unchanged (the indexer's own mark) are ignored. Errors propagate.
+
+``apply_many`` applies the note changes of one stream batch together, with the same outcome for
+each note as ``apply``: one batched read of the notes per tenant (``get_notes``), one ``embed`` call
+for every note to index, one ``upsert_notes`` (one index commit) and the indexed marks in one
+write per tenant (``set_notes_indexed_versions``); a note reported by several records of the batch
+is synced once (its later records answer ``SUPERSEDED``). When the embedding or the index write of
+the batch fails, it is tried again one note at a time, so an error is the outcome of the records it
+concerns only (a failed read: that tenant's records) and the consumer reports failures per record.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import suppress
+from dataclasses import dataclass, field
 
 from knowledge.domain.changes import ChangeKind, IndexAction, StoreChange
 from knowledge.domain.memory.notes import Note, NoteStatus
@@ -28,6 +38,19 @@ from knowledge.domain.memory.retrieval import IndexedNote
 from knowledge.errors import ConflictError, ResourceUnavailableError
 from knowledge.observability import logger
 from knowledge.ports import Embedder, NoteIndex, NoteStore
+
+NoteOutcome = IndexAction | Exception
+"""What applying one record did, or the error it met."""
+
+
+@dataclass
+class _Target:
+    """A note to sync in a batch: the highest version its records reported, and their positions."""
+
+    tenant_id: str
+    note_id: str
+    last_known_version: int
+    positions: list[int] = field(default_factory=list)
 
 
 class NoteIndexingService:
@@ -41,22 +64,37 @@ class NoteIndexingService:
     def apply(self, change: StoreChange) -> IndexAction:
         """Bring the index in line with the store for the note ``change`` touched (``IGNORED`` for
         any other record)."""
-        notes = change.note
-        if notes is None:
+        known = self._known(change)
+        if known is None:
             return IndexAction.IGNORED
-        old, new = notes
-        if (
-            change.kind is ChangeKind.MODIFY
-            and old is not None
-            and new is not None
-            and old.version == new.version
-        ):
-            return IndexAction.IGNORED
-        if change.kind is ChangeKind.REMOVE and change.expired and old is not None:
-            self._store.release_expired_note(old.tenant_id, old.note_id)
-        known = new or old
-        assert known is not None  # a note change carries at least one image
         return self.sync_note(known.tenant_id, known.note_id, last_known_version=known.version)
+
+    def apply_many(self, changes: Sequence[StoreChange]) -> list[NoteOutcome]:
+        """``apply`` for every change of one batch, together (see the module docs); one outcome per
+        change, in order: its ``IndexAction`` or the exception that applying it raised."""
+        outcomes: list[NoteOutcome | None] = [None] * len(changes)
+        targets: dict[tuple[str, str], _Target] = {}
+        for position, change in enumerate(changes):
+            try:
+                known = self._known(change)
+            except Exception as error:
+                outcomes[position] = error
+                continue
+            if known is None:
+                outcomes[position] = IndexAction.IGNORED
+                continue
+            key = (known.tenant_id, known.note_id)
+            target = targets.setdefault(key, _Target(known.tenant_id, known.note_id, known.version))
+            target.last_known_version = max(target.last_known_version, known.version)
+            target.positions.append(position)
+        actions = self._sync_many(list(targets.values()))
+        for target in targets.values():
+            action = actions[(target.tenant_id, target.note_id)]
+            first, *later = target.positions
+            outcomes[first] = action
+            for position in later:
+                outcomes[position] = action if isinstance(action, Exception) else IndexAction.SUPERSEDED
+        return [outcome if outcome is not None else IndexAction.IGNORED for outcome in outcomes]
 
     def sync_note(self, tenant_id: str, note_id: str, *, last_known_version: int) -> IndexAction:
         """Make the index hold what the store says of one note now (see the module docs)."""
@@ -76,6 +114,118 @@ class NoteIndexingService:
         with suppress(ConflictError, ResourceUnavailableError):
             self._store.set_note_indexed_version(tenant_id, note_id, note.version)
         return IndexAction.INDEXED
+
+    def _known(self, change: StoreChange) -> Note | None:
+        """The note image ``change`` reports (``None``: nothing to sync), after releasing an expired
+        note's count as ``apply`` does."""
+        notes = change.note
+        if notes is None:
+            return None
+        old, new = notes
+        if (
+            change.kind is ChangeKind.MODIFY
+            and old is not None
+            and new is not None
+            and old.version == new.version
+        ):
+            return None
+        if change.kind is ChangeKind.REMOVE and change.expired and old is not None:
+            self._store.release_expired_note(old.tenant_id, old.note_id)
+        return new or old
+
+    def _sync_many(self, targets: list[_Target]) -> dict[tuple[str, str], NoteOutcome]:
+        """``sync_note`` for every target: one read per tenant, one embedding call, one index write,
+        one marking write per tenant."""
+        outcomes: dict[tuple[str, str], NoteOutcome] = {}
+        current: dict[tuple[str, str], Note | None] = {}
+        by_tenant: dict[str, list[_Target]] = {}
+        for target in targets:
+            by_tenant.setdefault(target.tenant_id, []).append(target)
+        for tenant_id, tenant_targets in by_tenant.items():
+            try:
+                stored = self._store.get_notes(tenant_id, [target.note_id for target in tenant_targets])
+            except Exception as error:
+                outcomes.update({(tenant_id, target.note_id): error for target in tenant_targets})
+                continue
+            current.update(
+                {(tenant_id, target.note_id): stored.get(target.note_id) for target in tenant_targets}
+            )
+        to_index: list[Note] = []
+        for target in targets:
+            key = (target.tenant_id, target.note_id)
+            if key in outcomes:
+                continue
+            note = current[key]
+            if note is not None and note.status is not NoteStatus.FORGOTTEN:
+                to_index.append(note)
+                continue
+            try:
+                version = target.last_known_version if note is None else note.version
+                self._index.remove_note(target.tenant_id, target.note_id, version=version)
+            except Exception as error:
+                outcomes[key] = error
+                continue
+            if note is None:
+                logger.info(
+                    "note removed from the index",
+                    extra={"tenant_id": target.tenant_id, "note_id": target.note_id},
+                )
+            outcomes[key] = IndexAction.REMOVED
+        outcomes.update(self._index_many(to_index))
+        return outcomes
+
+    def _index_many(self, notes: list[Note]) -> dict[tuple[str, str], NoteOutcome]:
+        """Embed and write ``notes`` at their versions (one call each; when a call fails, again one
+        note at a time, so its error is the outcome of the notes it concerns only), then mark the
+        written ones, one write per tenant."""
+        outcomes: dict[tuple[str, str], NoteOutcome] = {}
+        by_tenant: dict[str, list[IndexedNote]] = {}
+        for entry in self._written(self._embedded(notes, outcomes), outcomes):
+            by_tenant.setdefault(entry.tenant_id, []).append(entry)
+        for tenant_id, entries in by_tenant.items():
+            # a note that moved on meanwhile keeps its mark: its own change re-indexes it
+            try:
+                self._store.set_notes_indexed_versions(
+                    tenant_id, [(entry.note_id, entry.version) for entry in entries]
+                )
+            except Exception as error:
+                outcomes.update({(tenant_id, entry.note_id): error for entry in entries})
+                continue
+            outcomes.update({(tenant_id, entry.note_id): IndexAction.INDEXED for entry in entries})
+        return outcomes
+
+    def _embedded(self, notes: list[Note], outcomes: dict[tuple[str, str], NoteOutcome]) -> list[IndexedNote]:
+        """``notes`` with the embeddings of their contents; a note whose embedding failed is left
+        out, with its error in ``outcomes``."""
+        if not notes:
+            return []
+        try:
+            vectors = self._embedder.embed([note.content for note in notes])
+        except Exception as error:
+            if len(notes) == 1:
+                outcomes[(notes[0].tenant_id, notes[0].note_id)] = error
+                return []
+            return [entry for note in notes for entry in self._embedded([note], outcomes)]
+        return [indexed_note(note, vector) for note, vector in zip(notes, vectors, strict=True)]
+
+    def _written(
+        self, entries: list[IndexedNote], outcomes: dict[tuple[str, str], NoteOutcome]
+    ) -> list[IndexedNote]:
+        """The entries the index took (``upsert_notes``, one commit); the others' outcome is
+        ``SUPERSEDED`` (it holds a newer version) or the error their write met."""
+        if not entries:
+            return []
+        try:
+            taken = self._index.upsert_notes(entries)
+        except Exception as error:
+            if len(entries) == 1:
+                outcomes[(entries[0].tenant_id, entries[0].note_id)] = error
+                return []
+            return [written for entry in entries for written in self._written([entry], outcomes)]
+        for entry, held in zip(entries, taken, strict=True):
+            if not held:
+                outcomes[(entry.tenant_id, entry.note_id)] = IndexAction.SUPERSEDED
+        return [entry for entry, held in zip(entries, taken, strict=True) if held]
 
 
 def indexed_note(note: Note, vector: list[float]) -> IndexedNote:

@@ -34,6 +34,10 @@ log = logging.getLogger(__name__)
 IDLE_INTERVAL_SECONDS = 0.2
 """Pause after an empty receive. Receives are short polls: a long poll would hold the queue's
 visibility timeout from its start, so a change of it (tests shorten it) would not apply at once."""
+MAX_IDLE_INTERVAL_SECONDS = 1.0
+"""The pause doubles after each further empty receive, up to this, and is back to none as soon as
+a receive holds messages: an idle queue costs a receive a second per poller, not five (every
+receive is a request the runtime's one process serves, beside the writes being measured)."""
 MAX_MESSAGES_PER_RECEIVE = 10
 LOCAL_CONCURRENCY = 2
 """Pollers per queue mapping at most, locally: two cores' worth. Two are enough for a small
@@ -66,6 +70,7 @@ class QueuePoller(Poller):
         self._sqs = sqs
         self._invoker = invoker
         self._filter = EventFilter(source.filter_patterns)
+        self._idle = 0.0
 
     def poll_once(self) -> float:
         messages = self._sqs.receive_message(
@@ -76,7 +81,9 @@ class QueuePoller(Poller):
             MessageAttributeNames=["All"],
         ).get("Messages", [])
         if not messages:
-            return IDLE_INTERVAL_SECONDS
+            self._idle = min(MAX_IDLE_INTERVAL_SECONDS, 2 * self._idle or IDLE_INTERVAL_SECONDS)
+            return self._idle
+        self._idle = 0.0
         records = [self._event_record(message) for message in messages]
         delivered = [record for record in records if self._filter.admits(record)]
         failed = set(self._deliver(delivered)) if delivered else set()

@@ -20,6 +20,7 @@ or replayed record meets the mark, so the count moves once per note. The mark ca
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import suppress
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -39,8 +40,10 @@ from knowledge.errors import ConflictError, ResourceUnavailableError, StoredItem
 from knowledge.observability import logger
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef, UpdateTypeDef
 
+MAX_MARKS_PER_TRANSACTION = 100
+"""DynamoDB's limit of actions in one ``TransactWriteItems``."""
 CLAIM_IS_TAKEABLE = "attribute_not_exists(PK) OR #note_id = :note_id OR #expiration <= :now"
 """Condition clause of a claim to take: free, this note's, or held by a note that has expired."""
 
@@ -112,6 +115,35 @@ class DynamoDBNoteStore(TableRecords):
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
         )
+
+    def set_notes_indexed_versions(self, tenant_id: str, marks: Sequence[tuple[str, int]]) -> None:
+        """One ``TransactWriteItems`` per ``MAX_MARKS_PER_TRANSACTION`` marks; when one of them is
+        refused (a note moved on or is gone), the marks of that transaction are written one by one
+        and the refused ones skipped."""
+        unique = list(dict.fromkeys(marks))
+        for start in range(0, len(unique), MAX_MARKS_PER_TRANSACTION):
+            chunk = unique[start : start + MAX_MARKS_PER_TRANSACTION]
+            if len(chunk) > 1:
+                try:
+                    self._table.transact([{"Update": self._indexed_mark(tenant_id, *mark)} for mark in chunk])
+                    continue
+                except (ConflictError, ResourceUnavailableError):
+                    pass
+            for note_id, version in chunk:
+                with suppress(ConflictError, ResourceUnavailableError):
+                    self.set_note_indexed_version(tenant_id, note_id, version)
+
+    def _indexed_mark(self, tenant_id: str, note_id: str, version: int) -> UpdateTypeDef:
+        """The conditional update of the note's ``indexed_version`` to ``version``, in a transaction."""
+        change = codec.update({"indexed_version": version})
+        return {
+            "TableName": self._table.name,
+            "Key": codec.key(keys.note_key(tenant_id, note_id)),
+            "UpdateExpression": change.expression,
+            "ConditionExpression": all_of(EXISTS, VERSION_IS_EXPECTED),
+            "ExpressionAttributeNames": {**change.names, "#version": "version"},
+            "ExpressionAttributeValues": {**change.values, **codec.serialize({":expected": version})},
+        }
 
     def list_note_versions(
         self, tenant_id: str, note_id: str, *, limit: int, next_token: str | None

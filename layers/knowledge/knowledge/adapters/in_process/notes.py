@@ -94,6 +94,13 @@ class InProcessNoteStore:
                 raise ConflictError(_RACE_LOST, current_version=note.version)
             self._notes[tenant_id, note_id] = note.model_copy(update={"indexed_version": version})
 
+    def set_notes_indexed_versions(self, tenant_id: str, marks: Sequence[tuple[str, int]]) -> None:
+        with self._lock:
+            for note_id, version in marks:
+                note = self._notes.get((tenant_id, note_id))
+                if note is not None and note.version == version:
+                    self._notes[tenant_id, note_id] = note.model_copy(update={"indexed_version": version})
+
     def list_note_versions(
         self, tenant_id: str, note_id: str, *, limit: int, next_token: str | None
     ) -> Page[Note]:
