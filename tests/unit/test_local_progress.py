@@ -293,13 +293,30 @@ def test_wait_allows_a_document_of_many_parts_its_parts_time() -> None:
         index,  # type: ignore[arg-type]
         [Awaited("ki_0", "huge.md", 200)],
         knowledge_base_ids=["kb_1"],
-        stall_timeout=600.0,
         progress=False,
         clock=clock,
         sleep=clock.sleep,
     )
 
     assert clock.now == pytest.approx(900.0, abs=POLL_SECONDS)
+
+
+def test_wait_stall_timeout_given_is_kept_whatever_the_parts() -> None:
+    clock = FakeClock()
+    index = Index(clock, {"ki_0": 900.0})
+
+    with pytest.raises(IndexWaitTimeoutError):
+        wait_until_indexed(
+            index,  # type: ignore[arg-type]
+            [Awaited("ki_0", "huge.md", 200)],
+            knowledge_base_ids=["kb_1"],
+            stall_timeout=600.0,
+            progress=False,
+            clock=clock,
+            sleep=clock.sleep,
+        )
+
+    assert clock.now == pytest.approx(600.0, abs=POLL_SECONDS)
 
 
 def test_wait_overall_timeout_stops_it_even_while_items_become_searchable() -> None:

@@ -15,9 +15,9 @@ left 61 documents, 130 parts to embed``). The wait reads the base's item list, w
 fewer requests do, every ``POLL_SECONDS``. Its ETA weighs each document by its index parts
 (``index_work.part_count``: the work queue embeds a revision in parts of about 8,000 characters).
 It waits as long as documents keep becoming searchable, and gives up
-(``IndexWaitTimeoutError``) only when none has for ``stall_timeout`` seconds, stretched to
-``STALL_SECONDS_PER_PART`` per part of the smallest document left (one very large document), or
-after an overall ``timeout`` if one is given.
+(``IndexWaitTimeoutError``) only when none has for ``stall_timeout`` seconds (by default
+``DEFAULT_STALL_SECONDS``, stretched to ``STALL_SECONDS_PER_PART`` per part of the smallest
+document left: one very large document), or after an overall ``timeout`` if one is given.
 
 A base is named by its id (``kb_...``) or its name (``find_base``); the API allows several active
 bases with one name, and such a name is refused (``AmbiguousBaseError``) rather than guessed.
@@ -319,7 +319,7 @@ def wait_for_index(
     client: KnowledgeClient,
     summary: IngestSummary,
     *,
-    stall_timeout: float = DEFAULT_STALL_SECONDS,
+    stall_timeout: float | None = None,
     timeout: float | None = None,
     progress: bool | None = None,
     clock: Callable[[], float] = time.monotonic,
@@ -348,7 +348,7 @@ def wait_until_indexed(
     *,
     knowledge_base_ids: Iterable[str] = (),
     since: float | None = None,
-    stall_timeout: float = DEFAULT_STALL_SECONDS,
+    stall_timeout: float | None = None,
     timeout: float | None = None,
     progress: bool | None = None,
     clock: Callable[[], float] = time.monotonic,
@@ -362,9 +362,9 @@ def wait_until_indexed(
     ``since`` (seconds of ``clock``) is when the work began, for the rate; default: now.
 
     Raises ``IndexWaitTimeoutError`` when no item became searchable for ``stall_timeout`` seconds
-    (at least ``STALL_SECONDS_PER_PART`` per part of the smallest item left), or once ``timeout``
-    seconds have passed if given; ``client.ApiError`` when the API fails (an item archived meanwhile
-    answers 404)."""
+    (by default ``DEFAULT_STALL_SECONDS``, or ``STALL_SECONDS_PER_PART`` per part of the smallest
+    item left when that is longer), or once ``timeout`` seconds have passed if given;
+    ``client.ApiError`` when the API fails (an item archived meanwhile answers 404)."""
     waiting: dict[str, Awaited] = {}
     for entry in items:
         awaited = Awaited(entry, entry) if isinstance(entry, str) else entry
@@ -396,7 +396,7 @@ def wait_until_indexed(
             tally.worked(finished + _under_way(waiting, found_parts))
             if not waiting:
                 break
-            allowance = max(stall_timeout, STALL_SECONDS_PER_PART * min(a.parts for a in waiting.values()))
+            allowance = _stall_allowance(stall_timeout, waiting)
             if tally.idle(now) >= allowance:
                 raise _timed_out(waiting, tally, allowance, stalled=True)
             if timeout is not None and now - began >= timeout:
@@ -411,6 +411,16 @@ def wait_until_indexed(
             + ("" if rate is None else f" ({per_time(rate)})")
         )
     return tally
+
+
+def _stall_allowance(stall_timeout: float | None, waiting: Mapping[str, Awaited]) -> float:
+    """Seconds the wait goes on with no item becoming searchable: ``stall_timeout`` when given;
+    by default ``DEFAULT_STALL_SECONDS``, stretched for the smallest item left when its parts need
+    longer (a single very large document)."""
+    if stall_timeout is not None:
+        return stall_timeout
+    smallest = min(awaited.parts for awaited in waiting.values())
+    return max(DEFAULT_STALL_SECONDS, STALL_SECONDS_PER_PART * smallest)
 
 
 def _under_way(waiting: Mapping[str, Awaited], found_parts: int) -> int:

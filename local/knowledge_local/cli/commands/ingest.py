@@ -67,9 +67,10 @@ def add_commands(commands: Any, shared: Sequence[argparse.ArgumentParser]) -> No
     ingest_parser.add_argument(
         "--stall-timeout",
         type=positive_seconds,
-        default=DEFAULT_STALL_SECONDS,
+        default=None,
         help="give up waiting once no document has become searchable for this many seconds "
-        f"({DEFAULT_STALL_SECONDS:.0f}; longer for a document of many parts)",
+        f"(default: {DEFAULT_STALL_SECONDS:.0f}, longer while the smallest document left is one of many "
+        "parts)",
     )
     ingest_parser.add_argument(
         "--timeout",
