@@ -52,6 +52,19 @@ def test_cli_ingest_twice_creates_nothing_the_second_time(runtime: RuntimeProces
     assert "2 created, 0 updated, 0 unchanged" in first.stdout
     assert second.returncode == 0, second.stderr
     assert "0 created, 0 updated, 2 unchanged" in second.stdout
+    # Without a terminal: whole lines of what it does, a line every 10 s at most while it waits.
+    kinds = (
+        "created knowledge base cli-twice ",
+        "cli-twice (kb_",
+        "sending to ",
+        "sent to ",
+        "waiting for ",
+        "index: ",
+    )
+    for output in (first.stderr, second.stderr):
+        assert "\r" not in output
+        assert [line for line in output.splitlines() if not line.startswith(kinds)] == []
+    assert "; waiting for the index...\n" in first.stderr
 
 
 def test_cli_ingest_changed_file_updates_only_that_item(runtime: RuntimeProcess, notes: Path) -> None:
