@@ -366,13 +366,15 @@ class LocalStack:
     def _load_model(self, embedder: Embedder) -> None:
         """Load the offline embedding model on a thread of its own, beside the rest of the start
         (it would otherwise load on the seed's first embedding, after it): one embedding of the
-        empty text, which nothing else asks for (queries and chunks are never empty). A failure is
-        logged; the first real embedding then fails the same way, where it is reported."""
+        empty text, which nothing else asks for (queries and chunks are never empty), dropped from
+        the embedding cache first so that a cached vector does not stand in for the model. A failure
+        is logged; the first real embedding then fails the same way, where it is reported."""
         timings = self.timings
 
         def load() -> None:
             started = time.monotonic()
             try:
+                embedder.forget([""])
                 embedder.embed([""])
             except Exception as error:  # reported again by the embedding that needs the model
                 log.warning("the embedding model did not load ahead", extra={"error": str(error)})
