@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -187,3 +188,21 @@ def test_runtime_try_it_commands_reach_this_runtime_from_a_plain_shell(runtime: 
     assert json.loads(curled.stdout)["results"][0]["title"] == "Deployment runbook"
     assert searched.returncode == 0, searched.stderr
     assert "Deployment runbook" in searched.stdout.splitlines()[1]
+
+
+def test_runtime_says_where_its_start_went(runtime: RuntimeProcess) -> None:
+    ready = runtime.log.split("Ready in ", 1)[1]
+    total = float(ready.split(" s:", 1)[0])
+    line = ready.splitlines()[1]
+    phases = dict(
+        (name.strip(), float(seconds))
+        for name, seconds in re.findall(
+            r"([a-zA-Z ]+) (\d+\.\d) s", line.split(";")[0].removeprefix("  start-up")
+        )
+    )
+
+    assert line.startswith("  start-up      imports ")
+    assert list(phases)[:2] == ["imports", "AWS endpoint"]
+    assert {"tables and queues", "functions", "dev token", "seed sent", "seed indexed"} <= set(phases)
+    assert sum(phases.values()) == pytest.approx(total, abs=0.1 * len(phases))
+    assert "; beside them: model load " in line
