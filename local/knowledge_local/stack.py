@@ -13,6 +13,9 @@ event sources polled into the real handlers, and its HTTP API, all in this proce
 4. the HTTP API on that socket (``gateway``): every route of the template, behind its authorizer,
    served by the real handlers.
 
+Meanwhile the offline embedding model loads on a thread of its own. ``timings`` holds the seconds
+of each phase (``startup.StartTimings``), which ``make run`` prints once ready.
+
 Every function runs in execution environments of its own, processes that handle one invocation at
 a time (``invoker``), as on Lambda. This process holds the embedded search index and the offline
 embedder and serves them to every environment (``shared_services``), so what the indexer writes is
@@ -37,6 +40,7 @@ import logging
 import os
 import shlex
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -45,13 +49,14 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from knowledge.bootstrap import get_container, use_container
+from knowledge.ports import Embedder
 from knowledge.settings import get_settings
 from knowledge_local.account import aws_client
 from knowledge_local.cli import dev_token
 from knowledge_local.cli.client import KnowledgeClient
 from knowledge_local.cli.dev_token import DevToken
 from knowledge_local.cli.documents import DocumentError, SkippedFile, SourceDocument, collect_documents
-from knowledge_local.cli.ingestion import IngestSummary, ingest, wait_until_indexed
+from knowledge_local.cli.ingestion import IngestSummary, ingest, wait_for_index
 from knowledge_local.config import (
     DEFAULT_AWS_PORT,
     DEFAULT_OPENSEARCH_INDEX,
@@ -73,6 +78,7 @@ from knowledge_local.emulator.provisioning import Provisioned, provision
 from knowledge_local.emulator.template.resources import StackSpec, load_stack
 from knowledge_local.emulator.template.routes import FunctionSpec
 from knowledge_local.opensearch_node import OpenSearchNode, claim_cluster, start_node
+from knowledge_local.startup import StartTimings
 from knowledge_local.state import (
     DEFAULT_STATE_DIR,
     ENDPOINTS_FILE,
@@ -146,6 +152,8 @@ class LocalStack:
         self._durable: DurableState | None = None
         self.restored = Restored()
         """What the start restored from the state directory (``KNOWLEDGE_PERSIST``)."""
+        self.timings = StartTimings()
+        """Seconds of each phase of ``start``, ``dev_token`` and ``seed`` (``startup``)."""
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -155,7 +163,10 @@ class LocalStack:
         files of one that is gone are replaced. A start that fails leaves no directory it created."""
         self._refuse_a_running_instance()
         settings = self.settings
-        self._aws = _bind(AwsServer(settings.host, settings.aws_port).start, "AWS_PORT", settings.aws_port)
+        timings = self.timings
+        with timings.phase("AWS endpoint"):
+            aws = AwsServer(settings.host, settings.aws_port)
+            self._aws = _bind(aws.start, "AWS_PORT", settings.aws_port)
         self._services = services = SharedServices(share_indexes=settings.search_backend == "embedded")
         self._invoker = invoker = Invoker(max_environments=settings.max_environments, setup=services.setup)
         gateway = Gateway(
@@ -173,28 +184,40 @@ class LocalStack:
         self._gateway = _bind(gateway.bind, "PORT", settings.port)
         created = _make_directory(settings.knowledge_state_dir)
         try:
-            opensearch_url = self._start_opensearch()
-            provisioned = provision(self.spec, self._aws.url)
+            if settings.search_backend == "opensearch":
+                with timings.phase("OpenSearch"):
+                    opensearch_url = self._start_opensearch()
+            else:
+                opensearch_url = None
+            with timings.phase("tables and queues"):
+                provisioned = provision(self.spec, aws.url)
             table = provisioned.tables[KNOWLEDGE_TABLE]
             ingest_queue, dead_letters = self._ingest_queues(provisioned)
             work_queue = provisioned.queues.get(INDEX_WORK_QUEUE)
-            self._configure_endpoints(self._aws.url, table.name, work_queue.url if work_queue else None)
+            self._configure_endpoints(aws.url, table.name, work_queue.url if work_queue else None)
             if settings.knowledge_persist:
-                self._durable = DurableState(settings.knowledge_state_dir)
-                others = [other.name for other in provisioned.tables.values() if other is not table]
-                kept = [provisioned.queues[name].name for name in self._kept_queues()]
-                tables = [table.name, *others]
-                self.restored = self._durable.restore(self._aws, tables=tables, kept_queues=kept)
-            container = get_container()
-            services.start(container.index, container.note_index, container.embedder)
-            self._start_pollers(provisioned, self._aws.url, invoker)
+                with timings.phase("state"):
+                    self._durable = DurableState(settings.knowledge_state_dir)
+                    others = [other.name for other in provisioned.tables.values() if other is not table]
+                    kept = [provisioned.queues[name].name for name in self._kept_queues()]
+                    tables = [table.name, *others]
+                    self.restored = self._durable.restore(aws, tables=tables, kept_queues=kept)
+            with timings.phase("index"):
+                container = get_container()
+                services.start(container.index, container.note_index, container.embedder)
+            if get_settings().embedder == "local":
+                self._load_model(container.embedder)
+            with timings.phase("pollers"):
+                self._start_pollers(provisioned, aws.url, invoker)
             if self.restored.anything:
-                self._wait_for_the_index()
-            gateway.start()
-            self._warm(invoker, gateway.routes.functions)
+                with timings.phase("restored index"):
+                    self._wait_for_the_index()
+            with timings.phase("functions"):
+                gateway.start()
+                self._warm(invoker, gateway.routes.functions)
             self.endpoints = Endpoints(
                 api_url=gateway.url,
-                aws_endpoint_url=self._aws.url,
+                aws_endpoint_url=aws.url,
                 table_name=table.name,
                 ingest_queue_url=ingest_queue,
                 ingest_dlq_url=dead_letters,
@@ -268,7 +291,8 @@ class LocalStack:
         is removed on stop; with it, the file stays for the next start."""
         container = get_container()
         directory = self.settings.knowledge_state_dir
-        token = dev_token.ensure(container.tokens, container.store, directory)
+        with self.timings.phase("dev token"):
+            token = dev_token.ensure(container.tokens, container.store, directory)
         if not self.settings.knowledge_persist:
             path = directory / TOKEN_FILE
             self._written[path] = path.read_text(encoding="utf-8")
@@ -295,14 +319,17 @@ class LocalStack:
         return SeedPlan(base, documents, "README.md and docs/", skipped)
 
     def seed(self, plan: SeedPlan, token: str, *, progress: bool | None = None) -> IngestSummary:
-        """Ingest ``plan`` through the API and wait until the index holds every document."""
+        """Ingest ``plan`` through the API and wait until the index holds every document
+        (``ingestion.wait_for_index``: ``IndexWaitTimeoutError`` once none has become searchable
+        for its stall timeout)."""
         if self.endpoints is None:
             raise RuntimeError("The stack is not started.")
         with KnowledgeClient(self.endpoints.api_url, token) as client:
-            summary = ingest(client, plan.documents, plan.base_name, progress=progress)
+            with self.timings.phase("seed sent"):
+                summary = ingest(client, plan.documents, plan.base_name, progress=progress)
             summary.skipped = len(plan.skipped)
-            items = [str(item["knowledge_item_id"]) for item in summary.items.values()]
-            wait_until_indexed(client, items, progress=progress)
+            with self.timings.phase("seed indexed"):
+                wait_for_index(client, summary, progress=progress)
         return summary
 
     # -- parts ------------------------------------------------------------------------------------
@@ -335,6 +362,26 @@ class LocalStack:
         )
         os.environ["OPENSEARCH_URL"] = node.url
         return node.url
+
+    def _load_model(self, embedder: Embedder) -> None:
+        """Load the offline embedding model on a thread of its own, beside the rest of the start
+        (it would otherwise load on the seed's first embedding, after it): one embedding of the
+        empty text, which nothing else asks for (queries and chunks are never empty), dropped from
+        the embedding cache first so that a cached vector does not stand in for the model. A failure
+        is logged; the first real embedding then fails the same way, where it is reported."""
+        timings = self.timings
+
+        def load() -> None:
+            started = time.monotonic()
+            try:
+                embedder.forget([""])
+                embedder.embed([""])
+            except Exception as error:  # reported again by the embedding that needs the model
+                log.warning("the embedding model did not load ahead", extra={"error": str(error)})
+                return
+            timings.record("model load", time.monotonic() - started, overlapped=True)
+
+        threading.Thread(target=load, name="model-load", daemon=True).start()
 
     def _wait_for_the_index(self) -> None:
         """Serve a restored table only once the indexer has taken it in from the stream."""

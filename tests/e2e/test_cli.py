@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -52,6 +53,19 @@ def test_cli_ingest_twice_creates_nothing_the_second_time(runtime: RuntimeProces
     assert "2 created, 0 updated, 0 unchanged" in first.stdout
     assert second.returncode == 0, second.stderr
     assert "0 created, 0 updated, 2 unchanged" in second.stdout
+    # Without a terminal: whole lines of what it does, a line every 10 s at most while it waits.
+    kinds = (
+        "created knowledge base cli-twice ",
+        "cli-twice (kb_",
+        "sending to ",
+        "sent to ",
+        "waiting for ",
+        "index: ",
+    )
+    for output in (first.stderr, second.stderr):
+        assert "\r" not in output
+        assert [line for line in output.splitlines() if not line.startswith(kinds)] == []
+    assert "; waiting for the index...\n" in first.stderr
 
 
 def test_cli_ingest_changed_file_updates_only_that_item(runtime: RuntimeProcess, notes: Path) -> None:
@@ -174,3 +188,21 @@ def test_runtime_try_it_commands_reach_this_runtime_from_a_plain_shell(runtime: 
     assert json.loads(curled.stdout)["results"][0]["title"] == "Deployment runbook"
     assert searched.returncode == 0, searched.stderr
     assert "Deployment runbook" in searched.stdout.splitlines()[1]
+
+
+def test_runtime_says_where_its_start_went(runtime: RuntimeProcess) -> None:
+    ready = runtime.log.split("Ready in ", 1)[1]
+    total = float(ready.split(" s:", 1)[0])
+    line = ready.splitlines()[1]
+    phases = dict(
+        (name.strip(), float(seconds))
+        for name, seconds in re.findall(
+            r"([a-zA-Z ]+) (\d+\.\d) s", line.split(";")[0].removeprefix("  start-up")
+        )
+    )
+
+    assert line.startswith("  start-up      imports ")
+    assert list(phases)[:2] == ["imports", "AWS endpoint"]
+    assert {"tables and queues", "functions", "dev token", "seed sent", "seed indexed"} <= set(phases)
+    assert sum(phases.values()) == pytest.approx(total, abs=0.1 * len(phases))
+    assert "; beside them: model load " in line

@@ -437,7 +437,7 @@ def test_list_items_paginates_and_filters_by_external_id(writer: AdminClient, ba
         entry["knowledge_item_id"] for entry in created
     ]
     assert second["next_token"] is None
-    assert set(first["items"][0]) == ITEM_FIELDS
+    assert set(first["items"][0]) == ITEM_FIELDS | {"indexed_revision_id"}  # each item: the index mark too
     assert [entry["knowledge_item_id"] for entry in by_external_id["items"]] == [
         created[3]["knowledge_item_id"]
     ]

@@ -14,7 +14,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from knowledge.bootstrap import use_container
+from knowledge.bootstrap import get_container, use_container
 from knowledge_local.cli.client import KnowledgeClient
 from knowledge_local.cli.dev_token import SCOPES as DEV_SCOPES
 from knowledge_local.cli.main import main
@@ -365,3 +365,59 @@ def test_cli_ingest_unsafe_source_base_url_is_a_usage_error(
 
     assert status == 2
     assert "argument --source-base-url: " in capsys.readouterr().err
+
+
+def _index(client: KnowledgeClient, base_name: str, *external_ids: str) -> None:
+    """Index the items of ``external_ids`` now, as the stream's indexer would (this gateway has no
+    stream poller)."""
+    [base] = client.bases_named(base_name)
+    for item in client.items(str(base["knowledge_base_id"])):
+        if item["external_id"] in external_ids:
+            get_container().indexing.sync_item(
+                "acme", str(item["knowledge_item_id"]), last_known_version=int(item["version"])
+            )
+
+
+def test_cli_ingest_waits_for_the_index_and_says_what_is_left_when_it_stalls(
+    api: tuple[str, str], client: KnowledgeClient, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("indexed.md", "waiting.md", "also-waiting.md"):
+        (tmp_path / name).write_text(f"# {name}\n\nSome text.\n")
+    knowledge(api, "ingest", str(tmp_path), "--base", "stalling", "--no-wait")
+    _index(client, "stalling", "indexed.md")
+    capsys.readouterr()
+
+    stalled = knowledge(api, "ingest", str(tmp_path), "--base", "stalling", "--stall-timeout", "1")
+    stalled_error = capsys.readouterr().err
+    _index(client, "stalling", "waiting.md", "also-waiting.md")
+    waited = knowledge(api, "ingest", str(tmp_path), "--base", "stalling", "--stall-timeout", "1")
+    waited_output = capsys.readouterr()
+
+    errors = [line for line in stalled_error.splitlines() if line.startswith(("error", "hint"))]
+    assert stalled == 1
+    assert errors == [
+        "error: 2 of 3 item(s) not searchable yet (none became searchable in the last 1 s): also-waiting.md, "
+        "waiting.md. They are stored and published, and the indexer goes on with them: search finds each "
+        "once it is indexed",
+        f"hint: check later with `knowledge ingest {tmp_path} --base stalling` (it sends nothing unchanged "
+        "and waits for the rest); on a busy machine, wait longer with --stall-timeout",
+    ]
+    assert waited == 0, waited_output.err
+    assert "0 created, 0 updated, 3 unchanged, 0 skipped, all indexed" in waited_output.out
+
+
+def test_cli_item_list_tells_which_items_the_index_holds(
+    api: tuple[str, str], client: KnowledgeClient, tmp_path: Path
+) -> None:
+    for name in ("indexed.md", "waiting.md"):
+        (tmp_path / name).write_text(f"# {name}\n\nSome text.\n")
+    knowledge(api, "ingest", str(tmp_path), "--base", "listing-marks", "--no-wait")
+    _index(client, "listing-marks", "indexed.md")
+
+    [base] = client.bases_named("listing-marks")
+    marks = {
+        str(item["external_id"]): item["indexed_revision_id"] == item["current_revision_id"]
+        for item in client.items(str(base["knowledge_base_id"]))
+    }
+
+    assert marks == {"indexed.md": True, "waiting.md": False}

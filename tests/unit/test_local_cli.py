@@ -350,26 +350,26 @@ class _SlowIndex:
         return {"current_revision_id": "kr_1", "indexed_revision_id": "kr_1" if indexed else None}
 
 
-def test_wait_until_indexed_without_a_terminal_prints_a_heartbeat_every_ten_seconds(
+def test_wait_until_indexed_without_a_terminal_prints_a_line_every_ten_seconds_while_it_moves(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     now = [0.0]
 
     def sleep(seconds: float) -> None:
-        now[0] += seconds * 10  # each poll stands for 5 s
+        now[0] += seconds * 5  # each look stands for 5 s
 
     wait_until_indexed(
-        _SlowIndex(every=4),  # type: ignore[arg-type]
+        _SlowIndex(every=5),  # type: ignore[arg-type]
         ["ki_1", "ki_2"],
         progress=False,
         clock=lambda: now[0],
         sleep=sleep,
     )
 
-    beats = [line for line in capsys.readouterr().err.splitlines() if line.startswith("indexing: ")]
-    assert beats == [
-        "indexing: 0 of 2 documents indexed after 10 s",
-        "indexing: 1 of 2 documents indexed after 20 s",
+    lines = [line for line in capsys.readouterr().err.splitlines() if "searchable" in line]
+    assert lines == [
+        "waiting for the index: 1 of 2 searchable, 0.1/s, ETA 10 s; left 1 document, 1 part to embed",
+        "index: 2 of 2 searchable after 30 s (4.0/min)",
     ]
 
 
@@ -389,7 +389,10 @@ def test_wait_until_indexed_with_a_progress_bar_prints_no_heartbeat(
         sleep=sleep,
     )
 
-    assert "documents indexed after" not in capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1  # one line, redrawn in place, ended once done
+    assert error.startswith("\rwaiting for the index: 0 of 1 searchable, measuring the rate; ")
+    assert error.endswith("\rindex: 1 of 1 searchable after 30 s (2.0/min)\x1b[K\n")
 
 
 @pytest.mark.parametrize(

@@ -78,8 +78,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         hint = _hint(error, arguments.command)
         if hint is not None:
             print(f"hint: {hint}", file=sys.stderr)
-    except (StateError, DocumentError, IndexWaitTimeoutError) as error:
+    except (StateError, DocumentError) as error:
         print(redact(f"error: {error}"), file=sys.stderr)
+    except IndexWaitTimeoutError as error:
+        print(redact(f"error: {error}"), file=sys.stderr)
+        if error.hint is not None:
+            print(redact(f"hint: {error.hint}"), file=sys.stderr)
     except KeyboardInterrupt:
         return 130
     return 1

@@ -424,6 +424,25 @@ def test_get_item_reports_indexed_revision_once_indexed(
     assert after == before.model_copy(update={"indexed_revision_id": item.knowledge_revision_id})
 
 
+def test_list_items_reports_which_items_the_index_holds(
+    curation: CurationService, indexing: IndexingService, base: KnowledgeBaseResponse
+) -> None:
+    indexed = _new_item(curation, base, publish=True, external_id="indexed.md")
+    waiting = _new_item(curation, base, publish=True, external_id="waiting.md")
+    indexing.sync_item(TENANT, indexed.knowledge_item_id, last_known_version=indexed.version)
+
+    listed = curation.list_items(WRITER, base.knowledge_base_id, external_id=None, limit=10, next_token=None)
+    by_reader = curation.list_items(
+        READER, base.knowledge_base_id, external_id="indexed.md", limit=10, next_token=None
+    )
+
+    marks = {item.external_id: item.indexed_revision_id for item in listed.items}
+    assert marks == {"indexed.md": indexed.knowledge_revision_id, "waiting.md": None}
+    assert waiting.current_revision_id is not None
+    assert [item.indexed_revision_id for item in by_reader.items] == [indexed.knowledge_revision_id]
+    assert listed.items[0] == curation.get_item(WRITER, listed.items[0].knowledge_item_id)
+
+
 def test_get_draft_item_is_unavailable_to_readers_and_visible_to_writers(
     curation: CurationService, base: KnowledgeBaseResponse
 ) -> None:

@@ -265,7 +265,11 @@ class KnowledgeItemDetail(KnowledgeItemResponse):
 
 
 class KnowledgeItemList(BaseModel):
-    items: list[KnowledgeItemResponse]
+    """One page of a base's items, each with ``indexed_revision_id``: a page tells which of its
+    items are searchable at their current revision, so a client waiting for the index reads a
+    page rather than every item."""
+
+    items: list[KnowledgeItemDetail]
     next_token: str | None
 
 

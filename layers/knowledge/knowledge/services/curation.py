@@ -239,7 +239,8 @@ class CurationService:
         next_token: str | None,
     ) -> KnowledgeItemList:
         """Live (not archived) items of a base in id order, or the one holding ``external_id``
-        (without ``knowledge:write``: published ones, in their published view)."""
+        (without ``knowledge:write``: published ones, in their published view), each with
+        ``indexed_revision_id``."""
         require_scope(principal, Permission.READ)
         base = self._visible_base(principal, knowledge_base_id)
         if external_id is not None:
@@ -253,7 +254,7 @@ class CurationService:
             entries, next_token = page.entries, page.next_token
         return KnowledgeItemList(
             items=[
-                KnowledgeItemResponse.of(_as_seen_by(principal, item))
+                KnowledgeItemDetail.of_item(_as_seen_by(principal, item))
                 for item in entries
                 if _may_read(principal, item)
             ],

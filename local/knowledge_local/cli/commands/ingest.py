@@ -1,26 +1,38 @@
-"""``knowledge ingest PATH --base BASE [--archive-missing --source-base-url URL --no-wait --timeout]``:
-the .md, .txt and .rst files of a file or folder through the write API (``ingestion``), one item
-each; a base name no base has creates the base, and says so on stderr with the existing names
-close to it. Prints ``name (kb_...): <summary>`` once the index holds every item (unless
-``--no-wait``)."""
+"""``knowledge ingest PATH --base BASE [--archive-missing --source-base-url URL --no-wait
+--stall-timeout S --timeout S]``: the .md, .txt and .rst files of a file or folder through the write
+API (``ingestion``), one item each; a base name no base has creates the base, and says so on stderr
+with the existing names close to it. Shows the sending, then the wait for the index, on stderr (count,
+rate, ETA, what is left), and prints ``name (kb_...): <summary>`` once the index holds every item
+(unless ``--no-wait``). The wait goes on while documents keep becoming searchable; it fails (exit
+status 1, naming what is left and how to check later) when none has for ``--stall-timeout`` seconds,
+or after ``--timeout`` seconds in all if given."""
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from knowledge_local.cli.arguments import UsageError, base_reference, positive_seconds, source_base_url
+from knowledge_local.cli.arguments import (
+    UsageError,
+    base_reference,
+    positive_seconds,
+    program_name,
+    source_base_url,
+)
 from knowledge_local.cli.client import KnowledgeClient
 from knowledge_local.cli.documents import DocumentError, collect_documents
 from knowledge_local.cli.ingestion import (
+    DEFAULT_STALL_SECONDS,
+    IndexWaitTimeoutError,
     archive_missing,
     ensure_base,
     ingest_into,
     similar_names,
-    wait_until_indexed,
+    wait_for_index,
 )
 
 
@@ -53,7 +65,19 @@ def add_commands(commands: Any, shared: Sequence[argparse.ArgumentParser]) -> No
         "--no-wait", dest="wait", action="store_false", help="do not wait until the index holds the documents"
     )
     ingest_parser.add_argument(
-        "--timeout", type=positive_seconds, default=600.0, help="seconds to wait for the index (600)"
+        "--stall-timeout",
+        type=positive_seconds,
+        default=None,
+        help="give up waiting once no document has become searchable for this many seconds "
+        f"(default: {DEFAULT_STALL_SECONDS:.0f}, longer while the smallest document left is one of many "
+        "parts)",
+    )
+    ingest_parser.add_argument(
+        "--timeout",
+        type=positive_seconds,
+        default=None,
+        help="give up waiting for the index after this many seconds in all "
+        "(default: no limit while documents keep becoming searchable)",
     )
     ingest_parser.set_defaults(run=_ingest)
 
@@ -82,8 +106,11 @@ def _ingest(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
     line = f"{summary.base_name} ({summary.knowledge_base_id}): {summary.describe()}"
     if arguments.wait:
         print(f"{line}; waiting for the index...", file=sys.stderr, flush=True)
-        items = [str(item["knowledge_item_id"]) for item in summary.items.values()]
-        wait_until_indexed(client, items, timeout=arguments.timeout)
+        try:
+            wait_for_index(client, summary, stall_timeout=arguments.stall_timeout, timeout=arguments.timeout)
+        except IndexWaitTimeoutError as error:
+            error.hint = _check_later(arguments)
+            raise
         line += ", all indexed"
     print(line)
     return 0
@@ -100,3 +127,15 @@ def _announce_created(client: KnowledgeClient, base: dict[str, Any]) -> None:
     close = similar_names(name, others)
     note = f" (existing bases with a close name: {', '.join(close)})" if close else ""
     print(f"created knowledge base {name} ({base_id}){note}", file=sys.stderr, flush=True)
+
+
+def _check_later(arguments: argparse.Namespace) -> str:
+    """How to see later whether the documents became searchable: the same command, which sends
+    nothing unchanged and waits for what is not searchable yet."""
+    again = [program_name(), "ingest", shlex.quote(arguments.path), "--base", shlex.quote(arguments.base)]
+    if arguments.source_base_url:
+        again += ["--source-base-url", shlex.quote(arguments.source_base_url)]
+    return (
+        f"check later with `{' '.join(again)}` (it sends nothing unchanged and waits for the rest); "
+        "on a busy machine, wait longer with --stall-timeout"
+    )
