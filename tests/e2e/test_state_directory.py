@@ -71,6 +71,7 @@ def test_persisted_restart_reuses_the_dev_token_and_rotation_revokes_it(tmp_path
 
     assert rotation.returncode == 0, rotation.stderr
     assert "1 earlier dev token(s) revoked" in rotation.stdout
+    assert len(rotation.stdout.splitlines()) == 1  # the command's answer alone, no service log lines
     assert rotated not in rotation.stdout + rotation.stderr  # the token is in the file, never printed
     assert rotated != original
     assert after_rotation == {"original": 401, "child": 401, "rotated": 200}

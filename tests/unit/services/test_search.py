@@ -320,11 +320,12 @@ def test_caller_without_read_scope_raises_insufficient_scope(search: SearchServi
     [
         ({"query": "deploy", "knowledge_item_id": "ki_01M8MSRAQ70QQ1SJHWP0AMCDPZ"}, InvalidRequestError),
         ({}, QueryRequiredError),
+        ({"query": " \u0000\ufeff\u200b\u200d\u2066\t"}, QueryRequiredError),
         ({"knowledge_revision_id": "kr_01M8MSRAQ70QQ1SJHWP0AMCDPZ"}, ItemRequiredError),
         ({"query": "deploy", "max_results": 0}, InvalidRequestError),
         ({"query": "deploy", "limit_chars": 10_001}, InvalidRequestError),
     ],
-    ids=["query-and-id", "nothing", "revision-without-item", "max-results", "limit-chars"],
+    ids=["query-and-id", "nothing", "invisible-query", "revision-without-item", "max-results", "limit-chars"],
 )
 def test_request_shape_problems_raise_their_error(
     search: SearchService, arguments: dict[str, Any], error: type[Exception]

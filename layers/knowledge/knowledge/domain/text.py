@@ -9,6 +9,7 @@ error, answered as 400 ``validation_error`` at the boundary.
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Annotated
 
 from pydantic import AfterValidator, StrictStr
@@ -31,3 +32,10 @@ Text = Annotated[str, AfterValidator(require_unicode)]
 
 StrictText = Annotated[StrictStr, AfterValidator(require_unicode)]
 """A strict ``str`` (no coercion from other JSON types) that encodes as UTF-8."""
+
+
+def is_blank(value: str) -> bool:
+    """``True`` when ``value`` holds nothing but whitespace, control characters (Unicode category
+    Cc: NUL, escapes) and format characters (Cf: BOM, zero-width space and joiners, bidi marks):
+    text with nothing in it a reader or the analyzer could match."""
+    return all(character.isspace() or unicodedata.category(character) in ("Cc", "Cf") for character in value)

@@ -42,6 +42,7 @@ from knowledge.domain.models import ItemStatus, KnowledgeBase, Permission, Princ
 from knowledge.domain.retrieval.analysis import query_terms
 from knowledge.domain.retrieval.excerpts import EXCERPT_MAX_CHARS, citation, make_excerpt, reference
 from knowledge.domain.retrieval.hits import ChunkHit, IndexQuery, Leg, LegHits, SearchMode
+from knowledge.domain.text import is_blank
 from knowledge.errors import (
     InsufficientScopeError,
     InvalidRequestError,
@@ -79,7 +80,7 @@ class SearchService:
                 "The token lacks the knowledge:read scope.", {"required_scope": Permission.READ.value}
             )
         _check_bounds(arguments)
-        query = arguments.query.strip()
+        query = "" if is_blank(arguments.query) else arguments.query.strip()
         if query and (arguments.knowledge_item_id or arguments.knowledge_revision_id):
             raise InvalidRequestError(
                 "query is mutually exclusive with knowledge_item_id and knowledge_revision_id."

@@ -114,6 +114,7 @@ def _token_revoke(client: KnowledgeClient, arguments: argparse.Namespace) -> int
 
 
 def _token_rotate(arguments: argparse.Namespace) -> int:
+    from knowledge.observability import logger as service_logger
     from knowledge_local.cli.dev_token import rotate_running  # boto3 and the store: only for this command
 
     if getattr(arguments, "api_url", None) or getattr(arguments, "token", None):
@@ -122,7 +123,14 @@ def _token_rotate(arguments: argparse.Namespace) -> int:
             "(KNOWLEDGE_STATE_DIR); it takes no --api-url or --token"
         )
     directory = state_dir()
-    rotated = rotate_running(directory)
+    # The token service logs each token it writes as a Lambda would (JSON on stdout); the command's
+    # own answer is the line below, and a warning or an error still reaches the terminal.
+    level = service_logger.log_level
+    service_logger.setLevel("WARNING")
+    try:
+        rotated = rotate_running(directory)
+    finally:
+        service_logger.setLevel(level)
     print(
         f"New dev token written to {display_path(directory / TOKEN_FILE)}; {rotated.revoked} earlier "
         "dev token(s) revoked, with every token they issued."
