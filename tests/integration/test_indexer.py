@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import random
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -23,12 +23,12 @@ from knowledge.bootstrap import Container, use_container
 from knowledge.contract.writes import CreateRevisionRequest
 from knowledge.domain.changes import IndexAction
 from knowledge.domain.models import BaseStatus, KnowledgeBase, KnowledgeItem, Principal, Source
-from knowledge.errors import ConflictError, DependencyUnavailableError
+from knowledge.errors import ConflictError
 from knowledge.services.indexing import IndexingService
 from knowledge.settings import Settings
 from tests.conftest import TABLE_NAME
 from tests.support.admin import AdminClient
-from tests.support.embedding import HashingEmbedder
+from tests.support.embedding import FailingEmbedder
 from tests.support.events import load_event
 from tests.support.rest import SearchWorld, found_items, new_world
 from tests.support.store import serialized_dynamodb
@@ -360,21 +360,8 @@ def test_indexer_twenty_concurrent_publishers_index_ends_at_winner(
 # -- failures and foreign records -----------------------------------------------------------------
 
 
-class _FailingEmbedder(HashingEmbedder):
-    """Fails for texts holding ``marker``, as a throttled embedding model would."""
-
-    def __init__(self, marker: str) -> None:
-        super().__init__()
-        self._marker = marker
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        if any(self._marker in text for text in texts):
-            raise DependencyUnavailableError("The embedding model is throttled.")
-        return super().embed(texts)
-
-
 def test_indexer_failing_record_is_reported_alone(world: SearchWorld, reader: StreamReader) -> None:
-    world.embedder = _FailingEmbedder("Unlucky")
+    world.embedder = FailingEmbedder("Unlucky")
     world.install()
     base = world.base(TENANT)
     good = [_create(world, base, f"Runbook {n}", BLUE_GREEN) for n in range(2)]

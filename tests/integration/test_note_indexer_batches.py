@@ -14,8 +14,7 @@ from typing import Any
 import pytest
 
 from knowledge.bootstrap import use_container
-from knowledge.errors import DependencyUnavailableError
-from tests.support.embedding import HashingEmbedder
+from tests.support.embedding import FailingEmbedder, HashingEmbedder
 from tests.support.memory import forget, found, memory_token, remember
 from tests.support.rest import SearchWorld, new_world
 from tests.support.streams import StreamReader, drain, run_indexer
@@ -30,19 +29,6 @@ class _CountingEmbedder(HashingEmbedder):
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         self.sizes.append(len(texts))
-        return super().embed(texts)
-
-
-class _FailingEmbedder(HashingEmbedder):
-    """Fails for any call holding a text with ``marker``, as a throttled model would."""
-
-    def __init__(self, marker: str) -> None:
-        super().__init__()
-        self._marker = marker
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        if any(self._marker in text for text in texts):
-            raise DependencyUnavailableError("The embedding model is throttled.")
         return super().embed(texts)
 
 
@@ -102,7 +88,7 @@ def test_a_batch_of_notes_is_embedded_in_one_call_and_every_note_is_searchable(
 def test_a_failing_note_of_a_batch_is_reported_alone_and_the_others_are_searchable(
     world: SearchWorld, stream: StreamReader
 ) -> None:
-    world.embedder = _FailingEmbedder("Unlucky")
+    world.embedder = FailingEmbedder("Unlucky")
     world.install()
     alice = memory_token(world, "alice")
     good = [f"The backup of shard {n} runs every night." for n in range(4)]

@@ -11,6 +11,8 @@ import math
 import re
 from collections.abc import Sequence
 
+from knowledge.errors import DependencyUnavailableError
+
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -47,3 +49,17 @@ class HashingEmbedder:
             vector[0] = 1.0
             return vector
         return [value / norm for value in vector]
+
+
+class FailingEmbedder(HashingEmbedder):
+    """``HashingEmbedder`` that fails any call holding a text with ``marker``, as a throttled model
+    would (``DependencyUnavailableError``)."""
+
+    def __init__(self, marker: str) -> None:
+        super().__init__()
+        self._marker = marker
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if any(self._marker in text for text in texts):
+            raise DependencyUnavailableError("The embedding model is throttled.")
+        return super().embed(texts)
