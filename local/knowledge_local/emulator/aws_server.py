@@ -13,6 +13,11 @@ cost grows with everything ever written:
 - a query on a table's key reads its partition, not the whole table (``partition_queries``);
 - stream records every reader has passed are dropped (``stream_retention``).
 
+Two more cut a cost paid on every request: the answers of the item operations and of
+``GetRecords`` are written as the JSON they already are, not walked by moto's generic serializer
+(``json_answers``), and moto's list of its service folders is read once, not on each request
+(``backend_names``).
+
 With a journal attached (``attach_journal``, ``KNOWLEDGE_PERSIST``), every DynamoDB write that
 succeeds (``PutItem``, ``UpdateItem``, ``DeleteItem``, ``BatchWriteItem``, ``TransactWriteItems``
 and PartiQL statements) is handed to it, request body and all, inside the lock, so the journal's
@@ -48,6 +53,8 @@ from werkzeug.test import EnvironBuilder
 from knowledge_local.account import LOCAL_ACCESS_KEY, REGION
 from knowledge_local.emulator.journal import Ticket
 from knowledge_local.emulator.moto_patches import (
+    backend_names,
+    json_answers,
     partition_queries,
     stream_retention,
     transactions,
@@ -175,6 +182,8 @@ class AwsServer:
         transactions.install()
         partition_queries.install()
         stream_retention.install()
+        json_answers.install()
+        backend_names.install()
         app = self._app = SerializedDynamoDB(DomainDispatcherApplication(create_backend_app))
         # Bound here, not by werkzeug: it answers a taken port with sys.exit(1).
         with socket.create_server((self._host, self._port)) as listener:

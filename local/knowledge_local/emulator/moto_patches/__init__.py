@@ -4,7 +4,10 @@
 - ``transactions``: ``TransactWriteItems`` rolls back by journal instead of by table copy;
 - ``partition_queries``: a ``Query`` reads one partition instead of the whole table;
 - ``stream_retention``: stream records every reader has passed are dropped, iterators expire;
-- ``queue_journal``: messages added to and removed from kept queues are told to the journal.
+- ``queue_journal``: messages added to and removed from kept queues are told to the journal;
+- ``json_answers``: item operations and ``GetRecords`` answer with their value's JSON, not
+  through moto's generic serializer;
+- ``backend_names``: moto's list of its service folders is read once, not on every request.
 
 They replace moto's methods with copies of its logic and read its private state, so they hold for
 one moto version: the one the lock pins (``moto==X`` in ``requirements/dev.lock``, what ``make

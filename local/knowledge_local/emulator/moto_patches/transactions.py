@@ -62,9 +62,11 @@ class _Journal:
     )
     shards: dict[str, int] = field(default_factory=dict)
 
-    def remember(self, table_name: str, key: dict[str, Any]) -> None:
-        """Keep a copy of the item at ``key`` (and the shard's length) before it changes. A key that
-        names no item of an existing table is left to the operation, which refuses it."""
+    def remember(self, table_name: str, key: dict[str, Any], *, in_place: bool) -> None:
+        """Keep the item at ``key`` (and the shard's length) as it is before it changes: a copy when
+        the operation changes it ``in_place`` (moto's ``update_item`` mutates the stored item), the
+        item itself otherwise (a put or a delete replaces or drops it, and leaves the object alone).
+        A key that names no item of an existing table is left to the operation, which refuses it."""
         table = self.backend.tables.get(table_name)
         if table is None:
             return
@@ -77,7 +79,8 @@ class _Journal:
         entry = (table_name, hash_key, range_key)
         if entry not in self.items:
             partition_existed = hash_key in table.items
-            self.items[entry] = (copy.deepcopy(table.get_item(hash_key, range_key)), partition_existed)
+            before = table.get_item(hash_key, range_key)
+            self.items[entry] = (copy.deepcopy(before) if in_place else before, partition_existed)
 
     def roll_back(self) -> None:
         """Put every remembered item back as it was and drop the stream records written since."""
@@ -149,7 +152,7 @@ def _apply(
         if target in targets:
             raise MultipleTransactionsException()
         targets.add(target)
-        journal.remember(table_name, key)
+        journal.remember(table_name, key, in_place=kind == "Update")
         current = backend.get_item(table_name, key)
         condition = operation.get("ConditionExpression")
         names = operation.get("ExpressionAttributeNames")
@@ -183,17 +186,20 @@ def _target_key(backend: DynamoDBBackend, kind: str, operation: dict[str, Any]) 
 def _write(
     backend: DynamoDBBackend, kind: str, table_name: str, key: dict[str, Any], operation: dict[str, Any]
 ) -> None:
-    condition: dict[str, Any] = {
-        "condition_expression": operation.get("ConditionExpression"),
-        "expression_attribute_names": operation.get("ExpressionAttributeNames"),
-        "expression_attribute_values": operation.get("ExpressionAttributeValues"),
-    }
+    """Apply one action whose condition ``_apply`` has just checked (requests are serialized, so the
+    item cannot change in between): the condition is not handed to moto to be parsed again."""
     if kind == "Put":
-        backend.put_item(table_name, operation["Item"], **condition)
+        backend.put_item(table_name, operation["Item"])
     elif kind == "Delete":
-        backend.delete_item(table_name, key, **condition)
+        backend.delete_item(table_name, key)
     elif kind == "Update":
-        backend.update_item(table_name, key, update_expression=operation["UpdateExpression"], **condition)
+        backend.update_item(
+            table_name,
+            key,
+            update_expression=operation["UpdateExpression"],
+            expression_attribute_names=operation.get("ExpressionAttributeNames") or {},
+            expression_attribute_values=operation.get("ExpressionAttributeValues") or {},
+        )
 
 
 def install() -> None:
