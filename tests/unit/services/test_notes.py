@@ -433,6 +433,22 @@ def test_remember_a_note_that_supersedes_itself_is_invalid(world: MemoryWorld) -
         world.remember(ALICE, "Self again.", semantic_key="self", supersedes=[note.note_id])
 
 
+def test_remember_superseding_an_already_superseded_note_is_invalid_and_writes_nothing(
+    world: MemoryWorld,
+) -> None:
+    old = world.remember(ALICE, "Standup is at nine.").note
+    first = world.remember(ALICE, "Standup is at ten.", supersedes=[old.note_id]).note
+
+    with pytest.raises(MemoryInvalidRequestError) as raised:
+        world.remember(ALICE, "Standup is at eleven.", supersedes=[old.note_id])
+
+    assert raised.value.details["fields"] == [
+        {"field": "supersedes", "problem": f"{old.note_id} is superseded by {first.note_id}"}
+    ]
+    assert world.notes.get_note(ALICE, old.note_id).superseded_by == first.note_id
+    assert world.found(ALICE, "standup") == ["Standup is at ten."]
+
+
 def test_forget_redact_twice_keeps_the_note_redacted(world: MemoryWorld) -> None:
     note = world.remember(ALICE, "Secret twice.").note
     world.forget(ALICE, note.note_id, "redact")

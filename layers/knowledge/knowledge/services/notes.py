@@ -257,7 +257,21 @@ class NoteService:
                     "A note cannot supersede itself.",
                     {"fields": [{"field": "supersedes", "problem": "names the note"}]},
                 )
-            notes.append(self.readable(principal, note_id, field="supersedes"))
+            note = self.readable(principal, note_id, field="supersedes")
+            if note.superseded_by is not None:
+                # One successor per note keeps the lineage a chain that search and recall can follow.
+                raise MemoryInvalidRequestError(
+                    "A superseded memory cannot be superseded again; supersede its successor.",
+                    {
+                        "fields": [
+                            {
+                                "field": "supersedes",
+                                "problem": f"{note_id} is superseded by {note.superseded_by}",
+                            }
+                        ]
+                    },
+                )
+            notes.append(note)
         return notes
 
     def _holder(self, principal: Principal, claim: NoteClaim) -> Note | None:
