@@ -71,11 +71,12 @@ from knowledge_local.emulator.aws_server import AwsServer
 from knowledge_local.emulator.durable_state import DurableState, Restored
 from knowledge_local.emulator.lambda_runtime.invoker import InvocationError, Invoker
 from knowledge_local.emulator.lambda_runtime.shared_services import SharedServices
+from knowledge_local.emulator.moto_patches import arrivals
 from knowledge_local.emulator.pollers.poller import Poller
 from knowledge_local.emulator.pollers.queue_poller import QueuePoller, pollers_for
 from knowledge_local.emulator.pollers.stream_poller import StreamPoller
 from knowledge_local.emulator.provisioning import Provisioned, provision
-from knowledge_local.emulator.template.resources import StackSpec, load_stack
+from knowledge_local.emulator.template.resources import EventSourceSpec, StackSpec, load_stack
 from knowledge_local.emulator.template.routes import FunctionSpec
 from knowledge_local.opensearch_node import OpenSearchNode, claim_cluster, start_node
 from knowledge_local.startup import StartTimings
@@ -147,6 +148,7 @@ class LocalStack:
         self._services: SharedServices | None = None
         self._invoker: Invoker | None = None
         self._pollers: list[Poller] = []
+        self._stop_waking: list[Callable[[], None]] = []
         self._opensearch: OpenSearchNode | None = None
         self._written: dict[Path, str] = {}
         self._durable: DurableState | None = None
@@ -242,6 +244,7 @@ class LocalStack:
         def done(phase: str) -> None:
             phases[f"{phase}_s"] = round(time.monotonic() - started, 2)
 
+        self._stop_pollers_waking()
         for poller in self._pollers:
             poller.request_stop()
         gateway, self._gateway = self._gateway, None
@@ -479,8 +482,22 @@ class LocalStack:
                     for number in range(pollers_for(source))
                 ]
             for poller in pollers:
+                self._stop_waking.append(_wake_on_arrival(source, provisioned, poller))
                 poller.start()
                 self._pollers.append(poller)
+
+    def _stop_pollers_waking(self) -> None:
+        for stop_waking in self._stop_waking:
+            stop_waking()
+        self._stop_waking = []
+
+
+def _wake_on_arrival(source: EventSourceSpec, provisioned: Provisioned, poller: Poller) -> Callable[[], None]:
+    """Wake ``poller`` whenever its source receives a record (``arrivals``); returns the function
+    that stops it."""
+    if source.kind == "dynamodb":
+        return arrivals.on_stream_record(provisioned.tables[source.source].name, poller.wake)
+    return arrivals.on_message(provisioned.queues[source.source].name, poller.wake)
 
 
 def _say_indented(message: str) -> None:

@@ -16,7 +16,8 @@ cost grows with everything ever written:
 Two more cut a cost paid on every request: the answers of the item operations and of
 ``GetRecords`` are written as the JSON they already are, not walked by moto's generic serializer
 (``json_answers``), and moto's list of its service folders is read once, not on each request
-(``backend_names``).
+(``backend_names``). And moto tells the runtime when a message or a stream record arrives
+(``arrivals``), so its pollers need not wait for their next poll.
 
 With a journal attached (``attach_journal``, ``KNOWLEDGE_PERSIST``), every DynamoDB write that
 succeeds (``PutItem``, ``UpdateItem``, ``DeleteItem``, ``BatchWriteItem``, ``TransactWriteItems``
@@ -53,6 +54,7 @@ from werkzeug.test import EnvironBuilder
 from knowledge_local.account import LOCAL_ACCESS_KEY, REGION
 from knowledge_local.emulator.journal import Ticket
 from knowledge_local.emulator.moto_patches import (
+    arrivals,
     backend_names,
     json_answers,
     partition_queries,
@@ -184,6 +186,7 @@ class AwsServer:
         stream_retention.install()
         json_answers.install()
         backend_names.install()
+        arrivals.install()
         app = self._app = SerializedDynamoDB(DomainDispatcherApplication(create_backend_app))
         # Bound here, not by werkzeug: it answers a taken port with sys.exit(1).
         with socket.create_server((self._host, self._port)) as listener:

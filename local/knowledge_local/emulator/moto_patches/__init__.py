@@ -7,7 +7,8 @@
 - ``queue_journal``: messages added to and removed from kept queues are told to the journal;
 - ``json_answers``: item operations and ``GetRecords`` answer with their value's JSON, not
   through moto's generic serializer;
-- ``backend_names``: moto's list of its service folders is read once, not on every request.
+- ``backend_names``: moto's list of its service folders is read once, not on every request;
+- ``arrivals``: a callback when a message or a stream record is added (the pollers' wake-up).
 
 They replace moto's methods with copies of its logic and read its private state, so they hold for
 one moto version: the one the lock pins (``moto==X`` in ``requirements/dev.lock``, what ``make

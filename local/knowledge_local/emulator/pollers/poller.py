@@ -15,11 +15,13 @@ MAX_ERROR_BACKOFF_SECONDS = 5.0
 
 class Poller:
     """Calls ``poll_once()`` in a daemon thread named ``name``; each call returns how many seconds to
-    wait before the next one. ``stop()`` ends the loop after the current call."""
+    wait before the next one, a wait that ``wake()`` (something arrived) cuts short. ``stop()`` ends
+    the loop after the current call."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         self._stopping = threading.Event()
+        self._woken = threading.Event()
         self._thread: threading.Thread | None = None
 
     def poll_once(self) -> float:
@@ -31,13 +33,19 @@ class Poller:
             self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
             self._thread.start()
 
+    def wake(self) -> None:
+        """Poll at once: end the current wait, or skip the next one when a call is running (so a
+        wake during a call is never lost). Cheap and safe from any thread."""
+        self._woken.set()
+
     def request_stop(self) -> None:
         """Make the loop end after the current call, without waiting for it."""
         self._stopping.set()
+        self._woken.set()
 
     def stop(self, timeout: float = 5.0) -> None:
         """``request_stop()``, then wait at most ``timeout`` seconds for the loop to end."""
-        self._stopping.set()
+        self.request_stop()
         if self._thread is not None:
             self._thread.join(timeout=timeout)
             self._thread = None
@@ -48,7 +56,12 @@ class Poller:
 
     def _run(self) -> None:
         delay, failures = 0.0, 0
-        while not self._stopping.wait(delay):
+        while True:
+            if delay > 0:
+                self._woken.wait(delay)
+            self._woken.clear()
+            if self._stopping.is_set():
+                return
             try:
                 delay, failures = self.poll_once(), 0
             except Exception:
