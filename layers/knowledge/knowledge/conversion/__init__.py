@@ -62,4 +62,19 @@ def convert(name: str, data: bytes, *, limits: ConversionLimits = DEFAULT_LIMITS
 
 
 def _convert_binary(suffix: str, data: bytes, limits: ConversionLimits) -> ConvertedDocument:
-    raise ConversionError(f"{suffix} conversion is not available yet")
+    # Imported on use: a function that only reads text never loads pypdf, lxml or openpyxl.
+    if suffix == ".pdf":
+        from knowledge.conversion.pdf import convert_pdf
+
+        return convert_pdf(data, limits)
+    if suffix == ".docx":
+        from knowledge.conversion.word import convert_docx
+
+        return convert_docx(data, limits)
+    if suffix in (".html", ".htm"):
+        from knowledge.conversion.html import convert_html
+
+        return convert_html(data, limits)
+    from knowledge.conversion.sheets import convert_csv, convert_xlsx
+
+    return convert_csv(data, limits) if suffix == ".csv" else convert_xlsx(data, limits)

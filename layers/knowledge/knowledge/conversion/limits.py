@@ -33,6 +33,8 @@ class ConversionLimits:
     max_chars: int = 4_000_000
     max_pages: int = 5_000
     max_rows: int = 1_000_000
+    table_block_chars: int = 480
+    table_block_rows: int = 25
 
 
 DEFAULT_LIMITS = ConversionLimits()
