@@ -126,11 +126,12 @@ def _absent(value: object) -> bool:
 
 class Locator(BaseModel):
     """A span of a revision: ``content[offset:offset + length]``, and where it is in the original
-    document when the revision has segments (``knowledge.domain.segments``): the segment covering
-    ``offset`` gives ``page`` (a PDF page, 1-based), ``sheet`` and ``rows`` (a spreadsheet's sheet
-    and ``{"first", "last"}`` row range, 1-based as the spreadsheet numbers them) and ``section``
-    (the heading the span is under). A field the segment does not name is left out of the JSON,
-    so a revision without segments has locators of exactly ``offset`` and ``length``."""
+    document when the revision has segments (``knowledge.domain.segments``). The segment covering
+    the span's best match of the query (a search result's; else ``offset``, as in a read) gives
+    ``page`` (a PDF page, 1-based), ``sheet`` and ``rows`` (a spreadsheet's sheet and its
+    ``{"first", "last"}`` row range, 1-based as the spreadsheet numbers them) and ``section`` (the
+    heading the span is under). A field the segment does not name is left out of the JSON, so a
+    revision without segments has locators of exactly ``offset`` and ``length``."""
 
     offset: int
     length: int
@@ -140,9 +141,12 @@ class Locator(BaseModel):
     section: str | None = Field(default=None, exclude_if=_absent)
 
     @classmethod
-    def within(cls, segments: Sequence[Segment], offset: int, length: int) -> Locator:
-        """The locator of ``[offset, offset + length)`` named by the segment covering ``offset``."""
-        segment = segment_at(segments, offset)
+    def within(
+        cls, segments: Sequence[Segment], offset: int, length: int, *, focus: int | None = None
+    ) -> Locator:
+        """The locator of ``[offset, offset + length)`` named by the segment covering ``focus``
+        (where the span's best match starts) or, without one, ``offset``."""
+        segment = segment_at(segments, offset if focus is None else focus)
         if segment is None:
             return cls(offset=offset, length=length)
         rows = RowRange(first=segment.rows[0], last=segment.rows[1]) if segment.rows else None

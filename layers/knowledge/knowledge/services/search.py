@@ -284,7 +284,9 @@ def _result(entry: Accepted, query: str) -> SearchResult:
         knowledge_revision_id=hit.knowledge_revision_id,
         title=revision.title,
         excerpt=excerpt.text,
-        locator=Locator.within(revision.segments, excerpt.start, excerpt.end - excerpt.start),
+        locator=Locator.within(
+            revision.segments, excerpt.start, excerpt.end - excerpt.start, focus=excerpt.focus
+        ),
         source=SourceRef(uri=revision.source.uri, title=revision.source.title),
         citation=citation(
             revision.title,

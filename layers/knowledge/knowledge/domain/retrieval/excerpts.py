@@ -47,13 +47,16 @@ _DELIMITER_ROW = re.compile(r"\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*")
 
 
 class Excerpt(BaseModel):
-    """``text == content[start:end]`` of the revision (code points); ``length`` is ``end - start``."""
+    """``text == content[start:end]`` of the revision (code points); ``length`` is ``end - start``.
+    ``focus`` is where the excerpt's best match of the query starts (a revision offset inside the
+    excerpt), ``None`` when no query term matched."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     text: str
     start: int = Field(ge=0)
     end: int = Field(ge=0)
+    focus: int | None = None
 
     @property
     def length(self) -> int:
@@ -79,15 +82,16 @@ def make_excerpt(
     if max_chars < 1:
         raise ValueError("max_chars must be at least 1")
     edges = ClusterEdges(chunk_text)
+    cluster = _densest(_matches(chunk_text, query), max_chars)
     if len(chunk_text) <= max_chars:
         low, high = 0, len(chunk_text)
     else:
-        cluster = _densest(_matches(chunk_text, query), max_chars)
         low, high = _table_window(chunk_text, cluster, max_chars, edges) or _window(
             chunk_text, cluster, max_chars, edges
         )
     low, high = _strip(chunk_text, low, high, edges)
-    return Excerpt(text=chunk_text[low:high], start=chunk_start + low, end=chunk_start + high)
+    focus = chunk_start + cluster[0] if cluster is not None and low <= cluster[0] < high else None
+    return Excerpt(text=chunk_text[low:high], start=chunk_start + low, end=chunk_start + high, focus=focus)
 
 
 def reference(
