@@ -43,13 +43,18 @@ _MIN_STEM = 3
 _STOPWORDS = LUCENE_ENGLISH_STOP_WORDS | QUESTION_WORDS
 _SNAP_DISTANCE = 40
 """Code points an excerpt edge may move inwards to reach a word boundary before a plain cut is used."""
+_FOCUS_CHARS = 100
+"""The span in which the most distinct query terms mark an excerpt's ``focus``: about a sentence, so
+one stray match of a term (a stem inside a longer word) does not move the focus away from the
+phrase the query names."""
 _DELIMITER_ROW = re.compile(r"\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*")
 
 
 class Excerpt(BaseModel):
     """``text == content[start:end]`` of the revision (code points); ``length`` is ``end - start``.
     ``focus`` is where the excerpt's best match of the query starts (a revision offset inside the
-    excerpt), ``None`` when no query term matched."""
+    excerpt): the start of the ``_FOCUS_CHARS`` span holding the most distinct query terms, ``None``
+    when no query term matched."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -82,7 +87,8 @@ def make_excerpt(
     if max_chars < 1:
         raise ValueError("max_chars must be at least 1")
     edges = ClusterEdges(chunk_text)
-    cluster = _densest(_matches(chunk_text, query), max_chars)
+    matches = _matches(chunk_text, query)
+    cluster = _densest(matches, max_chars)
     if len(chunk_text) <= max_chars:
         low, high = 0, len(chunk_text)
     else:
@@ -90,7 +96,14 @@ def make_excerpt(
             chunk_text, cluster, max_chars, edges
         )
     low, high = _strip(chunk_text, low, high, edges)
-    focus = chunk_start + cluster[0] if cluster is not None and low <= cluster[0] < high else None
+    focus = next(
+        (
+            chunk_start + found[0]
+            for found in (_densest(matches, _FOCUS_CHARS), cluster)
+            if found is not None and low <= found[0] < high
+        ),
+        None,
+    )
     return Excerpt(text=chunk_text[low:high], start=chunk_start + low, end=chunk_start + high, focus=focus)
 
 
