@@ -53,8 +53,8 @@ _DELIMITER_ROW = re.compile(r"\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*")
 class Excerpt(BaseModel):
     """``text == content[start:end]`` of the revision (code points); ``length`` is ``end - start``.
     ``focus`` is where the excerpt's best match of the query starts (a revision offset inside the
-    excerpt): the start of the ``_FOCUS_CHARS`` span holding the most distinct query terms, ``None``
-    when no query term matched."""
+    excerpt): the start of the shortest span of at most ``_FOCUS_CHARS`` holding the most distinct
+    query terms, ``None`` when no query term matched."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -99,7 +99,7 @@ def make_excerpt(
     focus = next(
         (
             chunk_start + found[0]
-            for found in (_densest(matches, _FOCUS_CHARS), cluster)
+            for found in (_focus(matches), cluster)
             if found is not None and low <= found[0] < high
         ),
         None,
@@ -202,6 +202,27 @@ def _densest(matches: Sequence[_Match], max_chars: int) -> tuple[int, int] | Non
         if best is None or (len(terms), last - first + 1) > best[:2]:
             best = (len(terms), last - first + 1, matches[first].start, match.end)
     return None if best is None else (best[2], min(best[3], best[2] + max_chars))
+
+
+def _focus(matches: Sequence[_Match]) -> tuple[int, int] | None:
+    """The span of at most ``_FOCUS_CHARS`` holding the most distinct terms, then the shortest such
+    span (so a stray match of a term elsewhere does not stretch it); the earliest wins ties."""
+    best: tuple[int, int, int, int] | None = None  # distinct terms, -span, start, end
+    terms: Counter[int] = Counter()
+    first = 0
+    for last, match in enumerate(matches):
+        terms[match.term] += 1
+        while first < last and (
+            match.end - matches[first].start > _FOCUS_CHARS or terms[matches[first].term] > 1
+        ):
+            terms[matches[first].term] -= 1
+            if not terms[matches[first].term]:
+                del terms[matches[first].term]
+            first += 1
+        span = match.end - matches[first].start
+        if best is None or (len(terms), -span) > best[:2]:
+            best = (len(terms), -span, matches[first].start, match.end)
+    return None if best is None else (best[2], best[3])
 
 
 def _window(
