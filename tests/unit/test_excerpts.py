@@ -332,7 +332,9 @@ def test_make_excerpt_matches_accents_and_case_alike() -> None:
 
 
 def test_make_excerpt_focus_is_where_most_query_terms_meet() -> None:
-    text = "Check the pitch bearings first.\n\n## Cable\n\nDivers found scour pits near the seabed anchor today."
+    text = (
+        "Check the pitch bearings first.\n\n## Cable\n\nDivers found scour pits near the seabed anchor today."
+    )
     excerpt = make_excerpt(text, 1_000, "scour pits seabed anchor")
     assert excerpt.focus == 1_000 + text.index("scour pits")
 

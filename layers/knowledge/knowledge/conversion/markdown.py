@@ -69,9 +69,9 @@ class MarkdownWriter:
             return
         if self._parts:
             self._append("\n\n")
+        if self._pending is not None and len(self._segments) >= MAX_SEGMENTS:
+            self._widen_last_rows(self._pending)
         if self._pending is not None:
-            if len(self._segments) >= MAX_SEGMENTS:
-                raise DocumentTooLargeError(f"more than {MAX_SEGMENTS:,} pages, sections or row blocks")
             segment = Segment(
                 offset=self._length,
                 page=self._pending.page,
@@ -88,6 +88,29 @@ class MarkdownWriter:
             self._segments.append(segment)
             self._pending = None
         self._append(text)
+
+    def _widen_last_rows(self, pending: Segment) -> None:
+        """With every segment used, a block of rows of the last segment's sheet widens that
+        segment's row range instead (its locators name a wider range, still holding the row);
+        anything else is ``DocumentTooLargeError``."""
+        last = self._segments[-1]
+        if (
+            pending.rows is None
+            or last.rows is None
+            or (pending.sheet, pending.section)
+            != (
+                last.sheet,
+                last.section,
+            )
+        ):
+            raise DocumentTooLargeError(f"more than {MAX_SEGMENTS:,} pages, sections or row blocks")
+        self._segments[-1] = Segment(
+            offset=last.offset,
+            sheet=last.sheet,
+            rows=(last.rows[0], pending.rows[1]),
+            section=last.section,
+        )
+        self._pending = None
 
     def heading(self, level: int, text: str) -> None:
         """An ATX heading of ``level`` (clamped to 1..6) on one line."""
