@@ -109,7 +109,8 @@ def make_html() -> tuple[str, bytes, int]:
 
 
 def _rows() -> list[list[object]]:
-    return [["id", "vessel", "berth", "cargo", "tonnes", "note"]] + [
+    header: list[object] = ["id", "vessel", "berth", "cargo", "tonnes", "note"]
+    return [header] + [
         [row, f"Vessel{row}", row % 40, WORDS[row % len(WORDS)], row * 3.5, _sentence(row, 5)]
         for row in range(ROWS)
     ]
