@@ -57,6 +57,13 @@ def test_search_knowledge_pdf_hit_names_its_page(world: SearchWorld, manual: Kno
     assert set(top["locator"]) == {"offset", "length", "page"}
 
 
+def test_search_knowledge_read_of_page_zero_starts_at_offset(
+    world: SearchWorld, manual: KnowledgeItem
+) -> None:
+    body = world.read(world.token(), manual.knowledge_item_id, page=0, offset=3, limit_chars=20).body
+    assert (body["content_offset"], body["locator"]["page"]) == (3, 1)
+
+
 def test_search_knowledge_read_starts_at_a_page(world: SearchWorld, manual: KnowledgeItem) -> None:
     body = world.read(world.token(), manual.knowledge_item_id, page=3, limit_chars=200).body
     assert body["content"].startswith("General remarks line 0")
@@ -83,11 +90,11 @@ def test_search_knowledge_read_of_a_page_with_an_offset_is_invalid(
     error_body(400, "knowledge_invalid_request", reply)
 
 
-def test_search_knowledge_read_of_page_zero_is_out_of_bounds(
+def test_search_knowledge_read_of_a_negative_page_is_out_of_bounds(
     world: SearchWorld, manual: KnowledgeItem
 ) -> None:
     error = error_body(
-        400, "knowledge_invalid_request", world.read(world.token(), manual.knowledge_item_id, page=0)
+        400, "knowledge_invalid_request", world.read(world.token(), manual.knowledge_item_id, page=-1)
     )
     assert error["details"]["fields"][0]["field"] == "page"
 

@@ -71,13 +71,14 @@ class SearchKnowledgeArguments(BaseModel):
         description="Zero-based character offset for addressed content.",
         json_schema_extra={"minimum": 0, "maximum": OFFSET_MAX},
     )
-    page: int | None = Field(
-        default=None,
+    page: int = Field(
+        default=0,
         description=(
             "Optional page number (1-based) of a document converted from a PDF: the addressed read "
-            "starts at that page's first character instead of at offset (give one or the other)."
+            "starts at that page's first character instead of at offset (give one or the other); "
+            "0 reads from offset."
         ),
-        json_schema_extra={"minimum": 1, "maximum": INTEGER_MAX},
+        json_schema_extra={"minimum": 0, "maximum": INTEGER_MAX},
     )
     limit_chars: int = Field(
         default=4_000,

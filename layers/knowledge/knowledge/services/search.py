@@ -210,12 +210,12 @@ class SearchService:
 
 
 def _start_of_read(revision: Revision, arguments: SearchKnowledgeArguments) -> int:
-    """Where an addressed read starts: ``offset``, or the first character of ``page``.
+    """Where an addressed read starts: ``offset``, or the first character of ``page`` (when not 0).
 
     Raises ``InvalidRequestError`` for an offset past the end or a page beside a non-zero offset,
     and ``PageUnavailableError`` for a page the revision has no segment for.
     """
-    if arguments.page is not None:
+    if arguments.page:
         if arguments.offset:
             raise InvalidRequestError(
                 "Give page or offset, not both.", {"page": arguments.page, "offset": arguments.offset}
@@ -240,8 +240,8 @@ def _check_bounds(arguments: SearchKnowledgeArguments) -> None:
     problems = []
     if not 0 <= arguments.offset <= OFFSET_MAX:
         problems.append({"field": "offset", "problem": f"must be between 0 and {OFFSET_MAX}"})
-    if arguments.page is not None and not 1 <= arguments.page <= INTEGER_MAX:
-        problems.append({"field": "page", "problem": f"must be between 1 and {INTEGER_MAX}"})
+    if not 0 <= arguments.page <= INTEGER_MAX:
+        problems.append({"field": "page", "problem": f"must be between 0 and {INTEGER_MAX}"})
     if not LIMIT_CHARS_MIN <= arguments.limit_chars <= LIMIT_CHARS_MAX:
         problems.append(
             {"field": "limit_chars", "problem": f"must be between {LIMIT_CHARS_MIN} and {LIMIT_CHARS_MAX}"}
