@@ -138,3 +138,12 @@ def test_documents_pdf_read_starts_at_a_page(
     assert "Fresnel" not in body["content"]
     missing = api.post("/v1/tools/search_knowledge", json={"knowledge_item_id": item_id, "page": 4})
     assert (missing.status_code, missing.json()["error"]["code"]) == (404, "knowledge_page_unavailable")
+
+
+def test_documents_cli_read_starts_at_a_page_and_names_it(runtime: RuntimeProcess, ingested: str) -> None:
+    item_id = _top(runtime, "Fresnel lens chamois leather")["knowledge_item_id"]
+    read = knowledge(runtime, "read", item_id, "--page", "2", "--limit", "900")
+    assert read.returncode == 0, read.stderr
+    assert "Fresnel lens" in read.stdout
+    assert "vermilion" not in read.stdout
+    assert "in the original: page 2" in read.stderr
