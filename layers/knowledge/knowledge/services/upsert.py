@@ -2,7 +2,7 @@
 base without creating duplicates (DESIGN §6).
 
 Idempotent by (base, ``external_id``, content): when the item holding ``external_id`` already has a
-latest revision with the same content hash, title and source, nothing is written (a redelivery or
+latest revision with the same content hash, title, source and segments, nothing is written (a redelivery or
 a re-ingest of an unchanged file); only ``publish`` of a not-yet-current latest revision is applied.
 A concurrent writer that creates or changes the item makes us read it again, up to
 ``MAX_ATTEMPTS`` times.
