@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+import zlib
 from collections.abc import Sequence
 
 import docx
@@ -59,6 +60,30 @@ def encrypted_pdf_bytes(pages: Sequence[Sequence[str]], password: str = "s3cret"
     out = io.BytesIO()
     writer.write(out)
     return out.getvalue()
+
+
+def pdf_stream_bomb_bytes(unpacked_mib: int = 80) -> bytes:
+    """A one-page PDF whose content stream (FlateDecode) inflates to ``unpacked_mib`` MiB of spaces
+    from well under 1 MiB."""
+    compressor = zlib.compressobj(9)
+    block = b" " * (1024 * 1024)
+    packed = b"".join(compressor.compress(block) for _ in range(unpacked_mib)) + compressor.flush()
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Contents 4 0 R >>",
+        f"<< /Length {len(packed)} /Filter /FlateDecode >>\nstream\n".encode() + packed + b"\nendstream",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += f"{number} 0 obj\n".encode() + body + b"\nendobj\n"
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
+    out += b"".join(f"{offset:010d} 00000 n \n".encode() for offset in offsets)
+    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    return bytes(out)
 
 
 def corrupt_pdf_bytes() -> bytes:

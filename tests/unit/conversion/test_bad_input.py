@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import tracemalloc
 import zipfile
 
 import pytest
@@ -14,6 +15,7 @@ from tests.support.documents import (
     docx_bytes,
     encrypted_pdf_bytes,
     pdf_bytes,
+    pdf_stream_bomb_bytes,
     zip_bomb_bytes,
 )
 
@@ -110,3 +112,16 @@ def test_convert_pdf_past_the_segment_bound_is_too_large() -> None:
     pages = [[f"page {number}"] for number in range(MAX_SEGMENTS + 1)]
     with pytest.raises(DocumentTooLargeError, match="more than 5,000 pages"):
         convert("many.pdf", pdf_bytes(pages), limits=ConversionLimits(max_pages=MAX_SEGMENTS + 1))
+
+
+def test_convert_pdf_stream_bomb_fails_without_inflating_it() -> None:
+    data = pdf_stream_bomb_bytes(unpacked_mib=200)
+    assert len(data) < 1024 * 1024
+    tracemalloc.start()
+    try:
+        with pytest.raises(ConversionError, match="no extractable text"):
+            convert("bomb.pdf", data)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 80 * 1024 * 1024
