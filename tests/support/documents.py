@@ -117,6 +117,25 @@ def docx_bytes(blocks: Sequence[tuple[str, object]], *, title: str | None = None
     return out.getvalue()
 
 
+def billion_laughs_docx_bytes() -> bytes:
+    """A Word document whose body declares nested XML entities that would expand to a billion
+    copies of a word (the "billion laughs" attack) and uses the outermost one."""
+    entities = '<!ENTITY lol0 "lol">' + "".join(
+        f'<!ENTITY lol{level} "{f"&lol{level - 1};" * 10}">' for level in range(1, 10)
+    )
+    original = docx_bytes([("p", "placeholder")])
+    source = zipfile.ZipFile(io.BytesIO(original))
+    body = source.read("word/document.xml").decode().split("?>", 1)[1].replace("placeholder", "&lol9;")
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for info in source.infolist():
+            if info.filename == "word/document.xml":
+                archive.writestr(info.filename, f'<?xml version="1.0"?><!DOCTYPE w [{entities}]>{body}')
+            else:
+                archive.writestr(info.filename, source.read(info.filename))
+    return out.getvalue()
+
+
 def xlsx_bytes(sheets: dict[str, Sequence[Sequence[object]]], *, title: str | None = None) -> bytes:
     """A workbook with one sheet per entry, its rows from row 1."""
     workbook = openpyxl.Workbook()

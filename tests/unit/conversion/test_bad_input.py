@@ -11,6 +11,7 @@ import pytest
 from knowledge.conversion import ConversionError, ConversionLimits, DocumentTooLargeError, convert
 from knowledge.domain.segments import MAX_SEGMENTS, segment_at
 from tests.support.documents import (
+    billion_laughs_docx_bytes,
     corrupt_pdf_bytes,
     docx_bytes,
     encrypted_pdf_bytes,
@@ -125,3 +126,8 @@ def test_convert_pdf_stream_bomb_fails_without_inflating_it() -> None:
     finally:
         tracemalloc.stop()
     assert peak < 80 * 1024 * 1024
+
+
+def test_convert_docx_with_an_entity_bomb_is_unreadable_without_expanding_it() -> None:
+    with pytest.raises(ConversionError, match="not a readable DOCX"):
+        convert("laughs.docx", billion_laughs_docx_bytes())
