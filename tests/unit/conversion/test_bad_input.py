@@ -131,3 +131,8 @@ def test_convert_pdf_stream_bomb_fails_without_inflating_it() -> None:
 def test_convert_docx_with_an_entity_bomb_is_unreadable_without_expanding_it() -> None:
     with pytest.raises(ConversionError, match="not a readable DOCX"):
         convert("laughs.docx", billion_laughs_docx_bytes())
+
+
+def test_convert_csv_with_a_field_past_the_csv_modules_limit_is_unreadable() -> None:
+    with pytest.raises(ConversionError, match="not readable CSV"):
+        convert("a.csv", b"a,b\n1," + b"x" * 200_000 + b"\n")

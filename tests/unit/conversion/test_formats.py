@@ -158,3 +158,32 @@ def test_convert_xlsx_rows_are_numbered_as_the_sheet_numbers_them() -> None:
     grace = _at(document.content, document.segments, "Grace")
     assert grace is not None
     assert (grace.sheet, grace.rows) == ("Crew", (4, 7))
+
+
+def test_convert_html_writes_code_quotes_breaks_and_plain_tables() -> None:
+    page = (
+        "<html><head><title>Notes</title></head><body><main><!-- draft -->"
+        "<p>First line<br>second line</p><hr>"
+        "<pre>def tide():\n    return ```high```</pre>"
+        "<blockquote><p>Measure twice,</p> cut once.</blockquote>"
+        "<table><tr><td>Port</td><td>Depth</td></tr><tr><td>North</td><td>12 m</td></tr></table>"
+        "<div>Loose <em>inline</em> text</div></main></body></html>"
+    )
+    document = convert("notes.html", page.encode())
+    assert document.content == (
+        "First line\nsecond line\n\n~~~~\ndef tide():\n    return ```high```\n~~~~\n\n"
+        "> Measure twice, cut once.\n\n| Port | Depth |\n|---|---|\n| North | 12 m |\n\nLoose inline text\n"
+    )
+    assert document.title == "Notes"
+    assert document.segments == ()
+
+
+def test_convert_html_declared_charset_that_does_not_decode_is_unreadable() -> None:
+    page = b'<html><head><meta charset="no-such-charset"></head><body>caf\xe9</body></html>'
+    with pytest.raises(ConversionError, match="not decodable as its declared charset no-such-charset"):
+        convert("a.html", page)
+
+
+def test_convert_html_without_a_body_has_no_text() -> None:
+    with pytest.raises(ConversionError, match="no extractable text"):
+        convert("a.html", b"<html><head><title>Only a title</title></head></html>")

@@ -2,8 +2,9 @@
 
 The main content is the page's ``<main>`` (or its single ``<article>``) when it marks one, else
 what readability-lxml (Apache-2.0) scores as the article. Before either, the page loses its
-``nav``, ``aside``, ``script``, ``style``, ``form`` and ARIA navigation/banner/complementary/
-contentinfo landmarks, and the ``header`` and ``footer`` outside an article. The content is then
+``head`` (its ``<title>`` read first), ``nav``, ``aside``, ``script``, ``style``, ``form`` and ARIA
+navigation/banner/complementary/contentinfo landmarks, and the ``header`` and ``footer`` outside
+an article. The content is then
 written by lxml's tree: ``h1``-``h6`` as headings that start ``section`` segments, lists as lists,
 tables as tables (the ``th`` row, else the first row, as header), ``pre`` as fenced code, other
 blocks as paragraphs. ``<title>`` (else the first heading) is the title.
@@ -25,7 +26,7 @@ from knowledge.domain.segments import ConvertedDocument
 from knowledge.errors import ConversionError
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
-_BOILERPLATE = "//nav | //aside | //script | //style | //noscript | //template | //form | //iframe"
+_BOILERPLATE = "//head | //nav | //aside | //script | //style | //noscript | //template | //form | //iframe"
 _LANDMARKS = (
     "//*[@role='navigation' or @role='banner' or @role='complementary' or @role='contentinfo'"
     " or @role='search']"
