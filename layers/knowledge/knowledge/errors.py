@@ -45,6 +45,40 @@ class ItemRequiredError(KnowledgeError):
     code = "knowledge_item_required"
 
 
+class ConversionError(KnowledgeError):
+    """A document cannot become text (``knowledge.conversion``): corrupt, encrypted, a zip bomb, over
+    the size limits, not decodable, or without extractable text. ``reason`` says which in one
+    sentence and is also ``details.reason``; the code is ``document_unreadable`` (422), or
+    ``document_too_large`` (413) for ``DocumentTooLargeError``."""
+
+    code = "document_unreadable"
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"The document cannot be read: {reason}.", {"reason": reason})
+        self.reason = reason
+
+
+class DocumentTooLargeError(ConversionError):
+    """A document (or what it unpacks to) is over a conversion limit; ``reason`` names the limit."""
+
+    code = "document_too_large"
+
+
+class PageUnavailableError(KnowledgeError):
+    """An addressed read asked for a page the revision has no segment for (not converted from a
+    PDF, or past its last page); ``details`` name the ``page`` and the revision's ``first_page`` and
+    ``last_page`` (``null`` when it has no pages)."""
+
+    code = "knowledge_page_unavailable"
+
+    def __init__(self, page: int, first_page: int | None, last_page: int | None) -> None:
+        where = f"pages {first_page} to {last_page}" if first_page is not None else "no pages"
+        super().__init__(
+            f"The revision has no page {page}; it has {where}.",
+            {"page": page, "first_page": first_page, "last_page": last_page},
+        )
+
+
 class AuthenticationRequiredError(KnowledgeError):
     """No, bad, expired or revoked bearer token."""
 
