@@ -188,3 +188,19 @@ class RetryableMemoryConflictError(MemoryConflictError):
     changed the note (or took the fact) first, and no ``expected_version`` pins the version read."""
 
     retryable = True
+
+
+class BucketNotAllowedError(KnowledgeError):
+    """A data source names a bucket the deployment does not grant (``DOCUMENT_BUCKETS``): the
+    service could never read it, so it is refused at once; ``details.bucket`` names it."""
+
+    code = "data_source_bucket_not_allowed"
+
+
+class DocumentRejectedError(KnowledgeError):
+    """One document cannot become content: ``details.reason`` says why (``too_large``,
+    ``unsupported_type``, ``key_too_long``, ``conversion_failed``, ``unreadable``, ``rejected``).
+    A sync job lists it as a per-object failure; an S3 event carrying it ends in the dead-letter
+    queue."""
+
+    code = "document_rejected"
