@@ -309,7 +309,9 @@ class Container:
                 self._once("data_source_store", lambda: data_source_records.build(self.settings)),
                 sync_queue_for(self.settings),
                 utc_now,
-                allowed_buckets=self.settings.allowed_buckets,
+                allowed_buckets=frozenset(
+                    name.strip() for name in self.settings.document_buckets.split(",") if name.strip()
+                ),
             )
 
         return self._once("data_sources", build)

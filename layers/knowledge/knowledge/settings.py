@@ -95,11 +95,6 @@ class Settings(BaseSettings):
     # Idempotency of write routes (Powertools idempotency on the table).
     idempotency_ttl_seconds: int = Field(default=3600, ge=60)
 
-    @property
-    def allowed_buckets(self) -> frozenset[str]:
-        """``document_buckets`` as a set of names."""
-        return frozenset(name.strip() for name in self.document_buckets.split(",") if name.strip())
-
 
 class TracingSettings(BaseSettings):
     """Whether X-Ray tracing runs, by Powertools' own rule: inside Lambda (``LAMBDA_TASK_ROOT`` is
