@@ -15,7 +15,9 @@ from knowledge.bootstrap import use_container
 from knowledge.contract.writes import CreateItemRequest, CreateTokenRequest
 from knowledge.errors import (
     ConflictError,
+    ConversionError,
     DependencyUnavailableError,
+    DocumentTooLargeError,
     MemoryInvalidRequestError,
     RateLimitedError,
     RequestValidationError,
@@ -84,6 +86,24 @@ def test_error_envelope_conflict_maps_to_409_with_current_version() -> None:
             "details": {"current_version": 4},
         },
     }
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "code"),
+    [
+        (ConversionError("an encrypted PDF that needs a password"), 422, "document_unreadable"),
+        (DocumentTooLargeError("60,000,000 bytes, over the limit of 52,428,800"), 413, "document_too_large"),
+    ],
+)
+def test_error_envelope_conversion_errors_carry_their_reason(
+    error: ConversionError, status: int, code: str
+) -> None:
+    answered_status, body = error_envelope(error)
+    assert answered_status == status
+    assert body.error.code == code
+    assert body.error.details == {"reason": error.reason}
+    assert body.error.message == f"The document cannot be read: {error.reason}."
+    assert body.error.retryable is False
 
 
 def test_resolver_conflict_error_answers_409_envelope() -> None:

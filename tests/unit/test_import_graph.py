@@ -30,6 +30,7 @@ LAYERS: tuple[tuple[str, int], ...] = (
     ("knowledge.ports", 4),
     ("knowledge.services", 5),
     ("knowledge.adapters", 5),
+    ("knowledge.conversion", 5),
     ("knowledge.bootstrap", 6),
     ("knowledge.snapstart", 7),
     ("knowledge.api", 7),
@@ -44,6 +45,7 @@ LAYERS: tuple[tuple[str, int], ...] = (
 # Rooms of one layer that never import each other.
 APART: tuple[tuple[str, str], ...] = (
     ("knowledge.services", "knowledge.adapters"),
+    ("knowledge.services", "knowledge.conversion"),
     ("knowledge_local.emulator", "knowledge_local.cli"),
 )
 

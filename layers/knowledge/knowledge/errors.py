@@ -45,6 +45,25 @@ class ItemRequiredError(KnowledgeError):
     code = "knowledge_item_required"
 
 
+class ConversionError(KnowledgeError):
+    """A document cannot become text (``knowledge.conversion``): corrupt, encrypted, a zip bomb, over
+    the size limits, not decodable, or without extractable text. ``reason`` says which in one
+    sentence and is also ``details.reason``; the code is ``document_unreadable`` (422), or
+    ``document_too_large`` (413) for ``DocumentTooLargeError``."""
+
+    code = "document_unreadable"
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"The document cannot be read: {reason}.", {"reason": reason})
+        self.reason = reason
+
+
+class DocumentTooLargeError(ConversionError):
+    """A document (or what it unpacks to) is over a conversion limit; ``reason`` names the limit."""
+
+    code = "document_too_large"
+
+
 class AuthenticationRequiredError(KnowledgeError):
     """No, bad, expired or revoked bearer token."""
 

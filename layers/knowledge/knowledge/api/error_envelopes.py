@@ -54,6 +54,8 @@ STATUS_BY_CODE: Mapping[str, int] = {
     "knowledge_conflict": 409,
     "memory_conflict": 409,
     "payload_too_large": 413,
+    "document_too_large": 413,
+    "document_unreadable": 422,
     "rate_limited": 429,
     "knowledge_runtime_disabled": 503,
     "dependency_unavailable": 503,
