@@ -4,7 +4,6 @@ S3 event notifications, through ``DocumentSync`` and ``DataSourceService`` with 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -12,19 +11,19 @@ from typing import Any
 import boto3
 import pytest
 
+from knowledge.adapters.document_conversion import ConvertedDocuments
 from knowledge.adapters.dynamodb.data_source_records import DynamoDBDataSourceStore
 from knowledge.adapters.dynamodb.knowledge_store import DynamoDBKnowledgeStore
 from knowledge.adapters.dynamodb.table import DynamoDBTable
 from knowledge.adapters.s3_documents import S3DocumentBucket
 from knowledge.adapters.sqs_sync_queue import SqsSyncQueue
-from knowledge.adapters.text_documents import TextDocuments
 from knowledge.api.error_envelopes import error_envelope
 from knowledge.contract.data_sources import CreateDataSourceRequest
 from knowledge.domain.data_sources import FailureReason, ListingPage, SyncStatus
 from knowledge.domain.models import ItemStatus, Principal, Scope
 from knowledge.errors import (
     BucketNotAllowedError,
-    DocumentRejectedError,
+    ConversionError,
     InsufficientScopeError,
     ResourceUnavailableError,
 )
@@ -90,7 +89,7 @@ class World:
             self.store,
             self.sources,
             bucket or S3DocumentBucket(self.s3),
-            TextDocuments(),
+            ConvertedDocuments(),
             SqsSyncQueue(self.queue_url, sqs_client=self.sqs),
             self.clock,
             max_document_bytes=max_bytes,
@@ -127,7 +126,7 @@ class World:
 
 
 @pytest.fixture
-def world(table: Any) -> Iterator[World]:
+def world(table: Any) -> World:
     dynamodb = boto3.client("dynamodb", region_name=REGION)
     records = boto3.client("dynamodb", region_name=REGION)
     s3 = boto3.client("s3", region_name=REGION)
@@ -161,7 +160,7 @@ def world(table: Any) -> Iterator[World]:
     s3.meta.events.register(
         "before-parameter-build.s3.GetObject", lambda params, **_: built.downloads.append(params["Key"])
     )
-    yield built
+    return built
 
 
 def _source(world: World, prefix: str = "guides/", include: list[str] | None = None) -> str:
@@ -190,7 +189,7 @@ def test_sync_new_objects_adds_each_selected_object_as_an_item(world: World) -> 
     item = world.item(source, "guides/deploy.md")
     revision = world.store.get_revision(TENANT, item.knowledge_item_id, item.current_revision_id)
     assert revision.source.uri == f"s3://{BUCKET}/guides/deploy.md"
-    assert item.title == "deploy"
+    assert item.title == "Deploy"  # the document's own heading
     assert world.store.read_all_content(revision).startswith("# Deploy")
     assert world.item(source, "other/ignored.md") is None
 
@@ -355,6 +354,7 @@ def test_sync_out_of_time_stores_progress_and_queues_its_next_step(world: World)
 def test_sync_bad_objects_are_per_object_failures_and_the_job_succeeds(world: World) -> None:
     world.put("guides/good.md", "Fine")
     world.put("guides/binary.pdf", b"%PDF-1.7 not really")
+    world.put("guides/tool.exe", b"MZ")
     world.put("guides/latin1.txt", "caf\xe9".encode("latin-1"))
     world.put("guides/empty.md", "   ")
     world.put("guides/huge.md", "x" * 20_000)
@@ -364,10 +364,11 @@ def test_sync_bad_objects_are_per_object_failures_and_the_job_succeeds(world: Wo
 
     assert job["status"] == "succeeded"
     assert job["counts"]["added"] == 1
-    assert job["counts"]["failed"] == 4
+    assert job["counts"]["failed"] == 5
     reasons = {failure["key"]: failure["reason"] for failure in job["failures"]}
     assert reasons == {
-        "guides/binary.pdf": FailureReason.UNSUPPORTED_TYPE,
+        "guides/binary.pdf": FailureReason.CONVERSION_FAILED,
+        "guides/tool.exe": FailureReason.UNSUPPORTED_TYPE,
         "guides/latin1.txt": FailureReason.CONVERSION_FAILED,
         "guides/empty.md": FailureReason.CONVERSION_FAILED,
         "guides/huge.md": FailureReason.TOO_LARGE,
@@ -453,17 +454,18 @@ def test_event_redelivered_writes_nothing_twice(world: World) -> None:
     assert world.record_writes == []
 
 
-def test_event_of_an_object_that_cannot_be_read_raises_document_rejected(world: World) -> None:
+def test_event_of_an_object_that_cannot_be_read_raises_document_unreadable(world: World) -> None:
     _source(world)
     _notify(world)
     world.messages()
     world.put("guides/scan.txt", b"\xff\xfe\x00broken")
     (body,) = world.messages()
 
-    with pytest.raises(DocumentRejectedError) as raised:
+    with pytest.raises(ConversionError) as raised:
         world.worker().handle(body, message_id="m", seconds_left=lambda: 60.0)
 
-    assert raised.value.details == {"reason": "conversion_failed", "key": "guides/scan.txt"}
+    assert raised.value.code == "document_unreadable"
+    assert raised.value.reason.startswith("guides/scan.txt: ")
     assert error_envelope(raised.value)[0] == 422
 
 

@@ -320,7 +320,7 @@ class Container:
         """The document queue's worker; ``lease_seconds`` is the longest run of one invocation."""
 
         def build() -> DocumentSync:
-            from knowledge.adapters import s3_documents, text_documents
+            from knowledge.adapters import document_conversion, s3_documents
             from knowledge.adapters.dynamodb import data_source_records
             from knowledge.services.document_sync import DocumentSync
 
@@ -328,7 +328,7 @@ class Container:
                 self.store,
                 self._once("data_source_store", lambda: data_source_records.build(self.settings)),
                 s3_documents.build(self.settings),
-                text_documents.TextDocuments(),
+                document_conversion.ConvertedDocuments(),
                 sync_queue_for(self.settings),
                 utc_now,
                 max_document_bytes=self.settings.max_document_bytes,

@@ -214,12 +214,3 @@ class BucketNotAllowedError(KnowledgeError):
     service could never read it, so it is refused at once; ``details.bucket`` names it."""
 
     code = "data_source_bucket_not_allowed"
-
-
-class DocumentRejectedError(KnowledgeError):
-    """One document cannot become content: ``details.reason`` says why (``too_large``,
-    ``unsupported_type``, ``key_too_long``, ``conversion_failed``, ``unreadable``, ``rejected``).
-    A sync job lists it as a per-object failure; an S3 event carrying it ends in the dead-letter
-    queue."""
-
-    code = "document_rejected"

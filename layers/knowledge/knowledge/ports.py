@@ -10,7 +10,6 @@ from typing import Protocol
 from knowledge.contract.data_sources import SyncWork
 from knowledge.domain.access.rates import Rate, RateDecision
 from knowledge.domain.data_sources import (
-    ConvertedText,
     DataSource,
     FetchedObject,
     ListedObject,
@@ -36,6 +35,7 @@ from knowledge.domain.models import (
 from knowledge.domain.retrieval.hits import IndexedItem, IndexQuery, LegHits
 from knowledge.domain.retrieval.index_work import IndexWork, PartWrite
 from knowledge.domain.retrieval.truth import CandidateKey, CandidateRecords
+from knowledge.domain.segments import ConvertedDocument
 
 
 class BaseStore(Protocol):
@@ -588,7 +588,7 @@ class DocumentConverter(Protocol):
         """The file suffixes (lower case, with the dot) it converts."""
         ...
 
-    def convert(self, name: str, data: bytes) -> ConvertedText:
-        """The document of ``name`` (for its suffix) and ``data``; ``DocumentRejectedError`` (with
-        ``details.reason``) for a file it cannot read (encrypted, corrupt, no text, too large)."""
+    def convert(self, name: str, data: bytes) -> ConvertedDocument:
+        """The document of ``name`` (for its suffix) and ``data``: ``ConversionError`` for a file
+        it cannot read (encrypted, corrupt, no text), ``DocumentTooLargeError`` for one over a limit."""
         ...

@@ -243,14 +243,3 @@ def key_problem(key: str) -> FailureReason | None:
 def clean_etag(etag: str) -> str:
     """An ETag without the quotes S3 puts around it."""
     return etag.strip('"')
-
-
-class ConvertedText(_Frozen):
-    """An object as the base stores it: Markdown ``content``, the document's own ``title`` if it
-    has one, and ``segments`` (locators into the original) when the converter gives them."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
-
-    title: str | None
-    content: str
-    segments: tuple[object, ...] = ()

@@ -23,8 +23,8 @@ the job's next message.
 **S3 events.** Each record names a bucket and a key: for every data source of that bucket selecting
 the key, the key is reconciled with the bucket (its object ingested when its ETag changed, its item
 archived when it is gone). The event's own claim is not trusted, so order and repetition do not
-matter. An object that cannot be ingested raises ``DocumentRejectedError``, and the event goes to
-the dead-letter queue after its retries.
+matter. An object that cannot be ingested raises ``ConversionError`` (``DocumentTooLargeError``
+when it is too large), and the event goes to the dead-letter queue after its retries.
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ from pydantic import ValidationError
 
 from knowledge.contract.data_sources import DOCUMENT_MESSAGE, S3Notification, S3TestEvent, SyncWork
 from knowledge.domain.data_sources import (
-    ConvertedText,
     DataSource,
     FailureReason,
     FetchedObject,
@@ -58,9 +57,11 @@ from knowledge.domain.data_sources import (
     title_from_key,
 )
 from knowledge.domain.models import TITLE_MAX_CHARS, Source
+from knowledge.domain.segments import ConvertedDocument
 from knowledge.errors import (
     ConflictError,
-    DocumentRejectedError,
+    ConversionError,
+    DocumentTooLargeError,
     KnowledgeError,
     RequestValidationError,
     ResourceUnavailableError,
@@ -149,7 +150,7 @@ class DocumentSync:
     ) -> DocumentAction:
         """Apply one message; ``seconds_left()`` is the time a sync may still use, ``give_up`` is
         true on the message's last delivery. Raises ``DocumentMessageRejectedError`` for a body of
-        neither kind, ``DocumentRejectedError`` for an event's object that cannot be ingested, and
+        neither kind, ``ConversionError`` for an event's object that cannot be ingested, and
         the store's and bucket's errors for a retry."""
         try:
             message = DOCUMENT_MESSAGE.validate_json(body)
@@ -388,7 +389,7 @@ class DocumentSync:
 
     def _read(
         self, source: DataSource, listed: ListedObject
-    ) -> tuple[FetchedObject, ConvertedText] | _Result:
+    ) -> tuple[FetchedObject, ConvertedDocument] | _Result:
         """The object's bytes and text, or the failure that stops it (see ``_sync_object``)."""
         refused = self._refusal(listed)
         if refused is not None:
@@ -404,9 +405,10 @@ class DocumentSync:
             )
         try:
             converted = self._converter.convert(listed.key, fetched.data)
-        except DocumentRejectedError as error:
-            reason = FailureReason(error.details.get("reason", FailureReason.CONVERSION_FAILED.value))
-            return _failed(listed.key, reason, error.message)
+        except DocumentTooLargeError as error:
+            return _failed(listed.key, FailureReason.TOO_LARGE, error.message)
+        except ConversionError as error:
+            return _failed(listed.key, FailureReason.CONVERSION_FAILED, error.message)
         except Exception as error:  # a converter's bug must not stop the job: the object fails alone
             logger.warning(
                 "conversion failed unexpectedly",
@@ -496,7 +498,8 @@ class DocumentSync:
                 extra={"message_id": message_id, "reasons": [failure.reason.value for failure in rejected]},
             )
             first = rejected[0]
-            raise DocumentRejectedError(first.message, {"reason": first.reason.value, "key": first.key})
+            failure = DocumentTooLargeError if first.reason is FailureReason.TOO_LARGE else ConversionError
+            raise failure(f"{first.key}: {first.message}")
         return DocumentAction.EVENT_APPLIED if applied else DocumentAction.EVENT_IGNORED
 
 
