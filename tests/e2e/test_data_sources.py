@@ -1,0 +1,101 @@
+"""The local documents bucket (``documents_bucket`` in ``endpoints.json``) kept in step with a base:
+objects put with boto3 become searchable after ``knowledge sync``, and without a sync through the
+bucket's S3 events; a deleted object leaves search."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import httpx2
+
+from tests.e2e.runtime_process import RuntimeProcess, eventually, search_knowledge, titles
+from tests.e2e.test_cli import knowledge
+
+EVENT_DEADLINE_SECONDS = 10.0
+
+
+def _bucket(runtime: RuntimeProcess) -> str:
+    bucket = runtime.endpoints["documents_bucket"]
+    assert isinstance(bucket, str)
+    return bucket
+
+
+def _counts(summary: str) -> dict[str, int]:
+    """The counts of ``knowledge sync``'s summary line (``... succeeded, 2 scanned, 1 added, ...``)."""
+    line = next(line for line in summary.splitlines() if "succeeded, " in line)
+    pairs = [part.strip().split(" ") for part in line.split("succeeded, ", 1)[1].split(",")]
+    return {name: int(number) for number, name in pairs}
+
+
+def _base_id(api: httpx2.Client, name: str) -> str:
+    bases = api.get("/v1/knowledge-bases", params={"limit": 100}).json()["knowledge_bases"]
+    return next(base["knowledge_base_id"] for base in bases if base["name"] == name)
+
+
+def _found(api: httpx2.Client, base_id: str, query: str, title: str) -> dict[str, Any] | None:
+    answer = search_knowledge(api, query=query, knowledge_base_id=base_id)
+    return answer if answer["results"] and titles(answer)[0] == title else None
+
+
+def _gone(api: httpx2.Client, base_id: str, query: str, title: str) -> bool:
+    return title not in titles(search_knowledge(api, query=query, knowledge_base_id=base_id))
+
+
+def test_sync_of_the_local_bucket_makes_objects_searchable_and_reports_unchanged_next_time(
+    runtime: RuntimeProcess, api: httpx2.Client
+) -> None:
+    s3 = runtime.aws("s3")
+    bucket = _bucket(runtime)
+    s3.put_object(
+        Bucket=bucket,
+        Key="sync-e2e/lighthouse.md",
+        Body=b"# Lighthouse keeping\n\nThe keeper trims the lamp wick at dusk and winds the clockwork.\n",
+    )
+    s3.put_object(
+        Bucket=bucket, Key="sync-e2e/tide.txt", Body=b"Tide tables\n\nSpring tides follow the new moon.\n"
+    )
+
+    first = knowledge(runtime, "sync", "--base", "bucket-e2e", "--prefix", "sync-e2e/", "--timeout", "60")
+    second = knowledge(runtime, "sync", "--base", "bucket-e2e", "--prefix", "sync-e2e/", "--timeout", "60")
+
+    assert first.returncode == 0, first.stderr
+    # The objects' S3 events may reach the new data source before the sync does: then the sync
+    # finds them already ingested, unchanged.
+    counts = _counts(first.stdout)
+    assert (counts["scanned"], counts["added"] + counts["unchanged"], counts["failed"]) == (2, 2, 0)
+    assert second.returncode == 0, second.stderr
+    assert "succeeded, 2 scanned, 0 added, 0 updated, 2 unchanged, 0 deleted, 0 failed" in second.stdout
+    base_id = _base_id(api, "bucket-e2e")
+    answer = eventually(lambda: _found(api, base_id, "keeper trims the lamp wick", "Lighthouse keeping"))
+    assert answer["results"][0]["source"]["uri"] == f"s3://{bucket}/sync-e2e/lighthouse.md"
+
+
+def test_upload_without_sync_is_searchable_within_seconds_and_delete_removes_it(
+    runtime: RuntimeProcess, api: httpx2.Client
+) -> None:
+    s3 = runtime.aws("s3")
+    bucket = _bucket(runtime)
+    created = knowledge(runtime, "sync", "--base", "events-e2e", "--prefix", "events-e2e/", "--timeout", "60")
+    assert created.returncode == 0, created.stderr
+    base_id = _base_id(api, "events-e2e")
+
+    uploaded = time.monotonic()
+    s3.put_object(
+        Bucket=bucket,
+        Key="events-e2e/orchard.md",
+        Body=b"# Orchard pruning\n\nPrune the apple trees in late winter, before the buds swell.\n",
+    )
+    eventually(
+        lambda: _found(api, base_id, "prune the apple trees in late winter", "Orchard pruning"),
+        timeout=EVENT_DEADLINE_SECONDS,
+    )
+    searchable_after = time.monotonic() - uploaded
+    print(f"upload to searchable: {searchable_after:.2f} s")
+
+    s3.delete_object(Bucket=bucket, Key="events-e2e/orchard.md")
+    eventually(
+        lambda: _gone(api, base_id, "prune the apple trees in late winter", "Orchard pruning"),
+        timeout=EVENT_DEADLINE_SECONDS,
+    )
+    assert searchable_after < EVENT_DEADLINE_SECONDS
