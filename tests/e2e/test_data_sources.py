@@ -5,11 +5,12 @@ bucket's S3 events; a deleted object leaves search."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx2
 
-from tests.e2e.runtime_process import RuntimeProcess, eventually, search_knowledge, titles
+from tests.e2e.runtime_process import RuntimeProcess, eventually, search_knowledge, start_runtime, titles
 from tests.e2e.test_cli import knowledge
 
 EVENT_DEADLINE_SECONDS = 10.0
@@ -99,3 +100,37 @@ def test_upload_without_sync_is_searchable_within_seconds_and_delete_removes_it(
         timeout=EVENT_DEADLINE_SECONDS,
     )
     assert searchable_after < EVENT_DEADLINE_SECONDS
+
+
+def test_persisted_restart_keeps_the_bucket_objects_and_the_data_source(tmp_path: Path) -> None:
+    persist = {"KNOWLEDGE_PERSIST": "true"}
+    first = start_runtime(tmp_path, seed_dir=None, environment=persist)
+    try:
+        first.wait_until_ready()
+        first.aws("s3").put_object(Bucket=_bucket(first), Key="kept/a.md", Body=b"# Kept\n\nStill here.\n")
+        before = knowledge(first, "sync", "--base", "kept", "--prefix", "kept/", "--timeout", "60")
+    finally:
+        assert first.stop() == 0, first.log
+
+    second = start_runtime(tmp_path, seed_dir=None, environment=persist)  # the same state folder
+    try:
+        second.wait_until_ready()
+        listed = second.aws("s3").list_objects_v2(Bucket=_bucket(second), Prefix="kept/")
+        after = knowledge(second, "sync", "--base", "kept", "--prefix", "kept/", "--timeout", "60")
+        with second.http() as api:
+            sources = api.get(f"/v1/knowledge-bases/{_base_id(api, 'kept')}/data-sources").json()
+    finally:
+        assert second.stop() == 0, second.log
+
+    assert before.returncode == 0, before.stderr
+    assert [entry["Key"] for entry in listed["Contents"]] == ["kept/a.md"]
+    assert after.returncode == 0, after.stderr
+    assert _counts(after.stdout) == {
+        "scanned": 1,
+        "added": 0,
+        "updated": 0,
+        "unchanged": 1,
+        "deleted": 0,
+        "failed": 0,
+    }
+    assert len(sources["data_sources"]) == 1
