@@ -240,9 +240,10 @@ class DocumentSync:
         seconds_left: Callable[[], float],
         log: dict[str, str],
     ) -> DocumentAction:
+        stepped = False  # every delivery moves the job by a page at least, however late it comes
         while progress.job.cursor.phase is not SyncPhase.DONE:
             job = progress.job
-            if seconds_left() <= 0:
+            if stepped and seconds_left() <= 0:
                 self._sources.put_job(
                     job.model_copy(update={"lease_until": None}), expected_version=job.version
                 )
@@ -252,6 +253,7 @@ class DocumentSync:
                 return DocumentAction.SYNC_STEPPED
             started = time.monotonic()
             progress.job = job = self._step(source, job)
+            stepped = True
             logger.info(
                 "sync page stored",
                 extra={
