@@ -17,7 +17,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 OPENSEARCH_NODE := $(BIN)/python -m knowledge_local.opensearch_node
 
-.PHONY: help install test lint typecheck unit fuzz run opensearch lint-template pr bench bench-install bench-relevance bench-memory bench-ingest bench-efficiency bench-fairness bench-durability bench-failover clean
+.PHONY: help install test lint typecheck unit fuzz run opensearch lint-template pr bench bench-install bench-relevance bench-memory bench-ingest bench-efficiency bench-fairness bench-durability bench-failover bench-conversion clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -108,6 +108,9 @@ bench-durability: install  ## durable local state: write p50 with KNOWLEDGE_PERS
 
 bench-failover: install  ## two OpenSearch nodes, one killed under a search load: answers/s and failures/s, p50/p99 per phase, time to yellow, answers identical to the survivor's copy (about 4 minutes)
 	POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/python -m bench.failover
+
+bench-conversion: install  ## documents/s, MB/s and pages/s per format of knowledge.conversion on generated PDF, DOCX, HTML, CSV, XLSX and Markdown files (RUNS override); JSON in docs/benchmarks/conversion.json
+	POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/python -m bench.conversion --runs "$${RUNS:-5}"
 
 clean:  ## remove the virtualenvs and caches
 	rm -rf $(VENV) $(SAM_VENV) .cache .aws-sam .mypy_cache .ruff_cache tools/opensearch/target

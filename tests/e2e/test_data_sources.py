@@ -4,14 +4,17 @@ bucket's S3 events; a deleted object leaves search."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx2
+import pytest
 
 from tests.e2e.runtime_process import RuntimeProcess, eventually, search_knowledge, start_runtime, titles
 from tests.e2e.test_cli import knowledge
+from tests.e2e.test_documents import _folder as document_folder
 
 EVENT_DEADLINE_SECONDS = 10.0
 
@@ -134,3 +137,57 @@ def test_persisted_restart_keeps_the_bucket_objects_and_the_data_source(tmp_path
         "failed": 0,
     }
     assert len(sources["data_sources"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("query", "key", "locator"),
+    [
+        ("Fresnel lens chamois leather", "manual.pdf", {"page": 2}),
+        ("foghorn blast vermilion ledger", "manual.pdf", {"page": 3}),
+        ("slewing ring lithium compound", "cranes.docx", {"section": "Winch upkeep"}),
+        ("scour pits seabed anchor", "turbines.html", {"section": "Subsea cable"}),
+        ("refrigerated mangosteens", "sheets/port.xlsx", {"sheet": "Berths"}),
+        ("albatross nesting detected", "sheets/stations.csv", {}),
+    ],
+)
+def test_sync_of_documents_in_every_format_finds_each_phrase_first_with_its_locator(
+    runtime: RuntimeProcess, formats_synced: str, query: str, key: str, locator: dict[str, Any]
+) -> None:
+    found = knowledge(runtime, "search", query, "--base", "formats-bucket", "--json")
+    assert found.returncode == 0, found.stderr
+    top = json.loads(found.stdout)["results"][0]
+    assert top["source"]["uri"] == f"s3://{_bucket(runtime)}/formats/{key}"
+    assert {name: top["locator"][name] for name in locator} == locator
+
+
+@pytest.fixture(scope="module")
+def formats_synced(runtime: RuntimeProcess, tmp_path_factory: pytest.TempPathFactory) -> str:
+    folder = document_folder(tmp_path_factory.mktemp("formats"))
+    s3 = runtime.aws("s3")
+    for path in sorted(folder.rglob("*")):
+        if path.is_file():
+            s3.put_object(
+                Bucket=_bucket(runtime),
+                Key=f"formats/{path.relative_to(folder).as_posix()}",
+                Body=path.read_bytes(),
+            )
+    result = knowledge(
+        runtime, "sync", "--base", "formats-bucket", "--prefix", "formats/", "--timeout", "120"
+    )
+    assert result.returncode == 0, result.stderr
+    counts = _counts(result.stdout)
+    assert (counts["scanned"], counts["added"] + counts["unchanged"], counts["failed"]) == (6, 5, 1)
+    assert "failed formats/locked.pdf: conversion_failed: " in result.stdout
+    # Searchable once the index holds every item the sync wrote.
+    with runtime.http() as api:
+        base_id = _base_id(api, "formats-bucket")
+        queries = (
+            "refrigerated mangosteens",
+            "foghorn blast vermilion ledger",
+            "slewing ring lithium compound",
+        )
+        for query in queries:
+            eventually(
+                lambda query=query: search_knowledge(api, query=query, knowledge_base_id=base_id)["results"]
+            )
+    return result.stdout

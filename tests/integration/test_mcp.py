@@ -57,6 +57,12 @@ SPEC_PARAMETERS: dict[str, tuple[str, Any]] = {
         "",
     ),
     "offset": ("Zero-based character offset for addressed content.", 0),
+    "page": (
+        "Optional page number (1-based) of a document converted from a PDF: the addressed read "
+        "starts at that page's first character instead of at offset (give one or the other); "
+        "0 reads from offset.",
+        0,
+    ),
     "limit_chars": ("Addressed-read content window from 1 to 10000 characters at the MCP boundary.", 4000),
     "max_results": ("Maximum query results from 1 to 50.", 10),
     "mode": (
@@ -69,7 +75,8 @@ SPEC_PARAMETERS: dict[str, tuple[str, Any]] = {
         0.5,
     ),
 }
-"""The spec's parameter list: description and default of each ``search_knowledge`` argument."""
+"""The spec's parameter list, with ``page`` (docs/formats.md): description and default of each
+``search_knowledge`` argument."""
 
 
 @pytest.fixture(scope="module")
@@ -203,6 +210,7 @@ def test_mcp_tools_list_publishes_spec_schema(gateway: Gateway, world: SearchWor
         "knowledge_item_id": "string",
         "knowledge_revision_id": "string",
         "offset": "integer",
+        "page": "integer",
         "limit_chars": "integer",
         "max_results": "integer",
         "mode": "string",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+import zlib
 from collections.abc import Sequence
 
 import docx
@@ -61,6 +62,30 @@ def encrypted_pdf_bytes(pages: Sequence[Sequence[str]], password: str = "s3cret"
     return out.getvalue()
 
 
+def pdf_stream_bomb_bytes(unpacked_mib: int = 80) -> bytes:
+    """A one-page PDF whose content stream (FlateDecode) inflates to ``unpacked_mib`` MiB of spaces
+    from well under 1 MiB."""
+    compressor = zlib.compressobj(9)
+    block = b" " * (1024 * 1024)
+    packed = b"".join(compressor.compress(block) for _ in range(unpacked_mib)) + compressor.flush()
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Contents 4 0 R >>",
+        f"<< /Length {len(packed)} /Filter /FlateDecode >>\nstream\n".encode() + packed + b"\nendstream",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += f"{number} 0 obj\n".encode() + body + b"\nendobj\n"
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
+    out += b"".join(f"{offset:010d} 00000 n \n".encode() for offset in offsets)
+    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    return bytes(out)
+
+
 def corrupt_pdf_bytes() -> bytes:
     """A PDF header followed by garbage: no objects, no cross-reference table."""
     return b"%PDF-1.7\n" + bytes(range(256)) * 8
@@ -89,6 +114,25 @@ def docx_bytes(blocks: Sequence[tuple[str, object]], *, title: str | None = None
                     cell.text = str(text)
     out = io.BytesIO()
     document.save(out)
+    return out.getvalue()
+
+
+def billion_laughs_docx_bytes() -> bytes:
+    """A Word document whose body declares nested XML entities that would expand to a billion
+    copies of a word (the "billion laughs" attack) and uses the outermost one."""
+    entities = '<!ENTITY lol0 "lol">' + "".join(
+        f'<!ENTITY lol{level} "{f"&lol{level - 1};" * 10}">' for level in range(1, 10)
+    )
+    original = docx_bytes([("p", "placeholder")])
+    source = zipfile.ZipFile(io.BytesIO(original))
+    body = source.read("word/document.xml").decode().split("?>", 1)[1].replace("placeholder", "&lol9;")
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for info in source.infolist():
+            if info.filename == "word/document.xml":
+                archive.writestr(info.filename, f'<?xml version="1.0"?><!DOCTYPE w [{entities}]>{body}')
+            else:
+                archive.writestr(info.filename, source.read(info.filename))
     return out.getvalue()
 
 

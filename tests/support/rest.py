@@ -28,6 +28,7 @@ from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
 from knowledge.bootstrap import Container, build_container, use_container
 from knowledge.domain.models import KnowledgeBase, KnowledgeItem, Revision, Scope, Source
 from knowledge.domain.retrieval.hits import IndexedItem
+from knowledge.domain.segments import Segment
 from knowledge.ports import RuntimeSwitch, SearchIndex
 from knowledge.services.documents import build_indexed_item
 from knowledge.settings import Settings
@@ -140,8 +141,9 @@ class SearchWorld:
         *,
         source: Source | None = None,
         indexed: bool = True,
+        segments: tuple[Segment, ...] = (),
     ) -> tuple[KnowledgeItem, Revision]:
-        """A new published item, indexed unless ``indexed`` is false."""
+        """A new published item holding ``segments``, indexed unless ``indexed`` is false."""
         item, revision = self.store.create_item(
             base.tenant_id,
             base.knowledge_base_id,
@@ -150,6 +152,7 @@ class SearchWorld:
             source=source or Source(uri=f"https://docs.example.com/{title.lower().replace(' ', '-')}"),
             external_id=None,
             publish=True,
+            segments=segments,
         )
         if indexed:
             self.index_revision(base, item, revision, content)

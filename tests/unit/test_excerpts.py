@@ -329,3 +329,15 @@ def test_make_excerpt_matches_accents_and_case_alike() -> None:
 
     _assert_exact(content, excerpt, 100)
     assert "Café" in excerpt.text
+
+
+def test_make_excerpt_focus_is_where_most_query_terms_meet() -> None:
+    text = (
+        "Check the pitch bearings first.\n\n## Cable\n\nDivers found scour pits near the seabed anchor today."
+    )
+    excerpt = make_excerpt(text, 1_000, "scour pits seabed anchor")
+    assert excerpt.focus == 1_000 + text.index("scour pits")
+
+
+def test_make_excerpt_without_a_match_has_no_focus() -> None:
+    assert make_excerpt("Nothing relevant here.", 0, "zebra").focus is None

@@ -11,7 +11,7 @@ import pytest
 from knowledge_local.cli.arguments import parse_duration
 from knowledge_local.cli.client import ApiError, KnowledgeClient
 from knowledge_local.cli.commands.bases import bases_table
-from knowledge_local.cli.commands.search import results_table
+from knowledge_local.cli.commands.search import original_place, results_table
 from knowledge_local.cli.ingestion import similar_names, wait_until_indexed
 from knowledge_local.cli.main import main, redact
 from knowledge_local.config import ConfigurationError, load_settings
@@ -454,3 +454,19 @@ def test_cli_token_rotate_with_an_api_or_a_token_is_a_usage_error(
         "token rotate replaces the dev token of the local runtime's state directory"
         in capsys.readouterr().err
     )
+
+
+@pytest.mark.parametrize(
+    ("locator", "place"),
+    [
+        ({"offset": 0, "length": 5}, ""),
+        ({"offset": 0, "length": 5, "page": 3}, "page 3"),
+        (
+            {"offset": 0, "length": 5, "sheet": "Berths", "rows": {"first": 27, "last": 31}},
+            "sheet Berths, rows 27-31",
+        ),
+        ({"offset": 0, "length": 5, "section": "Rotor inspection"}, "section Rotor inspection"),
+    ],
+)
+def test_original_place_names_page_sheet_rows_and_section(locator: dict[str, Any], place: str) -> None:
+    assert original_place(locator) == place

@@ -9,6 +9,7 @@ import pytest
 
 from knowledge_local.cli import documents as documents_module
 from knowledge_local.cli.documents import DocumentError, collect_documents, title_of
+from tests.support.documents import article_html, docx_bytes, encrypted_pdf_bytes, pdf_bytes, xlsx_bytes
 
 
 @pytest.fixture
@@ -154,3 +155,30 @@ def test_collect_documents_never_follows_links_out_of_the_folder(tmp_path: Path)
 )
 def test_title_of_picks_the_first_heading_or_the_file_name(name: str, content: str, title: str) -> None:
     assert title_of(Path(name), content) == title
+
+
+def test_collect_documents_converts_every_format_with_its_segments(tmp_path: Path) -> None:
+    (tmp_path / "manual.pdf").write_bytes(pdf_bytes([["Page one"], ["Page two"]], title="Manual"))
+    (tmp_path / "locked.pdf").write_bytes(encrypted_pdf_bytes([["secret"]]))
+    (tmp_path / "guide.docx").write_bytes(docx_bytes([("h1", "Guide"), ("p", "Body.")]))
+    (tmp_path / "page.html").write_bytes(article_html())
+    (tmp_path / "rows.csv").write_text("a,b\n1,2\n")
+    (tmp_path / "book.xlsx").write_bytes(xlsx_bytes({"Sheet A": [["x", "y"], [1, 2]]}))
+
+    collection = collect_documents(tmp_path)
+
+    documents = {document.external_id: document for document in collection.documents}
+    assert sorted(documents) == ["book.xlsx", "guide.docx", "manual.pdf", "page.html", "rows.csv"]
+    assert [(file.external_id, file.reason) for file in collection.skipped] == [
+        ("locked.pdf", "an encrypted PDF that needs a password")
+    ]
+    assert documents["manual.pdf"].title == "Manual"
+    assert documents["manual.pdf"].segment_fields() == [{"offset": 0, "page": 1}, {"offset": 10, "page": 2}]
+    assert documents["page.html"].title == "Tidal Turbines Field Guide"
+    assert (documents["rows.csv"].title, documents["book.xlsx"].title) == ("rows", "book")
+    assert documents["book.xlsx"].segment_fields()[1] == {
+        "offset": documents["book.xlsx"].content.index("| x |"),
+        "sheet": "Sheet A",
+        "rows": {"first": 2, "last": 2},
+    }
+    assert "Navigation link" not in documents["page.html"].content

@@ -32,6 +32,7 @@ def test_openapi_document_describes_search_knowledge_contract() -> None:
         "knowledge_item_id",
         "knowledge_revision_id",
         "offset",
+        "page",
         "limit_chars",
         "max_results",
         "mode",

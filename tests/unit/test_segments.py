@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from knowledge.domain.segments import MAX_SEGMENTS, Segment, page_offset, segment_at, segments_problem
+from knowledge.domain.segments import (
+    MAX_SEGMENTS,
+    Segment,
+    decode_segments,
+    encode_segments,
+    name_chars,
+    page_offset,
+    segment_at,
+    segments_problem,
+)
 
 SEGMENTS = (Segment(offset=5, page=1), Segment(offset=20, page=2), Segment(offset=40, page=4))
 
@@ -38,11 +47,35 @@ def test_segments_problem_accepts_ascending_segments_inside_the_content() -> Non
         ((Segment(offset=10),), 10, "within the content"),
         ((Segment(offset=0, page=0),), 10, "page starts at 1"),
         ((Segment(offset=0, rows=(5, 4)),), 10, "rows are [first, last]"),
-        ((Segment(offset=0, section="x" * 501),), 10, "at most 500 characters"),
-        (tuple(Segment(offset=number) for number in range(MAX_SEGMENTS + 1)), 10**6, "at most 10,000"),
+        ((Segment(offset=0, section="x" * 201),), 10, "at most 200 characters"),
+        (tuple(Segment(offset=number) for number in range(MAX_SEGMENTS + 1)), 10**6, "at most 5,000"),
+        (
+            tuple(Segment(offset=number, section=f"{number:0200d}") for number in range(151)),
+            10**6,
+            "30,000 characters of section and sheet names",
+        ),
     ],
 )
 def test_segments_problem_names_what_is_wrong(
     segments: tuple[Segment, ...], total: int, problem: str
 ) -> None:
     assert problem in (segments_problem(segments, total) or "")
+
+
+def test_name_chars_counts_a_repeated_sheet_once() -> None:
+    blocks = [Segment(offset=number, sheet="Budget", rows=(number, number)) for number in range(1, 50)]
+    assert name_chars(blocks) == len("Budget")
+
+
+def test_encode_segments_round_trips_and_names_a_repeated_sheet_once() -> None:
+    segments = (
+        Segment(offset=0, sheet="Budget", section="Budget"),
+        Segment(offset=10, sheet="Budget", rows=(2, 30)),
+        Segment(offset=90, sheet="Budget", rows=(31, 40)),
+        Segment(offset=120, page=3, section="Überblick"),
+        Segment(offset=150),
+    )
+    encoded = encode_segments(segments)
+    assert encoded.count("Budget") == 2
+    assert decode_segments(encoded) == segments
+    assert decode_segments(encode_segments(())) == ()

@@ -64,6 +64,21 @@ class DocumentTooLargeError(ConversionError):
     code = "document_too_large"
 
 
+class PageUnavailableError(KnowledgeError):
+    """An addressed read asked for a page the revision has no segment for (not converted from a
+    PDF, or past its last page); ``details`` name the ``page`` and the revision's ``first_page`` and
+    ``last_page`` (``null`` when it has no pages)."""
+
+    code = "knowledge_page_unavailable"
+
+    def __init__(self, page: int, first_page: int | None, last_page: int | None) -> None:
+        where = f"pages {first_page} to {last_page}" if first_page is not None else "no pages"
+        super().__init__(
+            f"The revision has no page {page}; it has {where}.",
+            {"page": page, "first_page": first_page, "last_page": last_page},
+        )
+
+
 class AuthenticationRequiredError(KnowledgeError):
     """No, bad, expired or revoked bearer token."""
 

@@ -35,7 +35,7 @@ from knowledge.domain.models import (
 from knowledge.domain.retrieval.hits import IndexedItem, IndexQuery, LegHits
 from knowledge.domain.retrieval.index_work import IndexWork, PartWrite
 from knowledge.domain.retrieval.truth import CandidateKey, CandidateRecords
-from knowledge.domain.segments import ConvertedDocument
+from knowledge.domain.segments import ConvertedDocument, Segment
 
 
 class BaseStore(Protocol):
@@ -96,10 +96,12 @@ class ItemStore(Protocol):
         source: Source,
         external_id: str | None,
         publish: bool,
+        segments: tuple[Segment, ...] = (),
     ) -> tuple[KnowledgeItem, Revision]:
-        """A new item (version 1) with its first revision, published at once when ``publish``; it
-        counts against the tenant's stored items quota (``StoredItemsQuotaError`` when full, and
-        nothing is stored), counted in the same atomic write as the item."""
+        """A new item (version 1) with its first revision (holding ``segments``), published at once
+        when ``publish``; it counts against the tenant's stored items quota
+        (``StoredItemsQuotaError`` when full, and nothing is stored), counted in the same atomic
+        write as the item."""
         ...
 
     def add_revision(
@@ -112,9 +114,11 @@ class ItemStore(Protocol):
         source: Source | None,
         publish: bool,
         expected_version: int | None,
+        segments: tuple[Segment, ...] = (),
     ) -> tuple[KnowledgeItem, Revision]:
-        """A new latest revision; ``title`` and ``source`` default to the latest revision's;
-        ``expected_version=None`` means the version read just before writing."""
+        """A new latest revision holding ``segments`` (never inherited from an earlier revision);
+        ``title`` and ``source`` default to the latest revision's; ``expected_version=None`` means
+        the version read just before writing."""
         ...
 
     def publish_revision(

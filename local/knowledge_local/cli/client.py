@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -144,14 +144,18 @@ class KnowledgeClient:
         external_id: str | None = None,
         source: Mapping[str, str | None] | None = None,
         publish: bool = True,
+        segments: Sequence[Mapping[str, Any]] = (),
     ) -> tuple[int, dict[str, Any]]:
         """``POST /v1/knowledge-bases/{kb}/items``: a new item, or a new revision of the item with
-        ``external_id``. Returns the HTTP status (201 created, 200 otherwise) and the item."""
+        ``external_id``, with its ``segments`` when there are any. Returns the HTTP status (201
+        created, 200 otherwise) and the item."""
         body: dict[str, Any] = {"title": title, "content": content, "publish": publish}
         if external_id is not None:
             body["external_id"] = external_id
         if source is not None:
             body["source"] = dict(source)
+        if segments:
+            body["segments"] = [dict(segment) for segment in segments]
         return self._send("POST", f"/v1/knowledge-bases/{knowledge_base_id}/items", json=body)
 
     def items(self, knowledge_base_id: str) -> Iterator[dict[str, Any]]:

@@ -1,16 +1,22 @@
-"""Text files to ingest: Markdown, plain text and reStructuredText from a file or a folder tree.
+"""Documents to ingest from a file or a folder tree: Markdown, plain text, reStructuredText, PDF,
+Word (.docx), web pages (.html, .htm), CSV and Excel (.xlsx), each read through
+``knowledge.conversion.convert`` into Markdown and the segments that locate its text in the
+original (pages, sections, sheets and rows), which the write API stores with the revision.
 
 Each document has an ``external_id``: its path relative to the folder it was collected from (or its
 file name), with ``/`` separators, so re-ingesting the same tree addresses the same items. Titles
 come from the content: a Markdown document's first heading (without MkDocs ``{ #anchor }``
 attributes), a reStructuredText document's first underlined title, a text file's first line when it
-is short; otherwise the file name.
+is short, a PDF's, Word document's or workbook's declared title, a web page's ``<title>``, else a
+converted document's first heading; otherwise the file name.
 
 A folder is searched recursively; hidden entries and files of other types are left out, and
 symbolic links to folders are not followed. A file that cannot become an item is skipped with its
 reason (``SkippedFile``) instead of failing the whole folder: not UTF-8, unreadable, empty or blank,
-over the write API's limits (``MAX_CONTENT_CHARS`` characters, ``MAX_CONTENT_BYTES`` of JSON), or,
-in a folder, a symbolic link that resolves outside it (never followed).
+a document the converter refuses (its ``ConversionError`` reason: encrypted or corrupt PDF, zip
+bomb, no extractable text, over ``ConversionLimits``), over the write API's limits
+(``MAX_CONTENT_CHARS`` characters, ``MAX_CONTENT_BYTES`` of JSON), or, in a folder, a symbolic link
+that resolves outside it (never followed).
 
 Content is the file's text as Python reads it: UTF-8 with a leading byte order mark dropped and
 line endings turned into ``\n`` (``\r\n`` and a lone ``\r`` alike), so a document's character
@@ -21,12 +27,16 @@ Windows line endings has one character fewer per line break than its size sugges
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
-SUFFIXES = frozenset({".md", ".markdown", ".txt", ".rst"})
+from knowledge.contract.segments import SegmentField
+from knowledge.conversion import DEFAULT_LIMITS, SUPPORTED_SUFFIXES, ConversionError, Segment, convert
+from knowledge.conversion.text import TEXT_SUFFIXES
+
+SUFFIXES = SUPPORTED_SUFFIXES
 MAX_TITLE_CHARS = 200
 MAX_CONTENT_CHARS = 4_000_000
 """The write API's content limit (its default ``MAX_CONTENT_CHARS``), in characters."""
@@ -34,9 +44,6 @@ MAX_CONTENT_BYTES = 6 * 1024 * 1024 - 64 * 1024
 """The content's share of a write request body: Lambda takes 6 MiB, the rest is left for the
 title, the source and the JSON around them."""
 _MAX_UTF8_BYTES_PER_CHAR = 4
-_ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
-_HEADING_ATTRIBUTES = re.compile(r"\s*\{[^{}]*\}\s*$")
-_RST_ADORNMENT = re.compile(r"^([=\-`:'\"~^_*+#<>.])\1{2,}\s*$")
 
 
 class DocumentError(ValueError):
@@ -49,6 +56,11 @@ class SourceDocument:
     external_id: str
     title: str
     content: str
+    segments: tuple[Segment, ...] = ()
+
+    def segment_fields(self) -> list[dict[str, Any]]:
+        """``segments`` as the write API takes them (fields a segment does not name left out)."""
+        return [SegmentField.of(segment).model_dump(exclude_none=True) for segment in self.segments]
 
     def uri(self, base_url: str | None = None) -> str:
         """The document's ``source.uri``: its ``external_id`` percent-encoded as a relative
@@ -144,57 +156,39 @@ def _external_id_of(path: Path, base: Path) -> str:
 
 def _read(path: Path, external_id: str) -> SourceDocument:
     """The document in ``path``; ``_SkipError`` with the reason when it has no usable text."""
+    text = path.suffix.lower() in TEXT_SUFFIXES
+    max_bytes = MAX_CONTENT_CHARS * _MAX_UTF8_BYTES_PER_CHAR if text else DEFAULT_LIMITS.max_bytes
     try:
-        if path.stat().st_size > MAX_CONTENT_CHARS * _MAX_UTF8_BYTES_PER_CHAR:
-            raise _SkipError(f"larger than the write API's limit of {MAX_CONTENT_CHARS:,} characters")
-        content = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError:
-        raise _SkipError("not UTF-8 text") from None
+        if path.stat().st_size > max_bytes:
+            limit = f"{MAX_CONTENT_CHARS:,} characters" if text else f"{max_bytes:,} bytes"
+            raise _SkipError(f"larger than the write API's limit of {limit}")
+        data = path.read_bytes()
     except OSError as error:
         raise _SkipError(f"cannot be read ({error.strerror})") from None
-    if not content.strip():
+    if text and not data.strip():
         raise _SkipError("empty")
+    try:
+        converted = convert(path.name, data)
+    except ConversionError as error:
+        raise _SkipError(error.reason) from None
+    content = converted.content
     if len(content) > MAX_CONTENT_CHARS:
         raise _SkipError(f"{len(content):,} characters, over the write API's limit of {MAX_CONTENT_CHARS:,}")
     if len(json.dumps(content, ensure_ascii=False).encode("utf-8")) > MAX_CONTENT_BYTES:
         raise _SkipError(f"over {MAX_CONTENT_BYTES:,} bytes as JSON, more than one write request carries")
-    return SourceDocument(path=path, external_id=external_id, title=title_of(path, content), content=content)
+    return SourceDocument(
+        path=path,
+        external_id=external_id,
+        title=(converted.title or path.stem)[:MAX_TITLE_CHARS],
+        content=content,
+        segments=converted.segments,
+    )
 
 
 def title_of(path: Path, content: str) -> str:
-    """The document's title (see the module docs), at most ``MAX_TITLE_CHARS`` characters."""
-    suffix = path.suffix.lower()
-    lines = content.splitlines()
-    title: str | None
-    if suffix in (".md", ".markdown"):
-        title = _markdown_title(lines)
-    elif suffix == ".rst":
-        title = _rst_title(lines)
-    else:
-        title = next((line.strip() for line in lines if line.strip()), None)
-        if title is not None and len(title) > 100:
-            title = None
+    """The title of a text document (see the module docs), at most ``MAX_TITLE_CHARS`` characters."""
+    try:
+        title = convert(path.name, content.encode("utf-8")).title
+    except ConversionError:
+        title = None
     return (title or path.stem)[:MAX_TITLE_CHARS]
-
-
-def _markdown_title(lines: list[str]) -> str | None:
-    in_fence = False
-    for line in lines:
-        if line.lstrip().startswith(("```", "~~~")):
-            in_fence = not in_fence
-            continue
-        heading = None if in_fence else _ATX_HEADING.match(line)
-        if heading:
-            text = _HEADING_ATTRIBUTES.sub("", heading.group(2)).strip()
-            if text:
-                return text
-    return None
-
-
-def _rst_title(lines: list[str]) -> str | None:
-    for number in range(len(lines) - 1):
-        text, underline = lines[number].strip(), lines[number + 1].rstrip()
-        adorned = bool(_RST_ADORNMENT.match(underline)) and len(underline) >= len(text)
-        if text and adorned and not _RST_ADORNMENT.match(text):
-            return text
-    return None

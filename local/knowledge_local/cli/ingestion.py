@@ -302,6 +302,7 @@ def _upsert(
         external_id=document.external_id,
         source=source,
         publish=True,
+        segments=document.segment_fields(),
     )
     return written, "created" if status == 201 and item is None else "updated"
 

@@ -1,6 +1,6 @@
 """``knowledge``: the command line of a running knowledge API (``make run`` or a deployed stack).
 
-    knowledge ingest PATH --base BASE [--archive-missing --source-base-url URL]   .md, .txt, .rst
+    knowledge ingest PATH --base BASE [--archive-missing --source-base-url URL]   documents (docs/formats.md)
     knowledge search "query" [--mode --alpha --max-results --base]
     knowledge read ITEM [--revision --offset --limit]
     knowledge bases

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import io
+import tracemalloc
 import zipfile
 
 import pytest
 
 from knowledge.conversion import ConversionError, ConversionLimits, DocumentTooLargeError, convert
+from knowledge.domain.segments import MAX_SEGMENTS, segment_at
 from tests.support.documents import (
+    billion_laughs_docx_bytes,
     corrupt_pdf_bytes,
     docx_bytes,
     encrypted_pdf_bytes,
     pdf_bytes,
+    pdf_stream_bomb_bytes,
     zip_bomb_bytes,
 )
 
@@ -92,3 +96,38 @@ def test_convert_long_output_stops_at_max_chars() -> None:
 def test_convert_rows_past_max_rows_is_too_large() -> None:
     with pytest.raises(DocumentTooLargeError, match="more than 3 rows"):
         convert("a.csv", b"a\n1\n2\n3\n", limits=ConversionLimits(max_rows=3))
+
+
+def test_convert_csv_past_the_segment_bound_widens_the_last_row_range() -> None:
+    rows = ["id,value"] + [f"{number},v{number}" for number in range(2, 12_000)]
+    document = convert("long.csv", "\n".join(rows).encode(), limits=ConversionLimits(table_block_rows=2))
+    assert len(document.segments) == MAX_SEGMENTS
+    assert document.segments[-1].rows == (2 * MAX_SEGMENTS, 11_999)
+    last = segment_at(document.segments, document.content.index("| 11999 |"))
+    assert last is not None
+    assert last.rows is not None
+    assert last.rows[0] <= 11_999 <= last.rows[1]
+
+
+def test_convert_pdf_past_the_segment_bound_is_too_large() -> None:
+    pages = [[f"page {number}"] for number in range(MAX_SEGMENTS + 1)]
+    with pytest.raises(DocumentTooLargeError, match="more than 5,000 pages"):
+        convert("many.pdf", pdf_bytes(pages), limits=ConversionLimits(max_pages=MAX_SEGMENTS + 1))
+
+
+def test_convert_pdf_stream_bomb_fails_without_inflating_it() -> None:
+    data = pdf_stream_bomb_bytes(unpacked_mib=200)
+    assert len(data) < 1024 * 1024
+    tracemalloc.start()
+    try:
+        with pytest.raises(ConversionError, match="no extractable text"):
+            convert("bomb.pdf", data)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 80 * 1024 * 1024
+
+
+def test_convert_docx_with_an_entity_bomb_is_unreadable_without_expanding_it() -> None:
+    with pytest.raises(ConversionError, match="not a readable DOCX"):
+        convert("laughs.docx", billion_laughs_docx_bytes())

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+
+import openpyxl
 import pytest
 
 from knowledge.conversion import ConversionError, ConversionLimits, Segment, convert
@@ -139,3 +142,19 @@ def test_convert_xlsx_sheets_become_sections_with_rows() -> None:
     assert valve == Segment(offset=valve.offset, sheet="Budget", rows=(2, 4))  # type: ignore[union-attr]
     grace = _at(document.content, document.segments, "Grace")
     assert (grace.sheet, grace.rows) == ("Staff", (2, 3))  # type: ignore[union-attr]
+
+
+def test_convert_xlsx_rows_are_numbered_as_the_sheet_numbers_them() -> None:
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    assert sheet is not None
+    sheet.title = "Crew"
+    sheet["B3"], sheet["C3"] = "Name", "Role"
+    sheet["B4"], sheet["C4"] = "Ada", "Engineer"
+    sheet["B7"], sheet["C7"] = "Grace", "Diver"
+    out = io.BytesIO()
+    workbook.save(out)
+    document = convert("crew.xlsx", out.getvalue())
+    grace = _at(document.content, document.segments, "Grace")
+    assert grace is not None
+    assert (grace.sheet, grace.rows) == ("Crew", (4, 7))

@@ -16,6 +16,7 @@ from knowledge.adapters.in_process.store import InProcessKnowledgeStore
 from knowledge.bootstrap import queued_notes
 from knowledge.domain.access.bearer_tokens import hash_token
 from knowledge.domain.models import BaseStatus, ItemStatus, KnowledgeBase, Permission, Scope, TokenRecord
+from knowledge.domain.segments import Segment
 from knowledge.errors import (
     AuthenticationRequiredError,
     InsufficientScopeError,
@@ -98,6 +99,22 @@ def test_ingest_upsert_creates_a_published_item_and_a_redelivery_changes_nothing
     assert (first, again) == (IngestAction.CREATED, IngestAction.UNCHANGED)
     assert item is not None
     assert (item.status, item.version) == (ItemStatus.PUBLISHED, 1)
+
+
+def test_ingest_upsert_with_segments_stores_them_and_other_segments_revise(
+    ingest: IngestService, store: InProcessKnowledgeStore, base: KnowledgeBase
+) -> None:
+    pages = [{"offset": 0, "page": 1}, {"offset": 12, "page": 2}]
+    created = ingest.ingest(_upsert(base, segments=pages), message_id="m-1", authorization=WRITER)
+    same = ingest.ingest(_upsert(base, segments=pages), message_id="m-2", authorization=WRITER)
+    revised = ingest.ingest(_upsert(base, segments=pages[:1]), message_id="m-3", authorization=WRITER)
+
+    item = store.find_item_by_external_id(TENANT, base.knowledge_base_id, "doc-1")
+    assert item is not None
+    latest = store.get_revision(TENANT, item.knowledge_item_id, item.latest_revision_id)
+    assert (created, same, revised) == (IngestAction.CREATED, IngestAction.UNCHANGED, IngestAction.REVISED)
+    assert latest is not None
+    assert latest.segments == (Segment(offset=0, page=1),)
 
 
 def test_ingest_changed_content_adds_a_revision(ingest: IngestService, base: KnowledgeBase) -> None:

@@ -47,6 +47,7 @@ STATUS_BY_CODE: Mapping[str, int] = {
     "authentication_required": 401,
     "insufficient_scope": 403,
     "knowledge_resource_unavailable": 404,
+    "knowledge_page_unavailable": 404,
     "memory_unavailable": 404,
     "not_found": 404,
     "method_not_allowed": 405,

@@ -7,9 +7,10 @@ says. The body's ``tenant_id``, ``subject_id`` and ``team_ids`` are optional sta
 producer means to write as; when given they must agree with the token, or the message is rejected.
 
 - ``{"op": "upsert", "tenant_id"?, "subject_id"?, "team_ids"?, "knowledge_base_id", "external_id",
-  "title", "content", "source": {"uri", "title"}, "publish": true}``: the item with ``external_id``
-  in the base gets this content (a new item, or a new revision when the content, title or source
-  differ);
+  "title", "content", "source": {"uri", "title"}, "publish": true, "segments"?: [...]}``: the item
+  with ``external_id`` in the base gets this content (a new item, or a new revision when the
+  content, title, source or segments differ); ``segments`` as the write API takes them
+  (``knowledge.contract.segments``);
 - ``{"op": "archive", "tenant_id"?, "subject_id"?, "team_ids"?, "knowledge_base_id",
   "external_id"}``: that item is archived;
 - ``{"op": "remember", "tenant_id"?, "subject_id"?, "team_ids"?, ...}`` with the arguments of the
@@ -27,13 +28,15 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
 
 from knowledge.contract.memory import ForgetMemoryArguments, RememberArguments
+from knowledge.contract.segments import Segments, to_segments
 from knowledge.domain import ids
 from knowledge.domain.identifiers import Identifier, identifier_problem
 from knowledge.domain.memory.notes import LABEL_MAX_CHARS
 from knowledge.domain.models import EXTERNAL_ID_MAX_CHARS, TENANT_ID_PATTERN, TITLE_MAX_CHARS, Source
+from knowledge.domain.segments import segments_problem
 from knowledge.domain.sources import SafeSource
 from knowledge.domain.text import Text
 
@@ -73,6 +76,14 @@ class UpsertMessage(_Message):
     content: Text
     source: SafeSource = Source()
     publish: bool = True
+    segments: Segments | None = None
+
+    @model_validator(mode="after")
+    def _segments_fit(self) -> UpsertMessage:
+        problem = segments_problem(to_segments(self.segments), len(self.content)) if self.segments else None
+        if problem is not None:
+            raise ValueError(f"segments: {problem}")
+        return self
 
 
 class ArchiveMessage(_Message):

@@ -7,14 +7,17 @@ Character offsets and counts are Unicode code points.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from knowledge.contract.segments import RowRange
 from knowledge.domain import ids
-from knowledge.domain.bounds import OFFSET_MAX
+from knowledge.domain.bounds import INTEGER_MAX, OFFSET_MAX
+from knowledge.domain.segments import Segment, segment_at
 from knowledge.domain.text import Text
 
 QUERY_MAX_CHARS = 2_000
@@ -68,6 +71,15 @@ class SearchKnowledgeArguments(BaseModel):
         description="Zero-based character offset for addressed content.",
         json_schema_extra={"minimum": 0, "maximum": OFFSET_MAX},
     )
+    page: int = Field(
+        default=0,
+        description=(
+            "Optional page number (1-based) of a document converted from a PDF: the addressed read "
+            "starts at that page's first character instead of at offset (give one or the other); "
+            "0 reads from offset."
+        ),
+        json_schema_extra={"minimum": 0, "maximum": INTEGER_MAX},
+    )
     limit_chars: int = Field(
         default=4_000,
         description="Addressed-read content window from 1 to 10000 characters at the MCP boundary.",
@@ -109,11 +121,44 @@ class SearchKnowledgeArguments(BaseModel):
         return data
 
 
+def _absent(value: object) -> bool:
+    return value is None
+
+
 class Locator(BaseModel):
-    """A span of a revision: ``content[offset:offset + length]``."""
+    """A span of a revision: ``content[offset:offset + length]``, and where it is in the original
+    document when the revision has segments (``knowledge.domain.segments``). The segment covering
+    the span's best match of the query (a search result's; else ``offset``, as in a read) gives
+    ``page`` (a PDF page, 1-based), ``sheet`` and ``rows`` (a spreadsheet's sheet and its
+    ``{"first", "last"}`` row range, 1-based as the spreadsheet numbers them) and ``section`` (the
+    heading the span is under). A field the segment does not name is left out of the JSON, so a
+    revision without segments has locators of exactly ``offset`` and ``length``."""
 
     offset: int
     length: int
+    page: int | None = Field(default=None, exclude_if=_absent)
+    sheet: str | None = Field(default=None, exclude_if=_absent)
+    rows: RowRange | None = Field(default=None, exclude_if=_absent)
+    section: str | None = Field(default=None, exclude_if=_absent)
+
+    @classmethod
+    def within(
+        cls, segments: Sequence[Segment], offset: int, length: int, *, focus: int | None = None
+    ) -> Locator:
+        """The locator of ``[offset, offset + length)`` named by the segment covering ``focus``
+        (where the span's best match starts) or, without one, ``offset``."""
+        segment = segment_at(segments, offset if focus is None else focus)
+        if segment is None:
+            return cls(offset=offset, length=length)
+        rows = RowRange(first=segment.rows[0], last=segment.rows[1]) if segment.rows else None
+        return cls(
+            offset=offset,
+            length=length,
+            page=segment.page,
+            sheet=segment.sheet,
+            rows=rows,
+            section=segment.section,
+        )
 
 
 class SourceRef(BaseModel):

@@ -28,6 +28,7 @@ from pydantic import (
     model_validator,
 )
 
+from knowledge.contract.segments import Segments, to_segments
 from knowledge.domain import ids
 from knowledge.domain.bounds import VERSION_MAX, VERSION_MIN
 from knowledge.domain.identifiers import StrictIdentifier, StrictVisibleText, require_identifier
@@ -45,6 +46,7 @@ from knowledge.domain.models import (
     Source,
     TokenRecord,
 )
+from knowledge.domain.segments import segments_problem
 from knowledge.domain.sources import SafeSource
 from knowledge.domain.text import StrictText
 
@@ -86,6 +88,12 @@ def _not_blank(value: str | None, field: str) -> None:
         raise ValueError(f"{field} must not be blank")
 
 
+def _segments_fit(segments: Segments | None, content: str) -> None:
+    problem = segments_problem(to_segments(segments), len(content)) if segments else None
+    if problem is not None:
+        raise ValueError(f"segments: {problem}")
+
+
 # -- requests -------------------------------------------------------------------------------------
 
 
@@ -121,33 +129,39 @@ class UpdateKnowledgeBaseRequest(_Request):
 
 class CreateItemRequest(_Request):
     """``POST /v1/knowledge-bases/{kb}/items``: a new item, or a new revision of the base's item
-    holding ``external_id``. ``publish`` (default false) makes the revision current at once."""
+    holding ``external_id``. ``publish`` (default false) makes the revision current at once;
+    ``segments`` (``knowledge.contract.segments``) say where its content came from."""
 
     title: Title
     content: Content
     source: SafeSource | None = None
     external_id: ExternalId | None = None
     publish: StrictBool = False
+    segments: Segments | None = None
 
     @model_validator(mode="after")
     def _title_not_blank(self) -> CreateItemRequest:
         _not_blank(self.title, "title")
+        _segments_fit(self.segments, self.content)
         return self
 
 
 class CreateRevisionRequest(_Request):
     """``POST /v1/knowledge-items/{item}/revisions``. ``title`` defaults to the item's, ``source`` to
-    the latest revision's; without ``expected_version`` the version read just before is used."""
+    the latest revision's; without ``expected_version`` the version read just before is used.
+    ``segments`` belong to this revision alone (none when absent)."""
 
     content: Content
     title: Title | None = None
     source: SafeSource | None = None
     publish: StrictBool = False
     expected_version: Version | None = None
+    segments: Segments | None = None
 
     @model_validator(mode="after")
     def _title_not_blank(self) -> CreateRevisionRequest:
         _not_blank(self.title, "title")
+        _segments_fit(self.segments, self.content)
         return self
 
 

@@ -5,7 +5,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from knowledge.domain.segments import MAX_SECTION_CHARS, MAX_SEGMENTS, ConvertedDocument, Segment
+from knowledge.domain.segments import (
+    MAX_NAME_CHARS,
+    MAX_SECTION_CHARS,
+    MAX_SEGMENTS,
+    ConvertedDocument,
+    Segment,
+    name_chars,
+)
 from knowledge.errors import ConversionError, DocumentTooLargeError
 
 _SPACE_RUN = re.compile(r"[ \t\r\n\f\v]+")
@@ -35,6 +42,7 @@ class MarkdownWriter:
         self._parts: list[str] = []
         self._length = 0
         self._segments: list[Segment] = []
+        self._names = 0
         self._pending: Segment | None = None
 
     def mark(
@@ -61,20 +69,48 @@ class MarkdownWriter:
             return
         if self._parts:
             self._append("\n\n")
+        if self._pending is not None and len(self._segments) >= MAX_SEGMENTS:
+            self._widen_last_rows(self._pending)
         if self._pending is not None:
-            if len(self._segments) >= MAX_SEGMENTS:
-                raise DocumentTooLargeError(f"more than {MAX_SEGMENTS:,} pages, sections or row blocks")
-            self._segments.append(
-                Segment(
-                    offset=self._length,
-                    page=self._pending.page,
-                    sheet=self._pending.sheet,
-                    rows=self._pending.rows,
-                    section=self._pending.section,
-                )
+            segment = Segment(
+                offset=self._length,
+                page=self._pending.page,
+                sheet=self._pending.sheet,
+                rows=self._pending.rows,
+                section=self._pending.section,
             )
+            previous = self._segments[-1] if self._segments else Segment(offset=-1)
+            self._names += name_chars([previous, segment]) - name_chars([previous])
+            if self._names > MAX_NAME_CHARS:
+                raise DocumentTooLargeError(
+                    f"more than {MAX_NAME_CHARS:,} characters of section and sheet names"
+                )
+            self._segments.append(segment)
             self._pending = None
         self._append(text)
+
+    def _widen_last_rows(self, pending: Segment) -> None:
+        """With every segment used, a block of rows of the last segment's sheet widens that
+        segment's row range instead (its locators name a wider range, still holding the row);
+        anything else is ``DocumentTooLargeError``."""
+        last = self._segments[-1]
+        if (
+            pending.rows is None
+            or last.rows is None
+            or (pending.sheet, pending.section)
+            != (
+                last.sheet,
+                last.section,
+            )
+        ):
+            raise DocumentTooLargeError(f"more than {MAX_SEGMENTS:,} pages, sections or row blocks")
+        self._segments[-1] = Segment(
+            offset=last.offset,
+            sheet=last.sheet,
+            rows=(last.rows[0], pending.rows[1]),
+            section=last.section,
+        )
+        self._pending = None
 
     def heading(self, level: int, text: str) -> None:
         """An ATX heading of ``level`` (clamped to 1..6) on one line."""

@@ -1,7 +1,9 @@
 """PDF through pypdf (BSD-3-Clause, pure Python): the text of each page, one ``page`` segment per
 page (1-based, as a viewer numbers them).
 
-A PDF encrypted with a user password is refused (one readable with the empty password, as many
+pypdf bounds what each stream may inflate to (``pypdf.Configuration``: 75 MB), so a compressed
+content stream built to exhaust memory stops there (its page then has no text). A PDF encrypted
+with a user password is refused (one readable with the empty password, as many
 "protected" PDFs are, is read); a file pypdf cannot parse is corrupt; a PDF whose pages hold no text
 layer (a scan) has no extractable text. The PDF's ``/Title`` is the document's title.
 """

@@ -62,7 +62,7 @@ def convert_xlsx(data: bytes, limits: ConversionLimits) -> ConvertedDocument:
         for sheet in workbook.worksheets:
             rows = (
                 (number, [_cell_text(value) for value in values])
-                for number, values in enumerate(sheet.iter_rows(values_only=True), start=sheet.min_row or 1)
+                for number, values in enumerate(sheet.iter_rows(min_row=1, values_only=True), start=1)
             )
             _write_table(writer, rows, sheet.title, limits, budget)
     except ConversionError:

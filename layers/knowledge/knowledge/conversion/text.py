@@ -3,7 +3,8 @@
 Content is the file decoded as UTF-8 (a leading byte order mark dropped) with line endings turned
 into ``\\n`` (``\\r\\n`` and a lone ``\\r`` alike), so offsets count that text. A Markdown
 document's ATX headings (outside fenced code) and a reStructuredText document's underlined titles
-start ``section`` segments; plain text has none.
+start ``section`` segments; plain text has none. A text with more headings than a revision's
+segments hold keeps its text and has no segments.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Iterator
 
 from knowledge.conversion.limits import ConversionLimits
 from knowledge.conversion.markdown import NO_TEXT
-from knowledge.domain.segments import MAX_SECTION_CHARS, MAX_SEGMENTS, ConvertedDocument, Segment
+from knowledge.domain.segments import MAX_SECTION_CHARS, ConvertedDocument, Segment, segments_problem
 from knowledge.errors import ConversionError, DocumentTooLargeError
 
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown"})
@@ -62,15 +63,15 @@ def convert_text(suffix: str, data: bytes, limits: ConversionLimits) -> Converte
 
 
 def _sections(lines: list[str], headings: list[tuple[int, str]]) -> tuple[Segment, ...]:
+    """A segment per heading; none at all past the segment bounds (``segments_problem``): the text
+    itself is whole, only its locators lose their section."""
     starts = [0]
     for line in lines:
         starts.append(starts[-1] + len(line) + 1)
     segments = tuple(
         Segment(offset=starts[number], section=text[:MAX_SECTION_CHARS]) for number, text in headings
     )
-    if len(segments) > MAX_SEGMENTS:
-        raise DocumentTooLargeError(f"more than {MAX_SEGMENTS:,} sections")
-    return segments
+    return () if segments_problem(segments, starts[-1]) else segments
 
 
 def _markdown_headings(lines: list[str]) -> Iterator[tuple[int, str]]:

@@ -28,6 +28,7 @@ from knowledge.domain.models import (
     Scope,
     Source,
 )
+from knowledge.domain.segments import Segment, segments_problem
 from knowledge.errors import ConflictError, ResourceUnavailableError
 
 MAX_PAGES = 1_000_000
@@ -86,11 +87,17 @@ def new_revision(
     page_size: int,
     publish: bool,
     now: datetime,
+    segments: tuple[Segment, ...] = (),
 ) -> Revision:
-    """A revision of ``content`` with a fresh ``kr_`` id. Raises ``ValueError`` past ``MAX_PAGES``."""
+    """A revision of ``content`` with a fresh ``kr_`` id and its ``segments``. Raises ``ValueError``
+    past ``MAX_PAGES`` or when the segments do not fit the content (``segments_problem``; the
+    boundaries refuse such segments first)."""
     page_count = -(-len(content) // page_size)
     if page_count > MAX_PAGES:
         raise ValueError("content needs more pages than a revision can hold")
+    problem = segments_problem(segments, len(content))
+    if problem is not None:
+        raise ValueError(problem)
     return Revision(
         tenant_id=tenant_id,
         knowledge_base_id=knowledge_base_id,
@@ -104,6 +111,7 @@ def new_revision(
         page_count=page_count,
         created_at=now,
         published_at=now if publish else None,
+        segments=segments,
     )
 
 

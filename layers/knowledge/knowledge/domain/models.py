@@ -11,6 +11,7 @@ from typing import Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from knowledge.domain.segments import Segment
 from knowledge.domain.text import Text
 
 TENANT_ID_PATTERN = r"^[^#\s]{1,128}$"
@@ -173,6 +174,9 @@ class Revision(_Frozen):
     """An immutable revision. Its content is stored in pages of ``page_size`` characters.
 
     ``published_at`` is set once, when the revision is first published, and never cleared.
+    ``segments`` name where stretches of the content came from in the original document
+    (``knowledge.domain.segments``); empty for text written without them and for revisions older
+    than segments.
     """
 
     tenant_id: str
@@ -187,6 +191,7 @@ class Revision(_Frozen):
     page_count: int = Field(ge=0)
     created_at: datetime
     published_at: datetime | None = None
+    segments: tuple[Segment, ...] = ()
 
     @property
     def is_published(self) -> bool:

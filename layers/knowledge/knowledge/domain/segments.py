@@ -13,14 +13,20 @@ addressed reads name the segment covering their locator's offset.
 
 from __future__ import annotations
 
+import json
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-MAX_SEGMENTS = 10_000
+MAX_SEGMENTS = 5_000
 """The most segments one revision holds: a page, a section or a block of rows each."""
-MAX_SECTION_CHARS = 500
+MAX_SECTION_CHARS = 200
 """The longest ``section`` (a heading) and ``sheet`` name a segment keeps."""
+MAX_NAME_CHARS = 30_000
+"""The most characters of ``section`` and ``sheet`` names one revision's segments hold, counting a
+name only where it differs from the previous segment's (a sheet's blocks of rows name it once).
+With ``MAX_SEGMENTS`` this keeps a revision's record, segments included, inside DynamoDB's 400 KB."""
 
 
 @dataclass(frozen=True)
@@ -60,9 +66,12 @@ def page_offset(segments: Sequence[Segment], page: int) -> int | None:
 def segments_problem(segments: Sequence[Segment], total_chars: int) -> str | None:
     """Why ``segments`` do not fit content of ``total_chars`` code points, or ``None`` when they do:
     at most ``MAX_SEGMENTS``, offsets strictly ascending and below ``total_chars`` (0 for empty
-    content), pages at least 1, rows first ≤ last and at least 1, names at most ``MAX_SECTION_CHARS``."""
+    content), pages at least 1, rows first ≤ last and at least 1, names at most ``MAX_SECTION_CHARS``
+    each and ``MAX_NAME_CHARS`` in all (``name_chars``)."""
     if len(segments) > MAX_SEGMENTS:
         return f"at most {MAX_SEGMENTS:,} segments"
+    if name_chars(segments) > MAX_NAME_CHARS:
+        return f"at most {MAX_NAME_CHARS:,} characters of section and sheet names in all"
     previous = -1
     for segment in segments:
         if segment.offset <= previous:
@@ -77,3 +86,57 @@ def segments_problem(segments: Sequence[Segment], total_chars: int) -> str | Non
             return f"a segment's section or sheet has at most {MAX_SECTION_CHARS} characters"
         previous = segment.offset
     return None
+
+
+def name_chars(segments: Sequence[Segment]) -> int:
+    """The characters of ``section`` and ``sheet`` names, each counted where it differs from the
+    previous segment's."""
+    total, section, sheet = 0, None, None
+    for segment in segments:
+        if segment.section != section:
+            total += len(segment.section or "")
+        if segment.sheet != sheet:
+            total += len(segment.sheet or "")
+        section, sheet = segment.section, segment.sheet
+    return total
+
+
+def encode_segments(segments: Sequence[Segment]) -> str:
+    """``segments`` as compact JSON: a list of objects with ``o`` (offset) and, when set, ``p``
+    (page) and ``r`` (``[first, last]``); ``s`` (section) and ``h`` (sheet) appear only where they
+    differ from the previous segment's (``null`` when they stop), so a sheet's blocks name it once."""
+    entries: list[dict[str, Any]] = []
+    section, sheet = None, None
+    for segment in segments:
+        entry: dict[str, Any] = {"o": segment.offset}
+        if segment.page is not None:
+            entry["p"] = segment.page
+        if segment.rows is not None:
+            entry["r"] = list(segment.rows)
+        if segment.section != section:
+            entry["s"] = segment.section
+        if segment.sheet != sheet:
+            entry["h"] = segment.sheet
+        section, sheet = segment.section, segment.sheet
+        entries.append(entry)
+    return json.dumps(entries, ensure_ascii=False, separators=(",", ":"))
+
+
+def decode_segments(text: str) -> tuple[Segment, ...]:
+    """The segments ``encode_segments`` wrote."""
+    segments: list[Segment] = []
+    section, sheet = None, None
+    for entry in json.loads(text):
+        section = entry.get("s", section)
+        sheet = entry.get("h", sheet)
+        rows = entry.get("r")
+        segments.append(
+            Segment(
+                offset=entry["o"],
+                page=entry.get("p"),
+                sheet=sheet,
+                rows=(rows[0], rows[1]) if rows else None,
+                section=section,
+            )
+        )
+    return tuple(segments)

@@ -26,6 +26,7 @@ Errors: ``InsufficientScopeError`` (403), ``ResourceUnavailableError`` (404), ``
 
 from __future__ import annotations
 
+from knowledge.contract.segments import to_segments
 from knowledge.contract.writes import (
     ArchiveRequest,
     CreatedRevisionResponse,
@@ -176,6 +177,7 @@ class CurationService:
             content=request.content,
             source=request.source,
             publish=request.publish,
+            segments=to_segments(request.segments),
         )
         upserted = upsert_by_external_id(self._store, base.tenant_id, base.knowledge_base_id, document)
         created = upserted.outcome in (UpsertOutcome.CREATED, UpsertOutcome.REVISED)
@@ -195,6 +197,7 @@ class CurationService:
             source=request.source,
             publish=request.publish,
             expected_version=request.expected_version,
+            segments=to_segments(request.segments),
         )
         return CreatedRevisionResponse.of_revision(updated, revision)
 
@@ -327,6 +330,7 @@ class CurationService:
             source=request.source or Source(),
             external_id=request.external_id,
             publish=request.publish,
+            segments=to_segments(request.segments),
         )
 
     def _check_content(self, content: str) -> None:

@@ -57,7 +57,7 @@ from knowledge.domain.data_sources import (
     title_from_key,
 )
 from knowledge.domain.models import TITLE_MAX_CHARS, Source
-from knowledge.domain.segments import ConvertedDocument
+from knowledge.domain.segments import ConvertedDocument, segments_problem
 from knowledge.errors import (
     ConflictError,
     ConversionError,
@@ -365,6 +365,7 @@ class DocumentSync:
                 content=converted.content,
                 source=Source(uri=source_uri(source.bucket, listed.key), title=title),
                 publish=True,
+                segments=converted.segments,
             ),
         )
         if record is None:
@@ -422,6 +423,13 @@ class DocumentSync:
                 listed.key,
                 FailureReason.REJECTED,
                 f"{len(converted.content):,} characters of text; the limit is {self._max_chars:,}.",
+            )
+        problem = segments_problem(converted.segments, len(converted.content))
+        if problem is not None:
+            return _failed(
+                listed.key,
+                FailureReason.REJECTED,
+                f"The converted document's locators are invalid: {problem}.",
             )
         return fetched, converted
 

@@ -50,6 +50,7 @@ from knowledge.contract.ingest_messages import (
     RememberMessage,
     UpsertMessage,
 )
+from knowledge.contract.segments import to_segments
 from knowledge.domain.access.visibility import can_see
 from knowledge.domain.models import (
     BaseStatus,
@@ -251,6 +252,7 @@ class IngestService:
             content=message.content,
             source=message.source,
             publish=message.publish,
+            segments=to_segments(message.segments),
         )
         upserted = upsert_by_external_id(
             self._store, principal.tenant_id, message.knowledge_base_id, document

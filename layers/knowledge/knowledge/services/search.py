@@ -4,7 +4,11 @@ read of one item/revision in bounded windows (spec + DESIGN §4–§5).
 Errors (``knowledge.errors``): ``RuntimeDisabledError`` (switch off), ``InsufficientScopeError``
 (no ``knowledge:read``), ``InvalidRequestError`` / ``QueryRequiredError`` / ``ItemRequiredError``
 (request shape), ``ResourceUnavailableError`` (absent, unauthorized, inactive or unpublished — one
-answer for all), ``DependencyUnavailableError`` (store, index or embedder down).
+answer for all), ``PageUnavailableError`` (an addressed read of a ``page`` the revision lacks),
+``DependencyUnavailableError`` (store, index or embedder down).
+
+Locators name the revision's segment covering their offset (page, sheet and rows, section) when
+the revision has segments (``contract.search.Locator.within``).
 
 Ranking: ``retrieval.retrieve`` runs the rounds of both legs; ``ranking.ItemPage`` fuses them and
 checks each candidate's truth against the store (windows, duplicates, refill order: ``ranking``).
@@ -37,16 +41,18 @@ from knowledge.contract.search import (
 )
 from knowledge.domain import ids
 from knowledge.domain.access.visibility import VisibilityFilter
-from knowledge.domain.bounds import OFFSET_MAX
-from knowledge.domain.models import ItemStatus, KnowledgeBase, Permission, Principal
+from knowledge.domain.bounds import INTEGER_MAX, OFFSET_MAX
+from knowledge.domain.models import ItemStatus, KnowledgeBase, Permission, Principal, Revision
 from knowledge.domain.retrieval.analysis import query_terms
 from knowledge.domain.retrieval.excerpts import EXCERPT_MAX_CHARS, citation, make_excerpt, reference
 from knowledge.domain.retrieval.hits import ChunkHit, IndexQuery, Leg, LegHits, SearchMode
+from knowledge.domain.segments import page_offset
 from knowledge.domain.text import is_blank
 from knowledge.errors import (
     InsufficientScopeError,
     InvalidRequestError,
     ItemRequiredError,
+    PageUnavailableError,
     QueryRequiredError,
     ResourceUnavailableError,
     RuntimeDisabledError,
@@ -170,12 +176,8 @@ class SearchService:
         )
         if revision is None or not revision.is_published:
             raise ResourceUnavailableError()
-        if arguments.offset > revision.total_chars:
-            raise InvalidRequestError(
-                "offset is beyond the end of the revision.",
-                {"offset": arguments.offset, "content_total_chars": revision.total_chars},
-            )
-        window = self._store.read_content(revision, offset=arguments.offset, limit=arguments.limit_chars)
+        offset = _start_of_read(revision, arguments)
+        window = self._store.read_content(revision, offset=offset, limit=arguments.limit_chars)
         end = window.offset + len(window.text)
         return KnowledgeReadResponse(
             owner=base.owner_id,
@@ -186,7 +188,7 @@ class SearchService:
             knowledge_revision_id=revision.knowledge_revision_id,
             title=revision.title,
             content=window.text,
-            locator=Locator(offset=window.offset, length=len(window.text)),
+            locator=Locator.within(revision.segments, window.offset, len(window.text)),
             source=SourceRef(uri=revision.source.uri, title=revision.source.title),
             reference=reference(
                 base.knowledge_base_id,
@@ -207,11 +209,39 @@ class SearchService:
         return find_base(self._store, principal, knowledge_base_id)
 
 
+def _start_of_read(revision: Revision, arguments: SearchKnowledgeArguments) -> int:
+    """Where an addressed read starts: ``offset``, or the first character of ``page`` (when not 0).
+
+    Raises ``InvalidRequestError`` for an offset past the end or a page beside a non-zero offset,
+    and ``PageUnavailableError`` for a page the revision has no segment for.
+    """
+    if arguments.page:
+        if arguments.offset:
+            raise InvalidRequestError(
+                "Give page or offset, not both.", {"page": arguments.page, "offset": arguments.offset}
+            )
+        start = page_offset(revision.segments, arguments.page)
+        if start is None:
+            pages = [segment.page for segment in revision.segments if segment.page is not None]
+            raise PageUnavailableError(
+                arguments.page, min(pages) if pages else None, max(pages) if pages else None
+            )
+        return start
+    if arguments.offset > revision.total_chars:
+        raise InvalidRequestError(
+            "offset is beyond the end of the revision.",
+            {"offset": arguments.offset, "content_total_chars": revision.total_chars},
+        )
+    return arguments.offset
+
+
 def _check_bounds(arguments: SearchKnowledgeArguments) -> None:
     """Bounds apply whatever the mode (DESIGN §5: out-of-mode parameters are still checked)."""
     problems = []
     if not 0 <= arguments.offset <= OFFSET_MAX:
         problems.append({"field": "offset", "problem": f"must be between 0 and {OFFSET_MAX}"})
+    if not 0 <= arguments.page <= INTEGER_MAX:
+        problems.append({"field": "page", "problem": f"must be between 0 and {INTEGER_MAX}"})
     if not LIMIT_CHARS_MIN <= arguments.limit_chars <= LIMIT_CHARS_MAX:
         problems.append(
             {"field": "limit_chars", "problem": f"must be between {LIMIT_CHARS_MIN} and {LIMIT_CHARS_MAX}"}
@@ -254,7 +284,9 @@ def _result(entry: Accepted, query: str) -> SearchResult:
         knowledge_revision_id=hit.knowledge_revision_id,
         title=revision.title,
         excerpt=excerpt.text,
-        locator=Locator(offset=excerpt.start, length=excerpt.end - excerpt.start),
+        locator=Locator.within(
+            revision.segments, excerpt.start, excerpt.end - excerpt.start, focus=excerpt.focus
+        ),
         source=SourceRef(uri=revision.source.uri, title=revision.source.title),
         citation=citation(
             revision.title,

@@ -2,7 +2,7 @@
 base without creating duplicates (DESIGN §6).
 
 Idempotent by (base, ``external_id``, content): when the item holding ``external_id`` already has a
-latest revision with the same content hash, title and source, nothing is written (a redelivery or
+latest revision with the same content hash, title, source and segments, nothing is written (a redelivery or
 a re-ingest of an unchanged file); only ``publish`` of a not-yet-current latest revision is applied.
 A concurrent writer that creates or changes the item makes us read it again, up to
 ``MAX_ATTEMPTS`` times.
@@ -18,6 +18,7 @@ from enum import StrEnum
 
 from knowledge.domain.lifecycle import content_sha256
 from knowledge.domain.models import KnowledgeItem, Source
+from knowledge.domain.segments import Segment
 from knowledge.errors import ConflictError, ResourceUnavailableError
 from knowledge.ports import ItemStore
 
@@ -54,6 +55,7 @@ class Document:
     content: str
     source: Source | None
     publish: bool
+    segments: tuple[Segment, ...] = ()
 
 
 def upsert_by_external_id(
@@ -74,6 +76,7 @@ def upsert_by_external_id(
                     source=document.source or Source(),
                     external_id=document.external_id,
                     publish=document.publish,
+                    segments=document.segments,
                 )
                 return Upserted(created, revision.knowledge_revision_id, UpsertOutcome.CREATED)
             return _update(store, item, document)
@@ -96,6 +99,7 @@ def _update(store: ItemStore, item: KnowledgeItem, document: Document) -> Upsert
         and item.latest_sha256 == content_sha256(document.content)
         and latest.title == document.title
         and (document.source is None or latest.source == document.source)
+        and latest.segments == document.segments
     )
     if not unchanged:
         updated, revision = store.add_revision(
@@ -106,6 +110,7 @@ def _update(store: ItemStore, item: KnowledgeItem, document: Document) -> Upsert
             source=document.source,
             publish=document.publish,
             expected_version=item.version,
+            segments=document.segments,
         )
         return Upserted(updated, revision.knowledge_revision_id, UpsertOutcome.REVISED)
     if document.publish and item.current_revision_id != item.latest_revision_id:

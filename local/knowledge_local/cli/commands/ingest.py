@@ -1,11 +1,13 @@
 """``knowledge ingest PATH --base BASE [--archive-missing --source-base-url URL --no-wait
---stall-timeout S --timeout S]``: the .md, .txt and .rst files of a file or folder through the write
-API (``ingestion``), one item each; a base name no base has creates the base, and says so on stderr
-with the existing names close to it. Shows the sending, then the wait for the index, on stderr (count,
-rate, ETA, what is left), and prints ``name (kb_...): <summary>`` once the index holds every item
-(unless ``--no-wait``). The wait goes on while documents keep becoming searchable; it fails (exit
-status 1, naming what is left and how to check later) when none has for ``--stall-timeout`` seconds,
-or after ``--timeout`` seconds in all if given."""
+--stall-timeout S --timeout S]``: the documents of a file or folder (.md, .markdown, .txt, .rst,
+.pdf, .docx, .html, .htm, .csv, .xlsx, converted by ``knowledge.conversion`` with their pages,
+sections, sheets and rows as segments) through the write API (``ingestion``), one item each; a base
+name no base has creates the base, and says so on stderr with the existing names close to it. Shows
+the sending, then the wait for the index, on stderr (count, rate, ETA, what is left), and prints
+``name (kb_...): <summary>`` once the index holds every item (unless ``--no-wait``). The wait goes
+on while documents keep becoming searchable; it fails (exit status 1, naming what is left and how to
+check later) when none has for ``--stall-timeout`` seconds, or after ``--timeout`` seconds in all if
+given."""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from knowledge_local.cli.arguments import (
     source_base_url,
 )
 from knowledge_local.cli.client import KnowledgeClient
-from knowledge_local.cli.documents import DocumentError, collect_documents
+from knowledge_local.cli.documents import SUFFIXES, DocumentError, collect_documents
 from knowledge_local.cli.ingestion import (
     DEFAULT_STALL_SECONDS,
     IndexWaitTimeoutError,
@@ -35,12 +37,12 @@ from knowledge_local.cli.ingestion import (
     wait_for_index,
 )
 
+_KINDS = ", ".join(sorted(SUFFIXES))
+
 
 def add_commands(commands: Any, shared: Sequence[argparse.ArgumentParser]) -> None:
     """Register ``ingest`` on the ``knowledge`` parser's commands."""
-    ingest_parser = commands.add_parser(
-        "ingest", help="ingest files or folders of .md, .txt, .rst", parents=shared
-    )
+    ingest_parser = commands.add_parser("ingest", help=f"ingest files or folders of {_KINDS}", parents=shared)
     ingest_parser.add_argument("path", help="a file or a folder (searched recursively)")
     ingest_parser.add_argument(
         "--base",
@@ -91,8 +93,7 @@ def _ingest(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
         print(f"warning: skipped {skipped.path}: {skipped.reason}", file=sys.stderr)
     if not collection.documents:
         raise DocumentError(
-            f"Nothing to ingest under {path}: no .md, .txt or .rst file with text "
-            f"({len(collection.skipped)} skipped)."
+            f"Nothing to ingest under {path}: no {_KINDS} file with text ({len(collection.skipped)} skipped)."
         )
     base, created = ensure_base(client, arguments.base)
     if created:

@@ -1,7 +1,8 @@
 """``knowledge search "query" [--mode --alpha --max-results --base --json]``: the ranked results,
 one line each (rank, final score, base name, title, item id, excerpt shortened to the terminal);
-``knowledge read ITEM [--revision --offset --limit --json]``: one item (or revision) a page of
-characters at a time, the position and the next page's command on stderr."""
+``knowledge read ITEM [--revision --offset | --page --limit --json]``: one item (or revision) a page
+of characters at a time (``--page``: from a converted PDF's page), the position, where it is in the
+original (page, sheet and rows, section) and the next page's command on stderr."""
 
 from __future__ import annotations
 
@@ -46,6 +47,9 @@ def add_commands(commands: Any, shared: Sequence[argparse.ArgumentParser]) -> No
         "--revision", type=revision_id, help="revision id (kr_...); default: the current one"
     )
     read_parser.add_argument("--offset", type=int, default=0, help="first character (0)")
+    read_parser.add_argument(
+        "--page", type=int, default=None, help="start at this page of a converted PDF (instead of --offset)"
+    )
     read_parser.add_argument("--limit", type=int, default=4000, help="characters, 1-10000 (4000)")
     read_parser.add_argument("--json", action="store_true", help="print the API's JSON answer")
     read_parser.set_defaults(run=_read)
@@ -85,6 +89,7 @@ def _read(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
         knowledge_item_id=arguments.item,
         knowledge_revision_id=arguments.revision,
         offset=arguments.offset,
+        page=arguments.page,
         limit_chars=arguments.limit,
     )
     if arguments.json:
@@ -102,6 +107,9 @@ def _read(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
         f"content_limit={answer.get('content_limit')} "
         f"content_truncated={str(answer.get('content_truncated')).lower()}",
     ]
+    place = original_place(answer.get("locator") or {})
+    if place:
+        fields.append(f"in the original: {place}")
     if answer.get("content_truncated"):
         api_url = getattr(arguments, "api_url", None)
         target = f" --api-url {shlex.quote(api_url)}" if api_url else ""
@@ -112,6 +120,22 @@ def _read(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
         )
     print("\n".join(["---", *fields]), file=sys.stderr)
     return 0
+
+
+def original_place(locator: dict[str, Any]) -> str:
+    """Where a locator's span is in the original document (``page 3``, ``sheet Berths, rows
+    27-31``, ``section Rotor inspection``); empty when it names nothing."""
+    parts = []
+    if locator.get("page") is not None:
+        parts.append(f"page {locator['page']}")
+    if locator.get("sheet") is not None:
+        parts.append(f"sheet {locator['sheet']}")
+    rows = locator.get("rows")
+    if rows:
+        parts.append(f"rows {rows['first']}-{rows['last']}")
+    if locator.get("section") is not None:
+        parts.append(f"section {locator['section']}")
+    return ", ".join(parts)
 
 
 def _base_id(client: KnowledgeClient, base: str) -> str:

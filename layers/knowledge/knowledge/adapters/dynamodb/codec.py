@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel
 
 from knowledge.adapters.dynamodb import keys
+from knowledge.domain import segments
 from knowledge.domain.memory.notes import Note, NoteClaim, expiration
 from knowledge.domain.memory.pins import Pin
 from knowledge.domain.models import ItemStatus, KnowledgeBase, KnowledgeItem, Revision, TokenRecord
@@ -171,15 +172,23 @@ def decode_item(item: Mapping[str, Any]) -> KnowledgeItem:
 
 
 def encode_revision(revision: Revision) -> RawItem:
-    return _record(
-        Entity.REVISION,
-        keys.revision_key(revision.tenant_id, revision.knowledge_item_id, revision.knowledge_revision_id),
-        revision,
+    """A revision record; its segments, when it has any, are one compact JSON string
+    (``segments.encode_segments``) in ``segments``, absent otherwise (and on older records)."""
+    table_key = keys.revision_key(
+        revision.tenant_id, revision.knowledge_item_id, revision.knowledge_revision_id
     )
+    values: dict[str, Any] = {"PK": table_key.pk, "SK": table_key.sk, "entity": Entity.REVISION.value}
+    values.update({name: field for name, field in revision if field is not None and name != "segments"})
+    if revision.segments:
+        values["segments"] = segments.encode_segments(revision.segments)
+    return serialize(values)
 
 
 def decode_revision(item: Mapping[str, Any]) -> Revision:
-    return _model(Revision, item)
+    values = deserialize(item)
+    fields = {name: values[name] for name in Revision.model_fields if name in values}
+    fields["segments"] = segments.decode_segments(values["segments"]) if "segments" in values else ()
+    return Revision.model_validate(fields)
 
 
 def encode_page(revision: Revision, number: int, text: str) -> RawItem:

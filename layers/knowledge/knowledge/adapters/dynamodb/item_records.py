@@ -36,6 +36,7 @@ from knowledge.adapters.dynamodb.quota_records import stored_items_write
 from knowledge.adapters.dynamodb.table import EXISTS, VERSION_IS_EXPECTED, TableRecords, all_of
 from knowledge.domain import ids, lifecycle
 from knowledge.domain.models import ItemStatus, KnowledgeItem, Page, Revision, Source
+from knowledge.domain.segments import Segment
 from knowledge.errors import ConflictError, ResourceUnavailableError, StoredItemsQuotaError
 from knowledge.observability import logger
 
@@ -64,6 +65,7 @@ class DynamoDBItemStore(TableRecords):
         source: Source,
         external_id: str | None,
         publish: bool,
+        segments: tuple[Segment, ...] = (),
     ) -> tuple[KnowledgeItem, Revision]:
         """A new item with its first revision, published at once when ``publish``.
 
@@ -85,6 +87,7 @@ class DynamoDBItemStore(TableRecords):
             page_size=self._page_size,
             publish=publish,
             now=self._clock(),
+            segments=segments,
         )
         item = lifecycle.new_item(revision, external_id=external_id, publish=publish)
         writes = [
@@ -118,6 +121,7 @@ class DynamoDBItemStore(TableRecords):
         source: Source | None,
         publish: bool,
         expected_version: int | None,
+        segments: tuple[Segment, ...] = (),
     ) -> tuple[KnowledgeItem, Revision]:
         """A new latest revision, published at once when ``publish``.
 
@@ -144,6 +148,7 @@ class DynamoDBItemStore(TableRecords):
             page_size=self._page_size,
             publish=publish,
             now=now,
+            segments=segments,
         )
         updated = lifecycle.revised_item(item, revision, publish=publish, now=now)
         self._write_revision(revision, content, [{"Update": self._item_update(item, updated)}])

@@ -37,6 +37,7 @@ from knowledge.domain.models import (
     TokenRecord,
 )
 from knowledge.domain.retrieval.truth import CandidateKey, CandidateRecords
+from knowledge.domain.segments import Segment
 from knowledge.errors import ConflictError, DependencyUnavailableError, ResourceUnavailableError
 from knowledge.ports import Clock
 
@@ -134,6 +135,7 @@ class InProcessKnowledgeStore(InProcessNoteStore):
         source: Source,
         external_id: str | None,
         publish: bool,
+        segments: tuple[Segment, ...] = (),
     ) -> tuple[KnowledgeItem, Revision]:
         with self._lock:
             if (tenant_id, knowledge_base_id) not in self._bases:
@@ -146,7 +148,7 @@ class InProcessKnowledgeStore(InProcessNoteStore):
                         current_version=holder.version,
                     )
             revision = self._new_revision(
-                tenant_id, knowledge_base_id, ids.new_item_id(), title, source, content, publish
+                tenant_id, knowledge_base_id, ids.new_item_id(), title, source, content, publish, segments
             )
             item = lifecycle.new_item(revision, external_id=external_id, publish=publish)
             self._count_stored(tenant_id, 1)
@@ -165,13 +167,21 @@ class InProcessKnowledgeStore(InProcessNoteStore):
         source: Source | None,
         publish: bool,
         expected_version: int | None,
+        segments: tuple[Segment, ...] = (),
     ) -> tuple[KnowledgeItem, Revision]:
         with self._lock:
             item = lifecycle.writable_item(self._items.get((tenant_id, knowledge_item_id)), expected_version)
             latest = self._revisions.get((tenant_id, knowledge_item_id, item.latest_revision_id))
             title, source = lifecycle.revision_defaults(item, latest, title=title, source=source)
             revision = self._new_revision(
-                tenant_id, item.knowledge_base_id, knowledge_item_id, title, source, content, publish
+                tenant_id,
+                item.knowledge_base_id,
+                knowledge_item_id,
+                title,
+                source,
+                content,
+                publish,
+                segments,
             )
             updated = lifecycle.revised_item(item, revision, publish=publish, now=revision.created_at)
             self._seal(revision, content, updated)
@@ -378,6 +388,7 @@ class InProcessKnowledgeStore(InProcessNoteStore):
         source: Source,
         content: str,
         publish: bool,
+        segments: tuple[Segment, ...],
     ) -> Revision:
         return lifecycle.new_revision(
             tenant_id,
@@ -389,6 +400,7 @@ class InProcessKnowledgeStore(InProcessNoteStore):
             page_size=self._page_size,
             publish=publish,
             now=self._clock(),
+            segments=segments,
         )
 
     def _seal(self, revision: Revision, content: str, item: KnowledgeItem) -> None:

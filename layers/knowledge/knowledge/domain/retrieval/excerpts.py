@@ -43,17 +43,25 @@ _MIN_STEM = 3
 _STOPWORDS = LUCENE_ENGLISH_STOP_WORDS | QUESTION_WORDS
 _SNAP_DISTANCE = 40
 """Code points an excerpt edge may move inwards to reach a word boundary before a plain cut is used."""
+_FOCUS_CHARS = 100
+"""The span in which the most distinct query terms mark an excerpt's ``focus``: about a sentence, so
+one stray match of a term (a stem inside a longer word) does not move the focus away from the
+phrase the query names."""
 _DELIMITER_ROW = re.compile(r"\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*")
 
 
 class Excerpt(BaseModel):
-    """``text == content[start:end]`` of the revision (code points); ``length`` is ``end - start``."""
+    """``text == content[start:end]`` of the revision (code points); ``length`` is ``end - start``.
+    ``focus`` is where the excerpt's best match of the query starts (a revision offset inside the
+    excerpt): the start of the shortest span of at most ``_FOCUS_CHARS`` holding the most distinct
+    query terms, ``None`` when no query term matched."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     text: str
     start: int = Field(ge=0)
     end: int = Field(ge=0)
+    focus: int | None = None
 
     @property
     def length(self) -> int:
@@ -79,15 +87,24 @@ def make_excerpt(
     if max_chars < 1:
         raise ValueError("max_chars must be at least 1")
     edges = ClusterEdges(chunk_text)
+    matches = _matches(chunk_text, query)
+    cluster = _densest(matches, max_chars)
     if len(chunk_text) <= max_chars:
         low, high = 0, len(chunk_text)
     else:
-        cluster = _densest(_matches(chunk_text, query), max_chars)
         low, high = _table_window(chunk_text, cluster, max_chars, edges) or _window(
             chunk_text, cluster, max_chars, edges
         )
     low, high = _strip(chunk_text, low, high, edges)
-    return Excerpt(text=chunk_text[low:high], start=chunk_start + low, end=chunk_start + high)
+    focus = next(
+        (
+            chunk_start + found[0]
+            for found in (_focus(matches), cluster)
+            if found is not None and low <= found[0] < high
+        ),
+        None,
+    )
+    return Excerpt(text=chunk_text[low:high], start=chunk_start + low, end=chunk_start + high, focus=focus)
 
 
 def reference(
@@ -185,6 +202,27 @@ def _densest(matches: Sequence[_Match], max_chars: int) -> tuple[int, int] | Non
         if best is None or (len(terms), last - first + 1) > best[:2]:
             best = (len(terms), last - first + 1, matches[first].start, match.end)
     return None if best is None else (best[2], min(best[3], best[2] + max_chars))
+
+
+def _focus(matches: Sequence[_Match]) -> tuple[int, int] | None:
+    """The span of at most ``_FOCUS_CHARS`` holding the most distinct terms, then the shortest such
+    span (so a stray match of a term elsewhere does not stretch it); the earliest wins ties."""
+    best: tuple[int, int, int, int] | None = None  # distinct terms, -span, start, end
+    terms: Counter[int] = Counter()
+    first = 0
+    for last, match in enumerate(matches):
+        terms[match.term] += 1
+        while first < last and (
+            match.end - matches[first].start > _FOCUS_CHARS or terms[matches[first].term] > 1
+        ):
+            terms[matches[first].term] -= 1
+            if not terms[matches[first].term]:
+                del terms[matches[first].term]
+            first += 1
+        span = match.end - matches[first].start
+        if best is None or (len(terms), -span) > best[:2]:
+            best = (len(terms), -span, matches[first].start, match.end)
+    return None if best is None else (best[2], best[3])
 
 
 def _window(
