@@ -14,7 +14,7 @@ import pytest
 
 from tests.e2e.runtime_process import RuntimeProcess, eventually, search_knowledge, start_runtime, titles
 from tests.e2e.test_cli import knowledge
-from tests.e2e.test_documents import _folder as document_folder
+from tests.support.documents import article_html, docx_bytes, encrypted_pdf_bytes, pdf_bytes, xlsx_bytes
 
 EVENT_DEADLINE_SECONDS = 10.0
 
@@ -160,17 +160,49 @@ def test_sync_of_documents_in_every_format_finds_each_phrase_first_with_its_loca
     assert {name: top["locator"][name] for name in locator} == locator
 
 
+def _documents() -> dict[str, bytes]:
+    """A PDF of three pages, an encrypted PDF, a Word file with headings and a table, a web page with
+    navigation around its article, a CSV and a workbook, by key under the prefix."""
+    filler = [
+        f"Routine log entry {number}: the shift changed and the logbook was signed." for number in range(10)
+    ]
+    rows = ["station,reading,note"] + [f"S{number},{number * 3},nominal" for number in range(2, 80)]
+    rows[50] = "S51,153,albatross nesting detected"
+    berths: list[list[object]] = [["Vessel", "Berth", "Cargo"]]
+    berths += [[f"Vessel{number}", number, "grain"] for number in range(2, 60)]
+    berths[30][2] = "refrigerated mangosteens"
+    return {
+        "manual.pdf": pdf_bytes(
+            [
+                ["Lighthouse operations manual", *filler],
+                [*filler, "Polish the Fresnel lens with chamois leather before dusk."],
+                [*filler, "Log every foghorn blast in the vermilion ledger."],
+            ],
+            title="Lighthouse operations manual",
+        ),
+        "locked.pdf": encrypted_pdf_bytes([["a secret page"]]),
+        "cranes.docx": docx_bytes(
+            [
+                ("h1", "Crane handbook"),
+                *[("p", line) for line in filler],
+                ("h2", "Winch upkeep"),
+                ("p", "Grease the slewing ring with lithium compound monthly."),
+                ("table", [["Part", "Interval"], ["Hoist rope", "weekly"], ["Hook latch", "daily"]]),
+            ]
+        ),
+        "turbines.html": article_html(
+            rotor="kelp-covered swivel joints", cable="scour pits near the seabed anchor"
+        ),
+        "sheets/stations.csv": ("\n".join(rows) + "\n").encode(),
+        "sheets/port.xlsx": xlsx_bytes({"Summary": [["Port", "Total"], ["North", 58]], "Berths": berths}),
+    }
+
+
 @pytest.fixture(scope="module")
-def formats_synced(runtime: RuntimeProcess, tmp_path_factory: pytest.TempPathFactory) -> str:
-    folder = document_folder(tmp_path_factory.mktemp("formats"))
+def formats_synced(runtime: RuntimeProcess) -> str:
     s3 = runtime.aws("s3")
-    for path in sorted(folder.rglob("*")):
-        if path.is_file():
-            s3.put_object(
-                Bucket=_bucket(runtime),
-                Key=f"formats/{path.relative_to(folder).as_posix()}",
-                Body=path.read_bytes(),
-            )
+    for key, body in _documents().items():
+        s3.put_object(Bucket=_bucket(runtime), Key=f"formats/{key}", Body=body)
     result = knowledge(
         runtime, "sync", "--base", "formats-bucket", "--prefix", "formats/", "--timeout", "120"
     )
