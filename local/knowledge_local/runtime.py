@@ -219,16 +219,18 @@ def switch_notice(settings: RuntimeSettings) -> str | None:
 
 def _print_endpoints(endpoints: Endpoints, state_dir: Path, *, persist: bool) -> None:
     kept = (
-        f"{display_path(state_dir)}  (tables and ingest queues; every write on disk before its answer)"
+        f"{display_path(state_dir)}  (tables and queues, every write on disk before its answer; "
+        "bucket objects at each clean stop)"
         if persist
         else "in memory only (KNOWLEDGE_PERSIST=false): gone at stop"
     )
     rows = [
         ("API", f"{endpoints.api_url}  (REST /v1/..., MCP /mcp)"),
-        ("AWS endpoint", f"{endpoints.aws_endpoint_url}  (moto: DynamoDB, DynamoDB Streams, SQS)"),
+        ("AWS endpoint", f"{endpoints.aws_endpoint_url}  (moto: DynamoDB, DynamoDB Streams, SQS, S3)"),
         ("table", endpoints.table_name),
         ("ingest queue", endpoints.ingest_queue_url or "-"),
         ("dead letters", endpoints.ingest_dlq_url or "-"),
+        ("bucket", f"{endpoints.documents_bucket or '-'}  (knowledge sync; uploads searchable by events)"),
         *([("OpenSearch", _opensearch_row(endpoints.opensearch_url))] if endpoints.opensearch_url else []),
         ("state", kept),
         ("saved in", display_path(state_dir / ENDPOINTS_FILE)),

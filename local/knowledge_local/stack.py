@@ -64,7 +64,7 @@ from knowledge_local.config import (
     DEFAULT_PORT,
     RuntimeSettings,
 )
-from knowledge_local.emulator import snapshot
+from knowledge_local.emulator import bucket_files, snapshot
 from knowledge_local.emulator.api_gateway.address_throttle import AddressThrottle
 from knowledge_local.emulator.api_gateway.gateway import Gateway
 from knowledge_local.emulator.aws_server import AwsServer
@@ -75,7 +75,13 @@ from knowledge_local.emulator.moto_patches import arrivals
 from knowledge_local.emulator.pollers.poller import Poller
 from knowledge_local.emulator.pollers.queue_poller import QueuePoller, pollers_for
 from knowledge_local.emulator.pollers.stream_poller import StreamPoller
-from knowledge_local.emulator.provisioning import Provisioned, provision
+from knowledge_local.emulator.provisioning import (
+    DOCUMENTS_BUCKET,
+    Provisioned,
+    notify_queue,
+    provision,
+    provision_bucket,
+)
 from knowledge_local.emulator.template.resources import EventSourceSpec, StackSpec, load_stack
 from knowledge_local.emulator.template.routes import FunctionSpec
 from knowledge_local.opensearch_node import OpenSearchNode, claim_cluster, start_node
@@ -96,6 +102,8 @@ from knowledge_local.state import (
 KNOWLEDGE_TABLE = "KnowledgeTable"
 INDEX_WORK_QUEUE = "IndexWorkQueue"
 """The queue the stream consumer sends index work to (``INDEX_WORK_QUEUE_URL`` of the functions)."""
+DOCUMENT_QUEUE = "DocumentQueue"
+"""The queue of sync work and the local bucket's S3 events (``DOCUMENT_QUEUE_URL`` of the functions)."""
 DRAIN_SECONDS = 2.0
 """How long the requests in flight may take to be answered when the stack stops."""
 INVOCATION_STOP_SECONDS = 0.5
@@ -196,7 +204,9 @@ class LocalStack:
             table = provisioned.tables[KNOWLEDGE_TABLE]
             ingest_queue, dead_letters = self._ingest_queues(provisioned)
             work_queue = provisioned.queues.get(INDEX_WORK_QUEUE)
+            document_queue = provisioned.queues.get(DOCUMENT_QUEUE)
             self._configure_endpoints(aws.url, table.name, work_queue.url if work_queue else None)
+            self._configure_documents(document_queue.url if document_queue else None)
             if settings.knowledge_persist:
                 with timings.phase("state"):
                     self._durable = DurableState(settings.knowledge_state_dir)
@@ -204,6 +214,8 @@ class LocalStack:
                     kept = [provisioned.queues[name].name for name in self._kept_queues()]
                     tables = [table.name, *others]
                     self.restored = self._durable.restore(aws, tables=tables, kept_queues=kept)
+            with timings.phase("documents bucket"):
+                self._provision_bucket(aws.url, document_queue.arn if document_queue else None)
             with timings.phase("index"):
                 container = get_container()
                 services.start(container.index, container.note_index, container.embedder)
@@ -224,6 +236,7 @@ class LocalStack:
                 ingest_queue_url=ingest_queue,
                 ingest_dlq_url=dead_letters,
                 opensearch_url=opensearch_url,
+                documents_bucket=DOCUMENTS_BUCKET,
             )
             path = write_endpoints(settings.knowledge_state_dir, self.endpoints)
             self._written[path] = path.read_text(encoding="utf-8")
@@ -265,6 +278,7 @@ class LocalStack:
         if services is not None:
             services.stop()
         self._compact_the_state()
+        self._save_the_bucket()
         self._stop_servers()
         durable, self._durable = self._durable, None
         if durable is not None:
@@ -394,6 +408,27 @@ class LocalStack:
             ):
                 log.warning("the index is still catching up with the restored table; serving anyway")
 
+    def _provision_bucket(self, endpoint_url: str, queue_arn: str | None) -> None:
+        """The documents bucket, its saved objects put back (``KNOWLEDGE_PERSIST``) before its events
+        go to the document queue, so a restart sends no event."""
+        provision_bucket(endpoint_url, DOCUMENTS_BUCKET)
+        if self.settings.knowledge_persist:
+            restored = bucket_files.restore(endpoint_url, DOCUMENTS_BUCKET, self.settings.knowledge_state_dir)
+            log.info("documents bucket restored", extra={"objects": restored})
+        if queue_arn is not None:
+            notify_queue(endpoint_url, DOCUMENTS_BUCKET, queue_arn)
+
+    def _save_the_bucket(self) -> None:
+        """With ``KNOWLEDGE_PERSIST``, write the documents bucket's objects to the state directory
+        (``bucket_files``); a failure is logged, the stop goes on."""
+        if self._aws is None or self._durable is None or not self._durable.attached:
+            return
+        try:
+            saved = bucket_files.save(self._aws.url, DOCUMENTS_BUCKET, self.settings.knowledge_state_dir)
+            log.info("documents bucket saved", extra={"objects": saved})
+        except Exception as error:  # botocore or OS errors alike: the rest of the stop must go on
+            log.error("the documents bucket could not be saved", extra={"error": str(error)})
+
     def _compact_the_state(self) -> None:
         """With ``KNOWLEDGE_PERSIST``, fold the journal into a new snapshot (nothing is lost
         without it: the journal already holds every write); a failure is logged, the stop goes on."""
@@ -454,6 +489,17 @@ class LocalStack:
             os.environ["INDEX_WORK_QUEUE_URL"] = work_queue_url
         else:
             os.environ.pop("INDEX_WORK_QUEUE_URL", None)
+        get_settings.cache_clear()
+        use_container(None)
+
+    @staticmethod
+    def _configure_documents(document_queue_url: str | None) -> None:
+        """Let data sources read the local bucket and syncs use the document queue."""
+        os.environ["DOCUMENT_BUCKETS"] = DOCUMENTS_BUCKET
+        if document_queue_url is not None:
+            os.environ["DOCUMENT_QUEUE_URL"] = document_queue_url
+        else:
+            os.environ.pop("DOCUMENT_QUEUE_URL", None)
         get_settings.cache_clear()
         use_container(None)
 

@@ -2,13 +2,17 @@
 (``.knowledge/`` at the project root unless ``KNOWLEDGE_STATE_DIR`` says otherwise):
 
 - ``endpoints.json``: ``{"api_url", "aws_endpoint_url", "table_name", "ingest_queue_url",
-  "ingest_dlq_url", "opensearch_url"}`` (``opensearch_url`` is null on the embedded index);
+  "ingest_dlq_url", "opensearch_url", "documents_bucket"}`` (``opensearch_url`` is null on the
+  embedded index; ``documents_bucket`` is the S3 bucket on ``aws_endpoint_url`` whose object
+  events reach the document queue);
 - ``dev-token``: the dev token (``dev_token``: one per directory, reused across restarts);
 - ``embeddings.sqlite3`` (and its ``-wal`` and ``-shm`` files): the embedding cache, kept across
   runs so restarts embed nothing twice;
 - ``table.jsonl`` and ``journal-<generation>.log``: with ``KNOWLEDGE_PERSIST`` (the default), the
   tables and the ingest queues' messages: a snapshot and the write-ahead journal of every write
-  since (``durable_state``).
+  since (``durable_state``);
+- ``documents-bucket/``: with ``KNOWLEDGE_PERSIST``, the documents bucket's objects as of the last
+  clean stop (``emulator.bucket_files``).
 
 The directory is mode 0700 and every file in it 0600 (``make_private``; the runtime also runs
 with umask 077), since they hold a token with every scope and every item and note.
@@ -53,6 +57,8 @@ class Endpoints:
     opensearch_url: str | None = None
     """The OpenSearch cluster the functions search (``SEARCH_BACKEND=opensearch``); None: the
     embedded index."""
+    documents_bucket: str | None = None
+    """The local S3 bucket data sources read; its object events reach the document queue."""
 
 
 def state_dir() -> Path:

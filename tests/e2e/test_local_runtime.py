@@ -25,8 +25,15 @@ def test_runtime_endpoints_file_names_the_running_services(runtime: RuntimeProce
         "ingest_queue_url",
         "ingest_dlq_url",
         "opensearch_url",
+        "documents_bucket",
     }
     assert endpoints["opensearch_url"] is None  # the embedded index
+    assert (
+        runtime.aws("s3").head_bucket(Bucket=endpoints["documents_bucket"])["ResponseMetadata"][
+            "HTTPStatusCode"
+        ]
+        == 200
+    )
 
 
 def test_runtime_table_is_built_from_the_template_with_its_stream(runtime: RuntimeProcess) -> None:

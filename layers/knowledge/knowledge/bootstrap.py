@@ -27,9 +27,12 @@ if TYPE_CHECKING:
         NoteIndex,
         RuntimeSwitch,
         SearchIndex,
+        SyncWorkQueue,
         WorkQueue,
     )
     from knowledge.services.curation import CurationService
+    from knowledge.services.data_sources import DataSourceService
+    from knowledge.services.document_sync import DocumentSync
     from knowledge.services.indexing import IndexingService
     from knowledge.services.ingest import IngestService
     from knowledge.services.memory_search import MemorySearchService
@@ -296,6 +299,47 @@ class Container:
         return self._once("curation", build)
 
     @property
+    def data_sources(self) -> DataSourceService:
+        def build() -> DataSourceService:
+            from knowledge.adapters.dynamodb import data_source_records
+            from knowledge.services.data_sources import DataSourceService
+
+            return DataSourceService(
+                self.store,
+                self._once("data_source_store", lambda: data_source_records.build(self.settings)),
+                sync_queue_for(self.settings),
+                utc_now,
+                allowed_buckets=frozenset(
+                    name.strip() for name in self.settings.document_buckets.split(",") if name.strip()
+                ),
+            )
+
+        return self._once("data_sources", build)
+
+    def document_sync(self, *, lease_seconds: int) -> DocumentSync:
+        """The document queue's worker; ``lease_seconds`` is the longest run of one invocation."""
+
+        def build() -> DocumentSync:
+            from knowledge.adapters import document_conversion, s3_documents
+            from knowledge.adapters.dynamodb import data_source_records
+            from knowledge.services.document_sync import DocumentSync
+
+            return DocumentSync(
+                self.store,
+                self._once("data_source_store", lambda: data_source_records.build(self.settings)),
+                s3_documents.build(self.settings),
+                document_conversion.ConvertedDocuments(),
+                sync_queue_for(self.settings),
+                utc_now,
+                max_document_bytes=self.settings.max_document_bytes,
+                max_content_chars=self.settings.max_content_chars,
+                page_size=self.settings.sync_page_size,
+                lease_seconds=lease_seconds,
+            )
+
+        return self._once("document_sync", build)
+
+    @property
     def ingest(self) -> IngestService:
         def build() -> IngestService:
             from knowledge.services.ingest import IngestService
@@ -353,6 +397,15 @@ def work_queue_for(settings: Settings) -> WorkQueue | None:
     from knowledge.adapters import sqs_work_queue
 
     return sqs_work_queue.build(settings)
+
+
+def sync_queue_for(settings: Settings) -> SyncWorkQueue | None:
+    """The document queue of ``DOCUMENT_QUEUE_URL`` for sync work; ``None`` when it is unset."""
+    if settings.document_queue_url is None:
+        return None
+    from knowledge.adapters import sqs_sync_queue
+
+    return sqs_sync_queue.build(settings)
 
 
 def queued_notes(store: KnowledgeStore, purge_embeddings: Callable[[Sequence[str]], None]) -> NoteService:

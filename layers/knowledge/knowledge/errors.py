@@ -222,3 +222,10 @@ class RetryableMemoryConflictError(MemoryConflictError):
     changed the note (or took the fact) first, and no ``expected_version`` pins the version read."""
 
     retryable = True
+
+
+class BucketNotAllowedError(KnowledgeError):
+    """A data source names a bucket the deployment does not grant (``DOCUMENT_BUCKETS``): the
+    service could never read it, so it is refused at once; ``details.bucket`` names it."""
+
+    code = "data_source_bucket_not_allowed"

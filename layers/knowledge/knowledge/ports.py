@@ -7,7 +7,16 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
 
+from knowledge.contract.data_sources import SyncWork
 from knowledge.domain.access.rates import Rate, RateDecision
+from knowledge.domain.data_sources import (
+    DataSource,
+    FetchedObject,
+    ListedObject,
+    ListingPage,
+    SyncedObject,
+    SyncJob,
+)
 from knowledge.domain.memory.lifecycle import NoteWrite
 from knowledge.domain.memory.notes import Note, NoteClaim
 from knowledge.domain.memory.pins import Pin
@@ -26,7 +35,7 @@ from knowledge.domain.models import (
 from knowledge.domain.retrieval.hits import IndexedItem, IndexQuery, LegHits
 from knowledge.domain.retrieval.index_work import IndexWork, PartWrite
 from knowledge.domain.retrieval.truth import CandidateKey, CandidateRecords
-from knowledge.domain.segments import Segment
+from knowledge.domain.segments import ConvertedDocument, Segment
 
 
 class BaseStore(Protocol):
@@ -497,3 +506,93 @@ class RuntimeSwitch(Protocol):
 
 class Clock(Protocol):
     def __call__(self) -> datetime: ...
+
+
+class DataSourceStore(Protocol):
+    """Data sources, their sync jobs and the record of each synced object (DESIGN §6, data sources).
+
+    Jobs are versioned: ``put_job`` with ``expected_version`` writes only over that version and moves
+    it by one (``ConflictError`` otherwise, carrying the stored version). Synced objects sort by
+    key in UTF-8 byte order. Errors as in ``BaseStore``.
+    """
+
+    def create_data_source(self, source: DataSource) -> None:
+        """Write a new data source (``ConflictError`` if its id is taken)."""
+        ...
+
+    def get_data_source(self, tenant_id: str, data_source_id: str) -> DataSource | None: ...
+
+    def list_data_sources(self, tenant_id: str, knowledge_base_id: str) -> list[DataSource]:
+        """The base's data sources, in creation order."""
+        ...
+
+    def data_sources_of_bucket(self, bucket: str) -> list[DataSource]:
+        """Every tenant's data sources reading ``bucket`` (S3 events name only the bucket)."""
+        ...
+
+    def delete_data_source(self, tenant_id: str, data_source_id: str) -> None:
+        """Remove the data source, its jobs and its synced-object records (absent: nothing)."""
+        ...
+
+    def create_job(self, job: SyncJob) -> None: ...
+
+    def get_job(self, tenant_id: str, data_source_id: str, sync_job_id: str) -> SyncJob | None: ...
+
+    def put_job(self, job: SyncJob, *, expected_version: int) -> SyncJob:
+        """Store ``job`` over version ``expected_version``; the stored job has the next version."""
+        ...
+
+    def get_synced(self, tenant_id: str, data_source_id: str, key: str) -> SyncedObject | None: ...
+
+    def synced_between(
+        self, tenant_id: str, data_source_id: str, *, after: str | None, through: str | None, limit: int
+    ) -> list[SyncedObject]:
+        """Up to ``limit`` records with ``after < key <= through`` (``None``: unbounded), by key."""
+        ...
+
+    def put_synced(self, tenant_id: str, data_source_id: str, record: SyncedObject) -> None: ...
+
+    def delete_synced(self, tenant_id: str, data_source_id: str, key: str) -> None: ...
+
+
+class DocumentBucket(Protocol):
+    """Reads S3 buckets (the deployment's credentials).
+
+    Errors: ``DependencyUnavailableError`` when S3 cannot be reached or refuses (access denied, a
+    missing bucket), so the work is retried and the reason logged.
+    """
+
+    def list_page(
+        self, bucket: str, prefix: str, *, continuation_token: str | None, limit: int
+    ) -> ListingPage:
+        """Up to ``limit`` objects under ``prefix`` in key order, from ``continuation_token``."""
+        ...
+
+    def head(self, bucket: str, key: str) -> ListedObject | None:
+        """The object's ETag and size; ``None`` when it does not exist."""
+        ...
+
+    def fetch(self, bucket: str, key: str) -> FetchedObject | None:
+        """The object's bytes; ``None`` when it does not exist (deleted meanwhile)."""
+        ...
+
+
+class SyncWorkQueue(Protocol):
+    """Where the next step of a sync job is sent (the document queue)."""
+
+    def send(self, work: SyncWork) -> None:
+        """Send one message; ``DependencyUnavailableError`` when the queue refuses."""
+        ...
+
+
+class DocumentConverter(Protocol):
+    """Turns an object's bytes into Markdown (DESIGN §6, formats)."""
+
+    def suffixes(self) -> frozenset[str]:
+        """The file suffixes (lower case, with the dot) it converts."""
+        ...
+
+    def convert(self, name: str, data: bytes) -> ConvertedDocument:
+        """The document of ``name`` (for its suffix) and ``data``: ``ConversionError`` for a file
+        it cannot read (encrypted, corrupt, no text), ``DocumentTooLargeError`` for one over a limit."""
+        ...

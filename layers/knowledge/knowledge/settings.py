@@ -42,6 +42,18 @@ class Settings(BaseSettings):
     revision there and ``IndexWorkerFunction`` indexes them. Unset, the stream consumer indexes them
     itself (tests and scripts)."""
 
+    # Data sources (DESIGN §6, data sources).
+    document_queue_url: str | None = None
+    """The document queue (``DocumentQueue``): sync work and the buckets' S3 event notifications,
+    consumed by ``DocumentSyncFunction``. Unset, data sources can be created but not synced."""
+    document_buckets: str = ""
+    """Comma-separated bucket names the deployment grants its functions read on
+    (``DocumentBuckets``); a data source on another bucket is refused. Empty: none."""
+    max_document_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
+    """Objects larger than this (``ContentLength``) are per-object failures, never downloaded."""
+    sync_page_size: int = Field(default=100, ge=1, le=1000)
+    """Objects per listing page; a job stores its progress after each page."""
+
     # Search index.
     search_backend: Literal["embedded", "opensearch"] = "embedded"
     opensearch_url: str | None = None

@@ -207,6 +207,28 @@ class KnowledgeClient:
         """``DELETE /v1/tokens/{token_id}`` (204; revoking a revoked token succeeds too)."""
         self.request("DELETE", f"/v1/tokens/{token_id}")
 
+    # -- data sources -----------------------------------------------------------------------------
+
+    def data_sources(self, knowledge_base_id: str) -> list[dict[str, Any]]:
+        """The base's data sources (``GET .../data-sources``)."""
+        answer = self.request("GET", f"/v1/knowledge-bases/{knowledge_base_id}/data-sources")
+        return list(answer.get("data_sources") or [])
+
+    def create_data_source(
+        self, knowledge_base_id: str, *, bucket: str, prefix: str, include: list[str]
+    ) -> dict[str, Any]:
+        body = {"type": "s3", "bucket": bucket, "prefix": prefix, "include": include}
+        return self.request("POST", f"/v1/knowledge-bases/{knowledge_base_id}/data-sources", json=body)
+
+    def start_sync(self, knowledge_base_id: str, data_source_id: str) -> dict[str, Any]:
+        """``POST .../data-sources/{ds}/sync``: the queued job."""
+        return self.request(
+            "POST", f"/v1/knowledge-bases/{knowledge_base_id}/data-sources/{data_source_id}/sync"
+        )
+
+    def sync_job(self, knowledge_base_id: str, sync_job_id: str) -> dict[str, Any]:
+        return self.request("GET", f"/v1/knowledge-bases/{knowledge_base_id}/sync-jobs/{sync_job_id}")
+
     # -- transport --------------------------------------------------------------------------------
 
     def request(

@@ -4,6 +4,7 @@
     knowledge search "query" [--mode --alpha --max-results --base]
     knowledge read ITEM [--revision --offset --limit]
     knowledge bases
+    knowledge sync --base BASE [--prefix --include --bucket --no-wait --timeout]   (``commands.sync``)
     knowledge token create [--subject --scopes --teams --bases --expires-in --tenant]
     knowledge token list [--limit --next-token --tenant --json]
     knowledge token revoke TOKEN_ID
@@ -26,7 +27,7 @@ command), else ``KNOWLEDGE_API_URL`` / ``KNOWLEDGE_TOKEN``, else the files ``mak
 Nothing printed shows a token: whatever looks like one (``kn_...``) in an error is masked.
 
 Each command group is a module of ``commands`` that adds its own subcommands: ``ingest``,
-``search`` (with ``read``), ``bases``, ``tokens`` and ``memory``; the argument types they share are
+``search`` (with ``read``), ``bases``, ``sync``, ``tokens`` and ``memory``; the argument types they share are
 ``arguments``. ``main`` builds the parser, runs the command and turns its errors into the exit
 status and the lines below.
 
@@ -49,7 +50,7 @@ from typing import NoReturn
 
 from knowledge_local.cli.arguments import UsageError
 from knowledge_local.cli.client import ApiError, KnowledgeClient
-from knowledge_local.cli.commands import bases, ingest, memory, search, tokens
+from knowledge_local.cli.commands import bases, ingest, memory, search, sync, tokens
 from knowledge_local.cli.documents import DocumentError
 from knowledge_local.cli.ingestion import AmbiguousBaseError, IndexWaitTimeoutError
 from knowledge_local.state import TOKEN_FILE, StateError, display_path, read_endpoints, read_token, state_dir
@@ -187,6 +188,7 @@ def _parser() -> argparse.ArgumentParser:
     ingest.add_commands(commands, shared)
     search.add_commands(commands, shared)
     bases.add_commands(commands, shared)
+    sync.add_commands(commands, shared)
     tokens.add_commands(commands, shared)
     memory.add_commands(commands, shared)
     return parser

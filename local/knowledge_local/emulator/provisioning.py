@@ -62,3 +62,24 @@ def provision(stack: StackSpec, endpoint_url: str) -> Provisioned:
         arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
         queues[queue.logical_id] = ProvisionedQueue(name=queue.name, url=url, arn=arn)
     return Provisioned(tables=tables, queues=queues)
+
+
+DOCUMENTS_BUCKET = "knowledge-local-documents"
+"""The local bucket data sources read (``documents_bucket`` in ``endpoints.json``)."""
+NOTIFIED_EVENTS = ("s3:ObjectCreated:*", "s3:ObjectRemoved:*")
+
+
+def provision_bucket(endpoint_url: str, name: str) -> None:
+    """Create the bucket ``name``."""
+    aws_client("s3", endpoint_url).create_bucket(Bucket=name)
+
+
+def notify_queue(endpoint_url: str, bucket: str, queue_arn: str) -> None:
+    """Send ``bucket``'s object events (created, removed) to the queue ``queue_arn``, as
+    docs/deployment.md sets a deployment's buckets up."""
+    aws_client("s3", endpoint_url).put_bucket_notification_configuration(
+        Bucket=bucket,
+        NotificationConfiguration={
+            "QueueConfigurations": [{"QueueArn": queue_arn, "Events": list(NOTIFIED_EVENTS)}]
+        },
+    )

@@ -21,6 +21,7 @@ from knowledge.bootstrap import get_container
 
 if TYPE_CHECKING:
     from knowledge.services.curation import CurationService
+    from knowledge.services.data_sources import DataSourceService
     from knowledge.services.memory_search import MemorySearchService
     from knowledge.services.notes import NoteService
     from knowledge.services.pins import PinService
@@ -59,6 +60,11 @@ def curation_service() -> CurationService:
     return get_container().curation
 
 
+def data_source_service() -> DataSourceService:
+    """A base's S3 data sources and their sync jobs."""
+    return get_container().data_sources
+
+
 def token_administration() -> TokenAdministration:
     """Issuing, listing and revoking tokens."""
     return get_container().token_admin
@@ -72,6 +78,7 @@ if TYPE_CHECKING:
     Pins = Annotated[PinService, Depends(pin_service)]
     Curation = Annotated[CurationService, Depends(curation_service)]
     Tokens = Annotated[TokenAdministration, Depends(token_administration)]
+    DataSources = Annotated[DataSourceService, Depends(data_source_service)]
 else:  # Powertools reads the dependency, never the type: the service modules stay unimported.
     Search = Annotated[Any, Depends(search_service)]
     Notes = Annotated[Any, Depends(note_service)]
@@ -80,3 +87,4 @@ else:  # Powertools reads the dependency, never the type: the service modules st
     Pins = Annotated[Any, Depends(pin_service)]
     Curation = Annotated[Any, Depends(curation_service)]
     Tokens = Annotated[Any, Depends(token_administration)]
+    DataSources = Annotated[Any, Depends(data_source_service)]

@@ -1,5 +1,5 @@
-"""Prefixed ULIDs (``kb_``, ``ki_``, ``kr_``, ``nt_``, ``pn_``): 26 Crockford base32 characters,
-sortable by creation time.
+"""Prefixed ULIDs (``kb_``, ``ki_``, ``kr_``, ``nt_``, ``pn_``, ``ds_``, ``sj_``): 26 Crockford
+base32 characters, sortable by creation time.
 
 ULID spec: 48-bit millisecond timestamp then 80 random bits (https://github.com/ulid/spec).
 Within one process, ids from the same millisecond stay increasing (the random part is bumped).
@@ -23,6 +23,8 @@ ITEM_PREFIX = "ki_"
 REVISION_PREFIX = "kr_"
 NOTE_PREFIX = "nt_"
 PIN_PREFIX = "pn_"
+DATA_SOURCE_PREFIX = "ds_"
+SYNC_JOB_PREFIX = "sj_"
 
 KINDS = {
     KB_PREFIX: "knowledge base id",
@@ -30,11 +32,13 @@ KINDS = {
     REVISION_PREFIX: "knowledge revision id",
     NOTE_PREFIX: "note id",
     PIN_PREFIX: "pin id",
+    DATA_SOURCE_PREFIX: "data source id",
+    SYNC_JOB_PREFIX: "sync job id",
 }
 """What each prefix names, for error messages."""
 _EXAMPLE_ULID = "01J9Z3K4QW5E6R7T8Y9V0A1B2C"
 
-_ID_RE = re.compile(r"^(kb|ki|kr|nt|pn)_[0-9A-HJKMNP-TV-Z]{26}$")
+_ID_RE = re.compile(r"^(kb|ki|kr|nt|pn|ds|sj)_[0-9A-HJKMNP-TV-Z]{26}$")
 
 
 def _encode(value: int) -> str:
@@ -86,6 +90,14 @@ def new_note_id() -> str:
 
 def new_pin_id() -> str:
     return PIN_PREFIX + new_ulid()
+
+
+def new_data_source_id() -> str:
+    return DATA_SOURCE_PREFIX + new_ulid()
+
+
+def new_sync_job_id() -> str:
+    return SYNC_JOB_PREFIX + new_ulid()
 
 
 def is_well_formed(identifier: str, prefix: str) -> bool:

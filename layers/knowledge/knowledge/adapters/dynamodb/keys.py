@@ -14,11 +14,17 @@
 | note claim        | ``T#{tenant}#NOTECLAIM#{sha256(claim)}``  | ``META``                 |
 | quota window      | ``T#{tenant}#QUOTA``                      | ``{quota}#{window}``     |
 | stored items      | ``T#{tenant}#QUOTA``                      | ``STORED_ITEMS``         |
+| data source       | ``T#{tenant}#DS#{ds}``                    | ``META``                 |
+| sync job          | ``T#{tenant}#DS#{ds}``                    | ``JOB#{job}``            |
+| synced object     | ``T#{tenant}#DS#{ds}``                    | ``OBJ#{s3 key}``         |
+| bucket's source   | ``S3BUCKET#{bucket}``                     | ``T#{tenant}#DS#{ds}``   |
 
 GSI1 lists the items of a base (``GSI1PK = T#{tenant}#KB#{kb}``, ``GSI1SK = ITEM#{item}``), the
 bases of a tenant (``GSI1PK = T#{tenant}#BASES``, ``GSI1SK = KB#{kb}``), the tokens of a tenant in
 creation order (``GSI1PK = T#{tenant}#TOKENS``, ``GSI1SK = TOKEN#{created_at}#{sha256}``) and the
-pins of a tenant in pin order (``GSI1PK = T#{tenant}#PINS``, ``GSI1SK = PIN#{order:06d}#{pin}``).
+pins of a tenant in pin order (``GSI1PK = T#{tenant}#PINS``, ``GSI1SK = PIN#{order:06d}#{pin}``)
+and the data sources of a base (``GSI1PK = T#{tenant}#KB#{kb}``, ``GSI1SK = DS#{ds}``). An S3 event
+names only a bucket, so each data source has a second record under its bucket's partition.
 
 Key components must be non-empty and free of ``#``; otherwise one record's key could spell another
 record's (a base id ending in ``#EXT#...`` would address a guard). Builders raise ``ValueError`` for
@@ -208,3 +214,45 @@ def note_claim_key(tenant_id: str, digest: str) -> TableKey:
     """A claim held by one note at a time: its semantic key, or its content (``domain.notes``).
     ``digest`` is the claim's hex SHA-256, so any text works."""
     return TableKey(f"T#{_part(tenant_id)}#NOTECLAIM#{_part(digest)}", META)
+
+
+DATA_SOURCE_INDEX_PREFIX = "DS#"
+JOB_PREFIX = "JOB#"
+SYNCED_PREFIX = "OBJ#"
+
+
+def data_source_partition(tenant_id: str, data_source_id: str) -> str:
+    """``T#{tenant}#DS#{ds}``: the data source, its jobs and its synced objects."""
+    return f"T#{_part(tenant_id)}#DS#{_part(data_source_id)}"
+
+
+def data_source_key(tenant_id: str, data_source_id: str) -> TableKey:
+    return TableKey(data_source_partition(tenant_id, data_source_id), META)
+
+
+def data_source_index_key(tenant_id: str, knowledge_base_id: str, data_source_id: str) -> TableKey:
+    """GSI1 key listing a data source under its base."""
+    return TableKey(
+        base_partition(tenant_id, knowledge_base_id), DATA_SOURCE_INDEX_PREFIX + _part(data_source_id)
+    )
+
+
+def bucket_source_key(bucket: str, tenant_id: str, data_source_id: str) -> TableKey:
+    """``S3BUCKET#{bucket}`` / ``T#{tenant}#DS#{ds}``: a data source found from its bucket."""
+    return TableKey(f"S3BUCKET#{_part(bucket)}", data_source_partition(tenant_id, data_source_id))
+
+
+def job_key(tenant_id: str, data_source_id: str, sync_job_id: str) -> TableKey:
+    return TableKey(data_source_partition(tenant_id, data_source_id), JOB_PREFIX + _part(sync_job_id))
+
+
+def synced_sort_key(s3_key: str) -> str:
+    """``OBJ#{s3 key}``: the key is the tail of the sort key, so any character works and records
+    sort in the listing's (UTF-8 byte) order."""
+    if not s3_key:
+        raise ValueError("an S3 key is never empty")
+    return SYNCED_PREFIX + s3_key
+
+
+def synced_key(tenant_id: str, data_source_id: str, s3_key: str) -> TableKey:
+    return TableKey(data_source_partition(tenant_id, data_source_id), synced_sort_key(s3_key))

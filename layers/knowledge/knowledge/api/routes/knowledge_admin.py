@@ -16,6 +16,12 @@
 | ``POST /v1/tokens`` | admin | 201 the token and what it holds (``TokenResponse``) |
 | ``GET /v1/tokens?tenant_id=&limit=&next_token=`` | admin | 200 ``{tokens, next_token}`` |
 | ``DELETE /v1/tokens/{token_id}`` | admin | 204, no body (also when already revoked); cascades |
+| ``POST /v1/knowledge-bases/{kb}/data-sources`` | write | 201 data source |
+| ``GET /v1/knowledge-bases/{kb}/data-sources`` | read | 200 ``{data_sources}`` |
+| ``GET /v1/knowledge-bases/{kb}/data-sources/{ds}`` | read | 200 data source |
+| ``DELETE /v1/knowledge-bases/{kb}/data-sources/{ds}`` | write | 204 (items stay) |
+| ``POST /v1/knowledge-bases/{kb}/data-sources/{ds}/sync`` | write | 202 sync job (``queued``) |
+| ``GET /v1/knowledge-bases/{kb}/sync-jobs/{job}`` | read | 200 sync job |
 | ``GET /v1/health`` | none | 200 ``{status, runtime_enabled}`` |
 
 Scopes are ``knowledge:<scope>``. Every write (``POST``, ``PATCH``, ``DELETE``) is registered with
@@ -39,8 +45,21 @@ from pydantic import BaseModel, Field
 from knowledge.api.http import openapi_error_responses
 from knowledge.api.principal import CallerPrincipal
 from knowledge.api.query_parameters import CANONICAL_INTEGER, NextToken
-from knowledge.api.services import Curation, Tokens, curation_service, token_administration
+from knowledge.api.services import (
+    Curation,
+    DataSources,
+    Tokens,
+    curation_service,
+    data_source_service,
+    token_administration,
+)
 from knowledge.api.writes import IdempotencyKey, write_route
+from knowledge.contract.data_sources import (
+    CreateDataSourceRequest,
+    DataSourceList,
+    DataSourceResponse,
+    SyncJobResponse,
+)
 from knowledge.contract.writes import (
     LIST_LIMIT_DEFAULT,
     LIST_LIMIT_MAX,
@@ -74,6 +93,10 @@ ITEM_PATH = "/v1/knowledge-items/<knowledge_item_id>"
 REVISIONS_PATH = "/v1/knowledge-items/<knowledge_item_id>/revisions"
 PUBLISH_PATH = "/v1/knowledge-items/<knowledge_item_id>/publish"
 ARCHIVE_PATH = "/v1/knowledge-items/<knowledge_item_id>/archive"
+DATA_SOURCES_PATH = "/v1/knowledge-bases/<knowledge_base_id>/data-sources"
+DATA_SOURCE_PATH = "/v1/knowledge-bases/<knowledge_base_id>/data-sources/<data_source_id>"
+SYNC_PATH = "/v1/knowledge-bases/<knowledge_base_id>/data-sources/<data_source_id>/sync"
+SYNC_JOB_PATH = "/v1/knowledge-bases/<knowledge_base_id>/sync-jobs/<sync_job_id>"
 TOKENS_PATH = "/v1/tokens"
 TOKEN_PATH = "/v1/tokens/<token_id>"
 HEALTH_PATH = "/v1/health"
@@ -122,6 +145,10 @@ def _may_create_item(principal: Principal, request: Request) -> None:
 
 def _may_write_item(principal: Principal, request: Request) -> None:
     curation_service().authorize_item_write(principal, _path_parameter(request, "knowledge_item_id"))
+
+
+def _may_write_data_sources(principal: Principal, request: Request) -> None:
+    data_source_service().authorize_write(principal, _path_parameter(request, "knowledge_base_id"))
 
 
 def _may_issue_token(principal: Principal, request: Request) -> None:
@@ -370,6 +397,125 @@ def archive_knowledge_item(
     idempotency_key: IdempotencyKey = None,
 ) -> Response[KnowledgeItemResponse]:
     return _json(200, curation.archive(principal, knowledge_item_id, request))
+
+
+# -- data sources ---------------------------------------------------------------------------------
+
+
+@write_route(
+    router,
+    "POST",
+    DATA_SOURCES_PATH,
+    check=_may_write_data_sources,
+    body=CreateDataSourceRequest,
+    operation_id="create_data_source",
+    summary="Attach an S3 bucket prefix to a knowledge base, to be kept in sync with it.",
+    description=(
+        "Needs `knowledge:write` and a base the caller can see. `bucket` must be one the deployment "
+        "grants read on (`DocumentBuckets`), else 400 `data_source_bucket_not_allowed`; `include` "
+        "globs match keys relative to `prefix` (`*` within a folder, `**` across folders). Objects "
+        "become items with `external_id` `{data_source_id}:{key}` and `source.uri` `s3://bucket/key`."
+    ),
+    tags=[TAG],
+    status_code=201,
+    responses=_responses(201, "The new data source.", *WRITE_ERRORS),
+)
+def create_data_source(
+    knowledge_base_id: str,
+    request: Annotated[CreateDataSourceRequest, Body()],
+    principal: CallerPrincipal,
+    data_sources: DataSources,
+    idempotency_key: IdempotencyKey = None,
+) -> Response[DataSourceResponse]:
+    return _json(201, data_sources.create(principal, knowledge_base_id, request))
+
+
+@router.get(
+    DATA_SOURCES_PATH,
+    operation_id="list_data_sources",
+    summary="The data sources of a knowledge base, in creation order.",
+    tags=[TAG],
+    responses=_responses(200, "The base's data sources.", *READ_ERRORS),
+)
+def list_data_sources(
+    knowledge_base_id: str, principal: CallerPrincipal, data_sources: DataSources
+) -> DataSourceList:
+    return data_sources.list(principal, knowledge_base_id)
+
+
+@router.get(
+    DATA_SOURCE_PATH,
+    operation_id="get_data_source",
+    summary="One data source of a knowledge base.",
+    tags=[TAG],
+    responses=_responses(200, "The data source.", *READ_ERRORS),
+)
+def get_data_source(
+    knowledge_base_id: str, data_source_id: str, principal: CallerPrincipal, data_sources: DataSources
+) -> DataSourceResponse:
+    return data_sources.get(principal, knowledge_base_id, data_source_id)
+
+
+@write_route(
+    router,
+    "DELETE",
+    DATA_SOURCE_PATH,
+    check=_may_write_data_sources,
+    idempotent=False,
+    operation_id="delete_data_source",
+    summary="Detach a data source; the items it wrote stay in the base.",
+    description="Needs `knowledge:write`. Its jobs and object records go with it; events stop reaching it.",
+    tags=[TAG],
+    status_code=204,
+    responses={
+        204: {"description": "The data source is gone; no body.", "content": {}},
+        **openapi_error_responses(400, 401, 403, 404, 500, 503),
+    },
+)
+def delete_data_source(
+    knowledge_base_id: str, data_source_id: str, principal: CallerPrincipal, data_sources: DataSources
+) -> Response[None]:
+    data_sources.delete(principal, knowledge_base_id, data_source_id)
+    return Response(status_code=204)
+
+
+@write_route(
+    router,
+    "POST",
+    SYNC_PATH,
+    check=_may_write_data_sources,
+    operation_id="start_sync",
+    summary="Start a sync job: the base takes what changed in the bucket since the last one.",
+    description=(
+        "Needs `knowledge:write`. Answers 202 with the queued job; follow it with "
+        "`GET /v1/knowledge-bases/{kb}/sync-jobs/{sync_job_id}`. Objects whose ETag is unchanged "
+        "write nothing; changed ones become new revisions; deleted ones are archived."
+    ),
+    tags=[TAG],
+    status_code=202,
+    responses=_responses(202, "The queued job.", *WRITE_ERRORS),
+)
+def start_sync(
+    knowledge_base_id: str,
+    data_source_id: str,
+    principal: CallerPrincipal,
+    data_sources: DataSources,
+    idempotency_key: IdempotencyKey = None,
+) -> Response[SyncJobResponse]:
+    return _json(202, data_sources.start_sync(principal, knowledge_base_id, data_source_id))
+
+
+@router.get(
+    SYNC_JOB_PATH,
+    operation_id="get_sync_job",
+    summary="A sync job: status, phase, counts and per-object failures.",
+    tags=[TAG],
+    responses=_responses(200, "The job.", *READ_ERRORS),
+)
+def get_sync_job(
+    knowledge_base_id: str, sync_job_id: str, principal: CallerPrincipal, data_sources: DataSources
+) -> SyncJobResponse:
+    return data_sources.get_job(principal, knowledge_base_id, sync_job_id)
 
 
 # -- tokens and health ----------------------------------------------------------------------------
