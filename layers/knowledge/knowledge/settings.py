@@ -74,6 +74,13 @@ class Settings(BaseSettings):
     """A SQLite file that keeps embeddings across processes (benchmarks, local runs); overrides
     ``embedding_cache``."""
 
+    local_embedding_threads: int | None = Field(default=None, ge=1)
+    """ONNX Runtime intra-op threads of the local model (``None``: one per core)."""
+    local_embedding_spinning: bool = False
+    """Whether the local model's idle intra-op threads busy-wait (ONNX Runtime's own default) rather
+    than sleep. Off: on two shared cores, spinning threads take CPU from everything else
+    (docs/benchmarks.md, "The model path")."""
+
     # Chunking.
     chunk_tokens: int = Field(default=200, ge=16)
     chunk_overlap_tokens: int = Field(default=32, ge=0)
