@@ -204,7 +204,12 @@ class LocalStack:
                     self.restored = self._durable.restore(aws, tables=tables, kept_queues=kept)
             with timings.phase("index"):
                 container = get_container()
-                services.start(container.index, container.note_index, container.embedder)
+                services.start(
+                    container.index,
+                    container.note_index,
+                    container.embedder,
+                    container.note_history_index,
+                )
             if get_settings().embedder == "local":
                 self._load_model(container.embedder)
             with timings.phase("pollers"):

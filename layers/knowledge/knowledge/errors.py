@@ -188,3 +188,10 @@ class RetryableMemoryConflictError(MemoryConflictError):
     changed the note (or took the fact) first, and no ``expected_version`` pins the version read."""
 
     retryable = True
+
+
+class AsOfInvalidError(KnowledgeError):
+    """An ``as_of`` that names no moment of the past: a time without a zone, or one later than the
+    service's clock (``details.as_of`` echoes it, ``details.now`` is the service's time)."""
+
+    code = "as_of_invalid"

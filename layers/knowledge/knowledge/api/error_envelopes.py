@@ -43,6 +43,7 @@ STATUS_BY_CODE: Mapping[str, int] = {
     "knowledge_query_required": 400,
     "knowledge_item_required": 400,
     "memory_invalid_request": 400,
+    "as_of_invalid": 400,
     "authentication_required": 401,
     "insufficient_scope": 403,
     "knowledge_resource_unavailable": 404,

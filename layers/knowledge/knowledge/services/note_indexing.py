@@ -17,6 +17,14 @@ note out once (``release_expired_note``), so redelivered and replayed records ch
 
 Writes that left ``version`` unchanged (the indexer's own mark) are ignored. Errors propagate.
 
+With a history index (DESIGN §10 "Time"), every sync also makes it hold each active version of the
+note with its validity interval (``domain.as_of.note_history``), read from the note's immutable
+version records: a version's interval is closed when the next one is written, so the whole history
+is rewritten from the table each time (idempotent; a note has few versions). A gone or redacted
+note leaves the history index too (its tombstone keeps late writes out). This costs one version
+listing, one embedding call (the embedder's cache answers for versions seen before) and one index
+write per synced note.
+
 ``apply_many`` applies the note changes of one stream batch together, with the same outcome for
 each note as ``apply``: one batched read of the notes per tenant (``get_notes``), one ``embed`` call
 for every note to index, one ``upsert_notes`` (one index commit) and the indexed marks in one
@@ -32,8 +40,9 @@ from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 
+from knowledge.domain.as_of import note_history
 from knowledge.domain.changes import ChangeKind, IndexAction, StoreChange
-from knowledge.domain.memory.notes import Note, NoteStatus
+from knowledge.domain.memory.notes import VERSIONS_LIMIT_MAX, Note, NoteStatus
 from knowledge.domain.memory.retrieval import IndexedNote
 from knowledge.errors import ConflictError, ResourceUnavailableError
 from knowledge.observability import logger
@@ -56,10 +65,13 @@ class _Target:
 class NoteIndexingService:
     """Builds note index entries from the store. Thread-safe if its ports are."""
 
-    def __init__(self, store: NoteStore, index: NoteIndex, embedder: Embedder) -> None:
+    def __init__(
+        self, store: NoteStore, index: NoteIndex, embedder: Embedder, history: NoteIndex | None = None
+    ) -> None:
         self._store = store
         self._index = index
         self._embedder = embedder
+        self._history = history
 
     def apply(self, change: StoreChange) -> IndexAction:
         """Bring the index in line with the store for the note ``change`` touched (``IGNORED`` for
@@ -89,6 +101,14 @@ class NoteIndexingService:
             target.positions.append(position)
         actions = self._sync_many(list(targets.values()))
         for target in targets.values():
+            key = (target.tenant_id, target.note_id)
+            if not isinstance(actions[key], Exception):
+                try:
+                    self.sync_history(
+                        target.tenant_id, target.note_id, last_known_version=target.last_known_version
+                    )
+                except Exception as error:
+                    actions[key] = error
             action = actions[(target.tenant_id, target.note_id)]
             first, *later = target.positions
             outcomes[first] = action
@@ -97,7 +117,41 @@ class NoteIndexingService:
         return [outcome if outcome is not None else IndexAction.IGNORED for outcome in outcomes]
 
     def sync_note(self, tenant_id: str, note_id: str, *, last_known_version: int) -> IndexAction:
-        """Make the index hold what the store says of one note now (see the module docs)."""
+        """Make the index (and the history index) hold what the store says of one note now (see the
+        module docs)."""
+        action = self._sync_current(tenant_id, note_id, last_known_version=last_known_version)
+        self.sync_history(tenant_id, note_id, last_known_version=last_known_version)
+        return action
+
+    def sync_history(self, tenant_id: str, note_id: str, *, last_known_version: int) -> None:
+        """Make the history index hold every active version of the note with its interval, or
+        nothing of a gone or redacted note (no-op without a history index)."""
+        if self._history is None:
+            return
+        versions: list[Note] = []
+        next_token: str | None = None
+        while True:
+            page = self._store.list_note_versions(
+                tenant_id, note_id, limit=VERSIONS_LIMIT_MAX, next_token=next_token
+            )
+            versions.extend(page.entries)
+            next_token = page.next_token
+            if next_token is None:
+                break
+        intervals = note_history(versions)
+        if not intervals:
+            newest = max((version.version for version in versions), default=last_known_version)
+            self._history.remove_note(tenant_id, note_id, version=max(newest, last_known_version))
+            return
+        vectors = self._embedder.embed([version.content for version, _, _ in intervals])
+        self._history.upsert_notes(
+            [
+                indexed_note(version, vector).model_copy(update={"valid_from": start, "valid_to": end})
+                for (version, start, end), vector in zip(intervals, vectors, strict=True)
+            ]
+        )
+
+    def _sync_current(self, tenant_id: str, note_id: str, *, last_known_version: int) -> IndexAction:
         note = self._store.get_note(tenant_id, note_id)
         if note is None:
             self._index.remove_note(tenant_id, note_id, version=last_known_version)

@@ -28,7 +28,7 @@ from pydantic import BaseModel
 
 from knowledge.adapters.dynamodb import keys
 from knowledge.domain.memory.notes import Note, NoteClaim, expiration
-from knowledge.domain.memory.pins import Pin
+from knowledge.domain.memory.pins import Pin, PinChange
 from knowledge.domain.models import ItemStatus, KnowledgeBase, KnowledgeItem, Revision, TokenRecord
 
 if TYPE_CHECKING:
@@ -67,6 +67,7 @@ class Entity(StrEnum):
     NOTE_VERSION = "note_version"
     NOTE_CLAIM = "note_claim"
     PIN = "pin"
+    PIN_CHANGE = "pin_change"
     QUOTA = "quota"
     EXPIRY_COUNTED = "expiry_counted"
 
@@ -276,6 +277,34 @@ def encode_pin(pin: Pin) -> RawItem:
 
 def decode_pin(item: Mapping[str, Any]) -> Pin:
     return _model(Pin, item)
+
+
+def encode_pin_change(change: PinChange, change_id: str) -> RawItem:
+    """A ``PINLOG#{at}#{id}`` record beside the note, listed in its tenant's pin changes (GSI1); the
+    pin's fields when it was a pin, ``pinned: false`` for a removal. It never expires: the pin's
+    own ``expires_at`` says when it stopped applying."""
+    at = timestamp(change.at)
+    index = keys.pin_change_index_key(change.tenant_id, change.note_id, at)
+    values: dict[str, Any] = {
+        "PK": keys.pin_change_key(change.tenant_id, change.note_id, at, change_id).pk,
+        "SK": keys.pin_change_key(change.tenant_id, change.note_id, at, change_id).sk,
+        "entity": Entity.PIN_CHANGE.value,
+        "GSI1PK": index.pk,
+        "GSI1SK": index.sk,
+        "at": at,
+        "pinned": change.pin is not None,
+    }
+    if change.pin is not None:
+        values.update({name: field for name, field in change.pin if field is not None})
+    else:
+        values.update({"tenant_id": change.tenant_id, "note_id": change.note_id})
+    return serialize(values)
+
+
+def decode_pin_change(item: Mapping[str, Any]) -> PinChange:
+    values = deserialize(item)
+    pin = _model(Pin, item) if values.get("pinned") else None
+    return PinChange(tenant_id=values["tenant_id"], note_id=values["note_id"], at=values["at"], pin=pin)
 
 
 def encode_note_claim(note: Note, claim: NoteClaim) -> RawItem:

@@ -11,6 +11,7 @@
 | note              | ``T#{tenant}#NOTE#{note}``                | ``META``                 |
 | note version      | ``T#{tenant}#NOTE#{note}``                | ``VER#{n:06d}``          |
 | pin of a note     | ``T#{tenant}#NOTE#{note}``                | ``PIN``                  |
+| pin change        | ``T#{tenant}#NOTE#{note}``                | ``PINLOG#{at}#{n}``      |
 | note claim        | ``T#{tenant}#NOTECLAIM#{sha256(claim)}``  | ``META``                 |
 | quota window      | ``T#{tenant}#QUOTA``                      | ``{quota}#{window}``     |
 | stored items      | ``T#{tenant}#QUOTA``                      | ``STORED_ITEMS``         |
@@ -18,7 +19,9 @@
 GSI1 lists the items of a base (``GSI1PK = T#{tenant}#KB#{kb}``, ``GSI1SK = ITEM#{item}``), the
 bases of a tenant (``GSI1PK = T#{tenant}#BASES``, ``GSI1SK = KB#{kb}``), the tokens of a tenant in
 creation order (``GSI1PK = T#{tenant}#TOKENS``, ``GSI1SK = TOKEN#{created_at}#{sha256}``) and the
-pins of a tenant in pin order (``GSI1PK = T#{tenant}#PINS``, ``GSI1SK = PIN#{order:06d}#{pin}``).
+pins of a tenant in pin order (``GSI1PK = T#{tenant}#PINS``, ``GSI1SK = PIN#{order:06d}#{pin}``)
+and the pin changes of a tenant in time order (``GSI1PK = T#{tenant}#PINLOG``, ``GSI1SK =
+{at}#{note}``, ``at`` the change's UTC timestamp with microseconds).
 
 Key components must be non-empty and free of ``#``; otherwise one record's key could spell another
 record's (a base id ending in ``#EXT#...`` would address a guard). Builders raise ``ValueError`` for
@@ -38,6 +41,7 @@ ITEM_INDEX_PREFIX = "ITEM#"
 BASE_INDEX_PREFIX = "KB#"
 TOKEN_INDEX_PREFIX = "TOKEN#"
 NOTE_VERSION_PREFIX = "VER#"
+PIN_CHANGE_PREFIX = "PINLOG#"
 PIN = "PIN"
 EXPIRY_COUNTED = "EXPIRY_COUNTED"
 STORED_ITEMS = "STORED_ITEMS"
@@ -208,3 +212,18 @@ def note_claim_key(tenant_id: str, digest: str) -> TableKey:
     """A claim held by one note at a time: its semantic key, or its content (``domain.notes``).
     ``digest`` is the claim's hex SHA-256, so any text works."""
     return TableKey(f"T#{_part(tenant_id)}#NOTECLAIM#{_part(digest)}", META)
+
+
+def pin_changes_partition(tenant_id: str) -> str:
+    """``T#{tenant}#PINLOG``: the GSI1 partition listing a tenant's pin changes in time order."""
+    return f"T#{_part(tenant_id)}#PINLOG"
+
+
+def pin_change_key(tenant_id: str, note_id: str, at: str, change_id: str) -> TableKey:
+    """A pin change of a note (``at``: its UTC timestamp, which sorts as time), beside the note."""
+    return TableKey(note_partition(tenant_id, note_id), f"{PIN_CHANGE_PREFIX}{at}#{_part(change_id)}")
+
+
+def pin_change_index_key(tenant_id: str, note_id: str, at: str) -> TableKey:
+    """GSI1 key listing a pin change under its tenant, by time."""
+    return TableKey(pin_changes_partition(tenant_id), f"{at}#{_part(note_id)}")

@@ -42,6 +42,10 @@ class IndexedNote(_Frozen):
     superseded: bool = False
     expires_at: datetime | None = None
     vector: list[float]
+    valid_from: datetime | None = None
+    """In a history index: when this version became the note's version (``None``: always)."""
+    valid_to: datetime | None = None
+    """In a history index: when the next version replaced it (``None``: it is still current)."""
 
 
 class NoteFilter(_Frozen):
@@ -61,6 +65,9 @@ class NoteFilter(_Frozen):
     path_prefix: str | None = None
     include_superseded: bool = False
     now: datetime
+    as_of: datetime | None = None
+    """Answer as of this moment (a history index admits the versions valid then, and ``now`` is
+    this moment too, for expiry); ``None``: now."""
 
 
 def admits(note_filter: NoteFilter, note: Note) -> bool:
