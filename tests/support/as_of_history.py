@@ -14,6 +14,7 @@ caller may no longer see (rescoped to private).
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -78,10 +79,8 @@ class HistoryRun:
 
     def play(self, history: list[Op]) -> None:
         for op in history:
-            try:
+            with contextlib.suppress(KnowledgeError):  # refused: nothing changed
                 self._apply(op)
-            except KnowledgeError:
-                pass  # refused (a forgotten note, a note gone): nothing changed
             self.world.sync()
             self.moments.append(self.world.clock.now)
             self.live.append({"owner": self.reads(OWNER), "reader": self.reads(READER)})
@@ -90,9 +89,7 @@ class HistoryRun:
     def reads(self, principal: Principal, as_of: datetime | None = None) -> Reads:
         extra = {} if as_of is None else {"as_of": as_of}
         found = self.world.search(principal, WORD, mode="lexical", limit=50, **extra)
-        wider = self.world.search(
-            principal, WORD, mode="lexical", limit=50, include_superseded=True, **extra
-        )
+        wider = self.world.search(principal, WORD, mode="lexical", limit=50, include_superseded=True, **extra)
         pack = self.world.recall(principal, max_items=50, max_tokens=8_000, **extra)
         return Reads(
             current=frozenset((hit.note_id, hit.version, hit.content) for hit in found.results),
@@ -105,7 +102,8 @@ class HistoryRun:
         shown = set()
         for note_id in self.notes:
             note = self.world.store.get_note(principal.tenant_id, note_id)
-            if note is not None and note.forgotten_mode is not ForgetMode.REDACT and can_see_note(principal, note):
+            gone = note is None or note.forgotten_mode is ForgetMode.REDACT
+            if note is not None and not gone and can_see_note(principal, note):
                 shown.add(note_id)
         return shown
 
@@ -127,35 +125,43 @@ class HistoryRun:
         return f"{WORD} n{self.labels} {' '.join(words)}"
 
     def _apply(self, op: Op) -> None:
-        world = self.world
-        kind = op[0]
-        if kind == "create":
-            _, scope, importance, ttl, words = op
-            answer = world.remember(
-                OWNER, self._content(words), scope=scope, importance=importance, ttl_seconds=ttl
-            )
-            if answer.result == "created":
-                self.notes.append(answer.note.note_id)
+        if op[0] == "create":
+            self._create(*op[1:])
             return
         note_id = self._note(op[1])
-        if note_id is None:
-            return
-        if kind == "revise":
-            world.remember(OWNER, self._content(op[2]), memory_id=note_id)
-        elif kind == "supersede":
-            answer = world.remember(OWNER, self._content(["successor"]), supersedes=[note_id], scope="tenant")
-            if answer.result == "created":
-                self.notes.append(answer.note.note_id)
-        elif kind == "forget":
-            world.forget(OWNER, note_id, op[2])
-        elif kind == "restore":
-            world.notes.restore(OWNER, note_id)
-            world.sync()
-        elif kind == "rescope":
-            note = world.store.get_note(OWNER.tenant_id, note_id)
-            if note is not None:
-                world.remember(OWNER, note.content, memory_id=note_id, scope=op[2])
-        elif kind == "pin":
-            world.pin(OWNER, note_id, order=op[2])
-        elif kind == "unpin":
-            world.unpin(OWNER, note_id)
+        if note_id is not None:
+            getattr(self, f"_{op[0]}")(note_id, *op[2:])
+
+    def _create(self, scope: str, importance: float, ttl: int | None, words: list[str]) -> None:
+        answer = self.world.remember(
+            OWNER, self._content(words), scope=scope, importance=importance, ttl_seconds=ttl
+        )
+        if answer.result == "created":
+            self.notes.append(answer.note.note_id)
+
+    def _revise(self, note_id: str, words: list[str]) -> None:
+        self.world.remember(OWNER, self._content(words), memory_id=note_id)
+
+    def _supersede(self, note_id: str) -> None:
+        answer = self.world.remember(
+            OWNER, self._content(["successor"]), supersedes=[note_id], scope="tenant"
+        )
+        if answer.result == "created":
+            self.notes.append(answer.note.note_id)
+
+    def _forget(self, note_id: str, mode: str) -> None:
+        self.world.forget(OWNER, note_id, mode)
+
+    def _restore(self, note_id: str) -> None:
+        self.world.notes.restore(OWNER, note_id)
+
+    def _rescope(self, note_id: str, scope: str) -> None:
+        note = self.world.store.get_note(OWNER.tenant_id, note_id)
+        if note is not None:
+            self.world.remember(OWNER, note.content, memory_id=note_id, scope=scope)
+
+    def _pin(self, note_id: str, order: int) -> None:
+        self.world.pin(OWNER, note_id, order=order)
+
+    def _unpin(self, note_id: str) -> None:
+        self.world.unpin(OWNER, note_id)

@@ -63,7 +63,7 @@ class MemoryWorld:
     cache: InProcessEmbeddingCache = field(default_factory=InProcessEmbeddingCache)
     enabled: bool = True
     index_factory: Callable[[], NoteIndex] = EmbeddedNoteIndex
-    history_factory: Callable[[], NoteIndex] = lambda: EmbeddedNoteIndex(history=True)  # noqa: E731
+    history_factory: Callable[[], NoteIndex] = lambda: EmbeddedNoteIndex(history=True)
     """The note index and the note history index (``as_of``); in process unless a test says."""
 
     def __post_init__(self) -> None:
