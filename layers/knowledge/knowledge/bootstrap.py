@@ -186,7 +186,7 @@ class Container:
         def build() -> SearchService:
             from knowledge.services.search import SearchService
 
-            return SearchService(self.store, self.index, self.embedder, self.runtime_switch)
+            return SearchService(self.store, self.index, self.embedder, self.runtime_switch, utc_now)
 
         return self._once("search", build)
 

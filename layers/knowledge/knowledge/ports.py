@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Protocol
 
 from knowledge.domain.access.rates import Rate, RateDecision
+from knowledge.domain.as_of import ItemState
 from knowledge.domain.memory.lifecycle import NoteWrite
 from knowledge.domain.memory.notes import Note, NoteClaim
 from knowledge.domain.memory.pins import Pin, PinChange
@@ -165,6 +166,11 @@ class ItemStore(Protocol):
         self, tenant_id: str, knowledge_item_id: str, *, limit: int, next_token: str | None
     ) -> Page[Revision]:
         """The item's revisions, newest first."""
+        ...
+
+    def list_item_states(self, tenant_id: str, knowledge_item_id: str) -> list[ItemState]:
+        """The item's recorded states (one per write since states are recorded, in the write's own
+        transaction), oldest first; empty for an absent item."""
         ...
 
 

@@ -12,8 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from pydantic import BaseModel, ConfigDict
+
 from knowledge.domain.memory.notes import ForgetMode, Note, NoteStatus, can_see_note_of
 from knowledge.domain.memory.retrieval import NoteFilter, admits
+from knowledge.domain.models import ItemStatus, KnowledgeItem
 from knowledge.errors import AsOfInvalidError
 
 
@@ -85,3 +88,39 @@ def held_at(
     if version.updated_at > moment or (following is not None and following.updated_at <= moment):
         return False
     return admits(note_filter, version)
+
+
+class ItemState(BaseModel):
+    """One state of an item's history (``version`` of the item, from ``at``): its status and the
+    revision current then. Every item write records one, immutable, beside the item."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tenant_id: str
+    knowledge_item_id: str
+    version: int
+    status: ItemStatus
+    current_revision_id: str | None = None
+    at: datetime
+
+
+def item_state(item: KnowledgeItem) -> ItemState:
+    """The state ``item`` records at its version."""
+    return ItemState(
+        tenant_id=item.tenant_id,
+        knowledge_item_id=item.knowledge_item_id,
+        version=item.version,
+        status=item.status,
+        current_revision_id=item.current_revision_id,
+        at=item.updated_at,
+    )
+
+
+def item_state_at(item: KnowledgeItem, states: Sequence[ItemState], moment: datetime) -> ItemState | None:
+    """The item's state at ``moment``: its last recorded state written at or before it; the item's
+    own state when it has not changed since (an item written before states were recorded has only
+    that); ``None`` when it did not exist yet or its state then is unknown."""
+    if item.updated_at <= moment:
+        return item_state(item)
+    written = [state for state in states if state.at <= moment]
+    return max(written, key=lambda state: state.version) if written else None

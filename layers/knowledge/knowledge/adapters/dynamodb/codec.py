@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel
 
 from knowledge.adapters.dynamodb import keys
+from knowledge.domain.as_of import ItemState
 from knowledge.domain.memory.notes import Note, NoteClaim, expiration
 from knowledge.domain.memory.pins import Pin, PinChange
 from knowledge.domain.models import ItemStatus, KnowledgeBase, KnowledgeItem, Revision, TokenRecord
@@ -68,6 +69,7 @@ class Entity(StrEnum):
     NOTE_CLAIM = "note_claim"
     PIN = "pin"
     PIN_CHANGE = "pin_change"
+    ITEM_STATE = "item_state"
     QUOTA = "quota"
     EXPIRY_COUNTED = "expiry_counted"
 
@@ -277,6 +279,17 @@ def encode_pin(pin: Pin) -> RawItem:
 
 def decode_pin(item: Mapping[str, Any]) -> Pin:
     return _model(Pin, item)
+
+
+def encode_item_state(state: ItemState) -> RawItem:
+    """The immutable ``STATE#{version:06d}`` record of an item's state at one version."""
+    return _record(
+        Entity.ITEM_STATE, keys.item_state_key(state.tenant_id, state.knowledge_item_id, state.version), state
+    )
+
+
+def decode_item_state(item: Mapping[str, Any]) -> ItemState:
+    return _model(ItemState, item)
 
 
 def encode_pin_change(change: PinChange, change_id: str) -> RawItem:

@@ -6,6 +6,7 @@
 | item              | ``T#{tenant}#ITEM#{item}``                | ``META``                 |
 | revision          | ``T#{tenant}#ITEM#{item}``                | ``REV#{rev}``            |
 | page              | ``T#{tenant}#ITEM#{item}``                | ``PAGE#{rev}#{n:06d}``   |
+| item state        | ``T#{tenant}#ITEM#{item}``                | ``STATE#{version:06d}``  |
 | external-id guard | ``T#{tenant}#KB#{kb}#EXT#{sha256(ext)}``  | ``META``                 |
 | token             | ``TOKEN#{sha256(token)}``                 | ``META``                 |
 | note              | ``T#{tenant}#NOTE#{note}``                | ``META``                 |
@@ -42,6 +43,7 @@ BASE_INDEX_PREFIX = "KB#"
 TOKEN_INDEX_PREFIX = "TOKEN#"
 NOTE_VERSION_PREFIX = "VER#"
 PIN_CHANGE_PREFIX = "PINLOG#"
+ITEM_STATE_PREFIX = "STATE#"
 PIN = "PIN"
 EXPIRY_COUNTED = "EXPIRY_COUNTED"
 STORED_ITEMS = "STORED_ITEMS"
@@ -227,3 +229,10 @@ def pin_change_key(tenant_id: str, note_id: str, at: str, change_id: str) -> Tab
 def pin_change_index_key(tenant_id: str, note_id: str, at: str) -> TableKey:
     """GSI1 key listing a pin change under its tenant, by time."""
     return TableKey(pin_changes_partition(tenant_id), f"{at}#{_part(note_id)}")
+
+
+def item_state_key(tenant_id: str, knowledge_item_id: str, version: int) -> TableKey:
+    """The state an item recorded at ``version`` (1..999,999, else ``ValueError``), beside it."""
+    if not 1 <= version <= MAX_NOTE_VERSION:
+        raise ValueError(f"item version must be within 1..{MAX_NOTE_VERSION}")
+    return TableKey(item_partition(tenant_id, knowledge_item_id), f"{ITEM_STATE_PREFIX}{version:06d}")
