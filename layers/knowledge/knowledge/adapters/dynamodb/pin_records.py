@@ -95,7 +95,7 @@ class DynamoDBPinStore(TableRecords):
     def pin_changes(self, tenant_id: str, until: datetime) -> list[PinChange]:
         # "$" sorts right after "#", so the bound takes every change at ``until`` itself
         last = codec.timestamp(until) + "$"
-        records = self._table.query_index_range(keys.pin_changes_partition(tenant_id), "", last)
+        records = self._table.query_index_until(keys.pin_changes_partition(tenant_id), last)
         changes = [codec.decode_pin_change(record) for record in records]
         return sorted(changes, key=lambda change: change.at)
 

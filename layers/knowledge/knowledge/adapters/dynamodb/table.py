@@ -180,14 +180,14 @@ class DynamoDBTable:
                 return records
             query["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
-    def query_index_range(self, partition: str, first: str, last: str) -> list[RawItem]:
-        """Records of GSI1 ``partition`` with ``first <= GSI1SK <= last``, ascending (eventually
-        consistent, as every GSI read)."""
+    def query_index_until(self, partition: str, last: str) -> list[RawItem]:
+        """Records of GSI1 ``partition`` with ``GSI1SK <= last``, ascending (eventually consistent,
+        as every GSI read)."""
         query: QueryInputTypeDef = {
             "TableName": self.name,
             "IndexName": INDEX_NAME,
-            "KeyConditionExpression": "GSI1PK = :pk AND GSI1SK BETWEEN :first AND :last",
-            "ExpressionAttributeValues": serialize({":pk": partition, ":first": first, ":last": last}),
+            "KeyConditionExpression": "GSI1PK = :pk AND GSI1SK <= :last",
+            "ExpressionAttributeValues": serialize({":pk": partition, ":last": last}),
         }
         records: list[RawItem] = []
         while True:
