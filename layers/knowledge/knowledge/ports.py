@@ -474,7 +474,10 @@ class SearchIndex(Protocol):
 
 class NoteIndex(Protocol):
     """Notes with BM25 and kNN search (DESIGN §9), apart from knowledge: one document per note at
-    its current version, filtered inside each leg (``NoteFilter``).
+    its current version, filtered inside each leg (``NoteFilter``). A note *history* index (DESIGN
+    §11) has the same methods over one document per note version (``IndexedNote.valid_from`` /
+    ``valid_to``): ``upsert_notes`` writes or rewrites versions, ``remove_note`` drops them all, and
+    ``NoteFilter.as_of`` admits the versions valid at that moment.
 
     Errors: ``IndexConfigurationError`` when the index was built for another embedding model or
     dimension; ``DependencyUnavailableError`` when the engine is unreachable.

@@ -1,8 +1,10 @@
 """Value types of note retrieval (DESIGN §9), shared by the note index adapters and ``search_memory``.
 
 A note is indexed whole, one document at its current version; superseded notes stay in the index
-(``include_superseded`` finds them) and forgotten ones leave it. Every filter of ``NoteFilter``
-applies inside each leg, before ranking, so hidden notes never take a top-k slot.
+(``include_superseded`` finds them) and forgotten ones leave it. A note history index (DESIGN §11)
+holds one document per active version with its validity interval, for ``NoteFilter.as_of``. Every
+filter of ``NoteFilter`` applies inside each leg, before ranking, so hidden notes never take a top-k
+slot.
 """
 
 from __future__ import annotations
