@@ -219,7 +219,7 @@ class Container:
                 self.embedder,
                 self.runtime_switch,
                 utc_now,
-                history=self.note_history_index,
+                history=lambda: self.note_history_index,
             )
 
         return self._once("memory_search", build)

@@ -76,7 +76,7 @@ class MemoryWorld:
         switch = StaticRuntimeSwitch(self.enabled)
         self.notes = NoteService(self.store, self.embedder.forget, switch, self.clock)
         self.search_service = MemorySearchService(
-            self.store, self.index, self.embedder, switch, self.clock, history=self.history
+            self.store, self.index, self.embedder, switch, self.clock, history=lambda: self.history
         )
         self.indexing = NoteIndexingService(self.store, self.index, self.embedder, history=self.history)
         self.pins = PinService(self.store, self.notes, self.clock)

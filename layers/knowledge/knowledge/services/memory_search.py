@@ -25,7 +25,7 @@ Errors: ``RuntimeDisabledError``, ``InsufficientScopeError`` (``memory:read``),
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from knowledge.contract.memory import MemorySearchResponse, MemorySearchResult, SearchMemoryArguments
@@ -54,8 +54,10 @@ class MemorySearchService:
         embedder: Embedder,
         runtime_switch: RuntimeSwitch,
         clock: Clock,
-        history: NoteIndex | None = None,
+        history: Callable[[], NoteIndex] | None = None,
     ) -> None:
+        """``history`` gives the note history index on first use (only ``as_of`` reads need it, so
+        a cold start without one never opens it)."""
         self._store = store
         self._index = index
         self._history = history
@@ -164,7 +166,7 @@ class MemorySearchService:
             return self._index
         if self._history is None:
             raise ValueError("answers as of a moment need a note history index")
-        return self._history
+        return self._history()
 
 
 class NotePage:
