@@ -218,7 +218,12 @@ class LocalStack:
                 self._provision_bucket(aws.url, document_queue.arn if document_queue else None)
             with timings.phase("index"):
                 container = get_container()
-                services.start(container.index, container.note_index, container.embedder)
+                services.start(
+                    container.index,
+                    container.note_index,
+                    container.embedder,
+                    container.note_history_index,
+                )
             if get_settings().embedder == "local":
                 self._load_model(container.embedder)
             with timings.phase("pollers"):

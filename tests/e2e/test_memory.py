@@ -71,6 +71,21 @@ def test_memory_update_by_key_leaves_only_the_new_text(api: httpx2.Client) -> No
     assert [version["version"] for version in versions] == [2, 1]
 
 
+def test_memory_as_of_a_moment_finds_the_version_then_on_the_runtime(api: httpx2.Client) -> None:
+    first = _remember(api, "The kestrel standup is at nine.", semantic_key="e2e.kestrel.standup")["note"]
+    assert eventually(lambda: _found(api, "kestrel standup") == ["The kestrel standup is at nine."])
+    moment = api.get(f"/v1/notes/{first['note_id']}").json()["updated_at"]
+    _remember(api, "The kestrel standup is at ten.", semantic_key="e2e.kestrel.standup")
+
+    assert eventually(lambda: _found(api, "kestrel standup") == ["The kestrel standup is at ten."])
+    assert eventually(lambda: _found(api, "kestrel standup", as_of=moment)) == [
+        "The kestrel standup is at nine."
+    ]
+    pack = api.post("/v1/tools/recall_context", json={"query": "kestrel standup", "as_of": moment})
+    assert pack.status_code == 200, pack.text
+    assert [item["version"] for item in pack.json()["items"] if item["note_id"] == first["note_id"]] == [1]
+
+
 def test_memory_superseded_and_expired_notes_leave_search(api: httpx2.Client) -> None:
     old = _remember(api, "The heron office wifi is heron-guest.")["note"]
     _remember(api, "The heron office wifi is heron-staff.", supersedes=[old["note_id"]])

@@ -200,7 +200,9 @@ def test_mcp_tools_list_publishes_spec_schema(gateway: Gateway, world: SearchWor
     schema = tool.input_schema
     assert schema["type"] == "object"
     assert schema["additionalProperties"] is False
-    properties = schema["properties"]
+    properties = dict(schema["properties"])
+    as_of = properties.pop("as_of")  # beyond the spec: answers as of a moment (DESIGN §11)
+    assert as_of["anyOf"][0] == {"type": "string", "format": "date-time"}
     assert set(properties) == set(SPEC_PARAMETERS)
     for name, (description, default) in SPEC_PARAMETERS.items():
         assert (properties[name]["description"], properties[name]["default"]) == (description, default), name

@@ -5,7 +5,9 @@ each way of forgetting, and that knowledge and memory never mix."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -336,3 +338,32 @@ def test_remember_blank_semantic_key_is_refused_naming_the_field(
     fields = error_body(400, "memory_invalid_request", reply)["details"]["fields"]
     assert [problem["field"] for problem in fields] == ["semantic_key"]
     assert found(alice, "keyed fact") == []
+
+
+def test_search_memory_and_recall_as_of_answer_the_version_then_over_http(
+    alice: str, stream: StreamReader
+) -> None:
+    first = _created(alice, stream, "The release train leaves on mondays.", semantic_key="train.day")
+    time.sleep(0.01)
+    moment = datetime.now(UTC).isoformat()
+    time.sleep(0.01)
+    _created(alice, stream, "The release train leaves on fridays.", semantic_key="train.day")
+    pin = call("POST", "/v1/tools/pin_memory", {"note_id": first["note_id"]}, alice)
+    assert pin.status in (200, 201), pin.text
+
+    then = search_memory(alice, "release train", as_of=moment)
+    pack = call("POST", "/v1/tools/recall_context", {"as_of": moment}, alice)
+    naive = search_memory(alice, "release train", as_of="2026-01-01T00:00:00")
+    future = call("POST", "/v1/tools/recall_context", {"as_of": "2999-01-01T00:00:00Z"}, alice)
+    number = search_memory(alice, "release train", as_of=1_700_000_000)
+
+    assert then.status == 200, then.text
+    assert [(hit["content"], hit["version"]) for hit in then.body["results"]] == [
+        ("The release train leaves on mondays.", 1)
+    ]
+    assert then.body["as_of"] == moment.replace("+00:00", "Z")
+    assert pack.status == 200, pack.text
+    assert [(item["version"], item["pinned"]) for item in pack.body["items"]] == [(1, False)]
+    assert error_body(400, "as_of_invalid", naive)["details"]["as_of"] == "2026-01-01T00:00:00"
+    assert "now" in error_body(400, "as_of_invalid", future)["details"]
+    error_body(400, "validation_error", number)

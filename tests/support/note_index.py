@@ -22,11 +22,13 @@ NOTE_ADAPTER_LEGS = [(adapter, leg) for adapter in NOTE_ADAPTERS for leg in (Leg
 
 
 @contextmanager
-def open_note_index(adapter: str, opensearch_url: str | None = None) -> Iterator[NoteIndex]:
+def open_note_index(
+    adapter: str, opensearch_url: str | None = None, *, history: bool = False
+) -> Iterator[NoteIndex]:
     """A fresh, empty, ready note index of ``adapter`` (for ``opensearch``, a unique index on the
-    node at ``opensearch_url``, deleted afterwards)."""
+    node at ``opensearch_url``, deleted afterwards); with ``history``, a note history index."""
     if adapter == "embedded":
-        embedded = EmbeddedNoteIndex()
+        embedded = EmbeddedNoteIndex(history=history)
         embedded.ensure_ready(model_id=MODEL_ID, dimension=DIMENSION)
         yield embedded
         return
@@ -34,7 +36,7 @@ def open_note_index(adapter: str, opensearch_url: str | None = None) -> Iterator
     url = opensearch_url
     client = build_opensearch_client(url, auth="none", region="us-east-1")
     name = f"notes-contract-{uuid.uuid4().hex[:12]}"
-    index = OpenSearchNoteIndex(client, name, refresh=True)
+    index = OpenSearchNoteIndex(client, name, refresh=True, history=history)
     index.ensure_ready(model_id=MODEL_ID, dimension=DIMENSION)
     try:
         yield index

@@ -282,3 +282,25 @@ def test_recall_summary_of_one_note_and_detail_lines_of_other_keys() -> None:
         409, "memory_conflict", "Changed.", {"current_version": 2, "required_scope": "memory:write"}
     )
     assert error.detail_lines() == ["current_version: 2", "required_scope: memory:write"]
+
+
+def test_recall_and_memories_as_of_send_the_moment_as_written(api: FakeApi) -> None:
+    api.reply("POST", "/v1/tools/recall_context", 200, _context("", [], []))
+    api.reply("POST", "/v1/tools/search_memory", 200, {"type": "memory_search", "results": []})
+
+    assert run("recall", "--as-of", "2026-05-01T12:00:00+02:00") == 0
+    assert run("memories", "osprey", "--as-of", "2026-05-01T10:00:00Z") == 0
+
+    assert api.bodies("/v1/tools/recall_context")[0]["as_of"] == "2026-05-01T12:00:00+02:00"
+    assert api.bodies("/v1/tools/search_memory")[0]["as_of"] == "2026-05-01T10:00:00Z"
+
+
+@pytest.mark.parametrize("value", ["2026-05-01T12:00:00", "last tuesday"])
+def test_as_of_without_zone_or_not_a_date_is_a_usage_error_before_any_request(
+    api: FakeApi, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    status = run("recall", "--as-of", value)
+
+    assert status == 2
+    assert api.requests == []
+    assert "--as-of" in capsys.readouterr().err

@@ -37,7 +37,9 @@ def test_openapi_document_describes_search_knowledge_contract() -> None:
         "max_results",
         "mode",
         "alpha",
+        "as_of",
     }
+    assert schemas["SearchKnowledgeArguments"]["properties"]["as_of"]["anyOf"][0]["format"] == "date-time"
     assert document["components"]["securitySchemes"]["bearerAuth"]["scheme"] == "bearer"
     assert "HTTPValidationError" not in schemas
 

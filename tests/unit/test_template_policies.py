@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from knowledge.adapters.dynamodb import keys
+from knowledge.adapters.opensearch.notes import HISTORY_SUFFIX
 from tests.support.template import load_template, resource
 
 FUNCTIONS = sorted(
@@ -24,6 +25,8 @@ SEARCH_FUNCTIONS = ("SearchKnowledgeFunction", "SearchMemoryFunction", "RecallCo
 INDEXES = {
     load_template()["Globals"]["Function"]["Environment"]["Variables"]["OPENSEARCH_INDEX"],
     load_template()["Globals"]["Function"]["Environment"]["Variables"]["OPENSEARCH_NOTES_INDEX"],
+    load_template()["Globals"]["Function"]["Environment"]["Variables"]["OPENSEARCH_NOTES_INDEX"]
+    + HISTORY_SUFFIX,
 }
 SAM_TABLE_POLICIES = {"DynamoDBCrudPolicy", "DynamoDBReadPolicy", "DynamoDBWritePolicy"}
 
@@ -81,7 +84,7 @@ def test_authorizer_may_only_read_token_records() -> None:
 
 
 @pytest.mark.parametrize("function", SEARCH_FUNCTIONS)
-def test_search_functions_may_only_read_their_two_indexes(function: str) -> None:
+def test_search_functions_may_only_read_their_three_indexes(function: str) -> None:
     es = [s for s in _statements(function) if any(a.startswith("es:") for a in _actions(s))]
     granted = {(action, path) for s in es for action in _actions(s) for path in _index_paths(s)}
 

@@ -77,6 +77,7 @@ class Container:
         work_queue: WorkQueue | None = None,
         search: SearchService | None = None,
         quotas: QuotaService | None = None,
+        note_history_index: NoteIndex | None = None,
     ) -> None:
         self.settings = settings
         given = {
@@ -89,6 +90,7 @@ class Container:
             "work_queue": work_queue,
             "search": search,
             "quotas": quotas,
+            "note_history_index": note_history_index,
         }
         # ``is None``, not ``or``: an empty index (or any adapter with ``__len__``) is falsy.
         self._built: dict[str, Any] = {name: value for name, value in given.items() if value is not None}
@@ -124,6 +126,14 @@ class Container:
     @property
     def note_index(self) -> NoteIndex:
         return self._checked("note_index", self._once("note_index", lambda: note_index_for(self.settings)))
+
+    @property
+    def note_history_index(self) -> NoteIndex:
+        """Every version of every note with its validity interval, for answers as of a moment."""
+        return self._checked(
+            "note_history_index",
+            self._once("note_history_index", lambda: note_history_index_for(self.settings)),
+        )
 
     @property
     def runtime_switch(self) -> RuntimeSwitch:
@@ -179,7 +189,7 @@ class Container:
         def build() -> SearchService:
             from knowledge.services.search import SearchService
 
-            return SearchService(self.store, self.index, self.embedder, self.runtime_switch)
+            return SearchService(self.store, self.index, self.embedder, self.runtime_switch, utc_now)
 
         return self._once("search", build)
 
@@ -207,7 +217,12 @@ class Container:
             from knowledge.services.memory_search import MemorySearchService
 
             return MemorySearchService(
-                self.store, self.note_index, self.embedder, self.runtime_switch, utc_now
+                self.store,
+                self.note_index,
+                self.embedder,
+                self.runtime_switch,
+                utc_now,
+                history=lambda: self.note_history_index,
             )
 
         return self._once("memory_search", build)
@@ -251,7 +266,9 @@ class Container:
                 self.index,
                 self.embedder,
                 self.chunker,
-                notes=NoteIndexingService(self.store, self.note_index, self.embedder),
+                notes=NoteIndexingService(
+                    self.store, self.note_index, self.embedder, history=self.note_history_index
+                ),
                 work=self.work_queue,
             )
 
@@ -376,6 +393,17 @@ def note_index_for(settings: Settings) -> NoteIndex:
     return embedded_notes.build(settings)
 
 
+def note_history_index_for(settings: Settings) -> NoteIndex:
+    """The note history index (DESIGN §10 "Time") on the engine ``SEARCH_BACKEND`` names."""
+    if settings.search_backend == "opensearch":
+        from knowledge.adapters.opensearch import notes as opensearch_notes
+
+        return opensearch_notes.build_history(settings)
+    from knowledge.adapters.embedded import notes as embedded_notes
+
+    return embedded_notes.build_history(settings)
+
+
 def embedder_for(settings: Settings) -> Embedder:
     """The model ``EMBEDDER`` names (Bedrock's or the offline one) behind the embedding cache of
     ``settings``."""
@@ -434,6 +462,7 @@ def build_container(
     work_queue: WorkQueue | None = None,
     search: SearchService | None = None,
     quotas: QuotaService | None = None,
+    note_history_index: NoteIndex | None = None,
 ) -> Container:
     """The container of ``settings``; any adapter, and the search and quota services, can be passed
     in instead of built (on first use). An index passed in is made ready for the embedder now, so its
@@ -449,11 +478,14 @@ def build_container(
         work_queue=work_queue,
         search=search,
         quotas=quotas,
+        note_history_index=note_history_index,
     )
     if index is not None:
         container._checked("index", index)
     if note_index is not None:
         container._checked("note_index", note_index)
+    if note_history_index is not None:
+        container._checked("note_history_index", note_history_index)
     return container
 
 

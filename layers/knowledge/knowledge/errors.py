@@ -229,3 +229,10 @@ class BucketNotAllowedError(KnowledgeError):
     service could never read it, so it is refused at once; ``details.bucket`` names it."""
 
     code = "data_source_bucket_not_allowed"
+
+
+class AsOfInvalidError(KnowledgeError):
+    """An ``as_of`` that names no moment of the past: a time without a zone, or one later than the
+    service's clock (``details.as_of`` echoes it, ``details.now`` is the service's time)."""
+
+    code = "as_of_invalid"

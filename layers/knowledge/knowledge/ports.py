@@ -9,6 +9,7 @@ from typing import Protocol
 
 from knowledge.contract.data_sources import SyncWork
 from knowledge.domain.access.rates import Rate, RateDecision
+from knowledge.domain.as_of import ItemState
 from knowledge.domain.data_sources import (
     DataSource,
     FetchedObject,
@@ -19,7 +20,7 @@ from knowledge.domain.data_sources import (
 )
 from knowledge.domain.memory.lifecycle import NoteWrite
 from knowledge.domain.memory.notes import Note, NoteClaim
-from knowledge.domain.memory.pins import Pin
+from knowledge.domain.memory.pins import Pin, PinChange
 from knowledge.domain.memory.retrieval import IndexedNote, NoteFilter, NoteHit, NoteLegHits, NoteQuery
 from knowledge.domain.models import (
     BaseStatus,
@@ -181,6 +182,11 @@ class ItemStore(Protocol):
         """The item's revisions, newest first."""
         ...
 
+    def list_item_states(self, tenant_id: str, knowledge_item_id: str) -> list[ItemState]:
+        """The item's recorded states (one per write since states are recorded, in the write's own
+        transaction), oldest first; empty for an absent item."""
+        ...
+
 
 class ContentStore(Protocol):
     """The content of sealed revisions, in code points (pages of DESIGN §3).
@@ -285,6 +291,12 @@ class NoteStore(Protocol):
         """The note's versions, newest first, ``limit`` (≥ 1, else ``ValueError``) at a time."""
         ...
 
+    def get_note_versions(
+        self, tenant_id: str, keys: Sequence[tuple[str, int]]
+    ) -> dict[tuple[str, int], Note]:
+        """Stored versions by ``(note_id, version)``; absent ones are left out. One batched read."""
+        ...
+
     def redact_note_versions(self, tenant_id: str, note_id: str) -> None:
         """Replace the content of every stored version with ``[redacted]`` (idempotent)."""
         ...
@@ -321,12 +333,20 @@ class PinStore(Protocol):
 
     def put_pin(self, pin: Pin, *, previous: Pin | None) -> None:
         """Write ``pin`` while the note's record exists and the stored pin is ``previous`` (the same
-        ``pin_id``), or there is none when ``previous`` is ``None``."""
+        ``pin_id``), or there is none when ``previous`` is ``None``; the same write records the
+        change in the note's pin history (at ``pin.updated_at``)."""
         ...
 
-    def delete_pin(self, tenant_id: str, note_id: str, *, pin_id: str) -> None:
+    def delete_pin(self, tenant_id: str, note_id: str, *, pin_id: str, at: datetime | None = None) -> None:
         """Remove the note's pin while it is ``pin_id`` (``ConflictError`` if another pin replaced
-        it); nothing to do when there is no pin."""
+        it), recording the removal at ``at`` (default: the store's clock) in the note's pin history;
+        nothing to do when there is no pin."""
+        ...
+
+    def pin_changes(self, tenant_id: str, until: datetime) -> list[PinChange]:
+        """Every recorded pin change of the tenant's notes at or before ``until``, oldest first
+        (``domain.memory.pins.pins_at`` replays them). On DynamoDB a GSI query: eventually
+        consistent, which the past moments ``as_of`` names do not notice."""
         ...
 
     def list_pins(self, tenant_id: str, *, limit: int, next_token: str | None) -> Page[Pin]:
@@ -468,7 +488,10 @@ class SearchIndex(Protocol):
 
 class NoteIndex(Protocol):
     """Notes with BM25 and kNN search (DESIGN §9), apart from knowledge: one document per note at
-    its current version, filtered inside each leg (``NoteFilter``).
+    its current version, filtered inside each leg (``NoteFilter``). A note *history* index (DESIGN
+    §11) has the same methods over one document per note version (``IndexedNote.valid_from`` /
+    ``valid_to``): ``upsert_notes`` writes or rewrites versions, ``remove_note`` drops them all, and
+    ``NoteFilter.as_of`` admits the versions valid at that moment.
 
     Errors: ``IndexConfigurationError`` when the index was built for another embedding model or
     dimension; ``DependencyUnavailableError`` when the engine is unreachable.

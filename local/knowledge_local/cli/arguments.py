@@ -11,6 +11,7 @@ import math
 import re
 import shlex
 import sys
+from datetime import datetime
 from pathlib import Path
 
 from knowledge.domain.access.bearer_tokens import TOKEN_PREFIX, is_token_id
@@ -46,6 +47,18 @@ def finite_number(value: str) -> float:
     if not math.isfinite(number):
         raise argparse.ArgumentTypeError(f"must be a finite number, not {value!r}")
     return number
+
+
+def moment(value: str) -> str:
+    """An ``--as-of`` value: ISO-8601 date-time text with a zone (``2026-05-01T12:00:00Z``), passed
+    on as written; the service says whether it is in the future."""
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO-8601 date-time: {value!r}") from None
+    if parsed.tzinfo is None:
+        raise argparse.ArgumentTypeError(f"needs a time zone (Z or an offset such as +02:00): {value!r}")
+    return value
 
 
 def positive_seconds(value: str) -> float:

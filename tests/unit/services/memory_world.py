@@ -3,6 +3,7 @@ test calls ``world.sync()``, as the indexer would on the table's stream."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -25,6 +26,7 @@ from knowledge.contract.memory import (
 )
 from knowledge.domain.memory.context_pack import count_cl100k
 from knowledge.domain.models import Permission, Principal
+from knowledge.ports import NoteIndex
 from knowledge.services.memory_search import MemorySearchService
 from knowledge.services.note_indexing import NoteIndexingService
 from knowledge.services.notes import NoteService
@@ -60,16 +62,23 @@ class MemoryWorld:
     clock: ManualClock = field(default_factory=ManualClock)
     cache: InProcessEmbeddingCache = field(default_factory=InProcessEmbeddingCache)
     enabled: bool = True
+    index_factory: Callable[[], NoteIndex] = EmbeddedNoteIndex
+    history_factory: Callable[[], NoteIndex] = lambda: EmbeddedNoteIndex(history=True)
+    """The note index and the note history index (``as_of``); in process unless a test says."""
 
     def __post_init__(self) -> None:
         self.store = InProcessKnowledgeStore(clock=self.clock)
         self.embedder = CachedEmbedder(HashingEmbedder(), self.cache)
-        self.index = EmbeddedNoteIndex()
+        self.index = self.index_factory()
         self.index.ensure_ready(model_id=self.embedder.model_id, dimension=self.embedder.dimension)
+        self.history = self.history_factory()
+        self.history.ensure_ready(model_id=self.embedder.model_id, dimension=self.embedder.dimension)
         switch = StaticRuntimeSwitch(self.enabled)
         self.notes = NoteService(self.store, self.embedder.forget, switch, self.clock)
-        self.search_service = MemorySearchService(self.store, self.index, self.embedder, switch, self.clock)
-        self.indexing = NoteIndexingService(self.store, self.index, self.embedder)
+        self.search_service = MemorySearchService(
+            self.store, self.index, self.embedder, switch, self.clock, history=lambda: self.history
+        )
+        self.indexing = NoteIndexingService(self.store, self.index, self.embedder, history=self.history)
         self.pins = PinService(self.store, self.notes, self.clock)
         self.recall_service = RecallService(
             self.store,

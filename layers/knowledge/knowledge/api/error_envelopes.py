@@ -44,6 +44,7 @@ STATUS_BY_CODE: Mapping[str, int] = {
     "knowledge_item_required": 400,
     "memory_invalid_request": 400,
     "data_source_bucket_not_allowed": 400,
+    "as_of_invalid": 400,
     "authentication_required": 401,
     "insufficient_scope": 403,
     "knowledge_resource_unavailable": 404,

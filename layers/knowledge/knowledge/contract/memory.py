@@ -23,7 +23,15 @@ from typing import Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
-from knowledge.contract.search import MAX_RESULTS_MAX, MAX_RESULTS_MIN, MODES, QUERY_MAX_CHARS, Scores
+from knowledge.contract.search import (
+    AS_OF_DESCRIPTION,
+    MAX_RESULTS_MAX,
+    MAX_RESULTS_MIN,
+    MODES,
+    QUERY_MAX_CHARS,
+    AsOf,
+    Scores,
+)
 from knowledge.domain.bounds import VERSION_MAX, VERSION_MIN
 from knowledge.domain.identifiers import Identifier, VisibleText
 from knowledge.domain.memory.notes import (
@@ -156,6 +164,7 @@ class SearchMemoryArguments(_Arguments):
     )
     include_superseded: bool = Field(default=False, description="Also superseded notes.")
     explain: bool = Field(default=False, description="Add every leg's scores to each result.")
+    as_of: AsOf | None = Field(default=None, description=AS_OF_DESCRIPTION)
 
 
 class RecallContextArguments(_Arguments):
@@ -189,6 +198,7 @@ class RecallContextArguments(_Arguments):
     path_prefix: VisibleText | None = Field(
         default=None, max_length=PATH_MAX_CHARS, description="Only notes at this path or below it."
     )
+    as_of: AsOf | None = Field(default=None, description=AS_OF_DESCRIPTION)
 
 
 class PinMemoryArguments(_Arguments):
@@ -287,6 +297,8 @@ class MemorySearchResponse(BaseModel):
     degraded: bool = Field(default=False, exclude_if=lambda degraded: not degraded)
     """True when the semantic leg failed and a hybrid search was answered by its lexical leg alone;
     left out of the JSON when false."""
+    as_of: datetime | None = Field(default=None, exclude_if=lambda moment: moment is None)
+    """The moment answered as of (UTC), when the search named one; left out otherwise."""
 
 
 class MemoryForgottenResponse(BaseModel):
@@ -348,6 +360,8 @@ class MemoryContextResponse(BaseModel):
     items: list[ContextItem]
     budget: ContextBudget
     coverage: ContextCoverage
+    as_of: datetime | None = Field(default=None, exclude_if=lambda moment: moment is None)
+    """The moment the pack was recalled as of (UTC), when the call named one; left out otherwise."""
 
 
 class PinView(BaseModel):

@@ -9,9 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from knowledge.contract.segments import RowRange
@@ -25,6 +33,24 @@ ID_MAX_CHARS = 128
 LIMIT_CHARS_MIN, LIMIT_CHARS_MAX = 1, 10_000
 MAX_RESULTS_MIN, MAX_RESULTS_MAX = 1, 50
 MODES = ("hybrid", "lexical", "semantic", "rrf")
+AS_OF_DESCRIPTION = (
+    "Answer as of this moment (ISO-8601 with a zone, not in the future): what the caller would have "
+    "got then, with today's authorization; hard-forgotten, redacted and purged content stays gone. "
+    "A time without a zone or in the future is as_of_invalid."
+)
+
+
+def _iso_text(value: Any) -> Any:
+    """``as_of`` travels as ISO-8601 text (or a datetime, from Python), never a number of seconds."""
+    if not isinstance(value, str | datetime):
+        raise PydanticCustomError("as_of_text", "as_of must be an ISO-8601 date-time string")
+    return value
+
+
+AsOf = Annotated[datetime, BeforeValidator(_iso_text), Field(strict=False)]
+"""An ``as_of`` argument: parsed from ISO-8601 text; its zone and its place in time are the
+service's to check (``domain.as_of.resolve_as_of``), so that they answer ``as_of_invalid``."""
+
 _ID_PREFIXES = {
     "knowledge_base_id": ids.KB_PREFIX,
     "knowledge_item_id": ids.ITEM_PREFIX,
@@ -104,6 +130,7 @@ class SearchKnowledgeArguments(BaseModel):
         description=("Hybrid lexical weight, clamped to 0.0 through 1.0; the semantic weight is 1-alpha."),
         json_schema_extra={"minimum": 0.0, "maximum": 1.0},
     )
+    as_of: AsOf | None = Field(default=None, description=AS_OF_DESCRIPTION)
 
     @field_validator("knowledge_base_id", "knowledge_item_id", "knowledge_revision_id")
     @classmethod
@@ -235,6 +262,8 @@ class KnowledgeSearchResponse(BaseModel):
     """True when the semantic leg failed (the embedding model or the index's k-NN search was
     unavailable) and a hybrid query was answered by its lexical leg alone; left out of the JSON when
     false, so a healthy answer has exactly the contract's fields."""
+    as_of: datetime | None = Field(default=None, exclude_if=lambda moment: moment is None)
+    """The moment answered as of (UTC), when the query named one; left out otherwise."""
 
 
 class KnowledgeReadResponse(BaseModel):
@@ -259,6 +288,10 @@ class KnowledgeReadResponse(BaseModel):
     content_truncated: bool
     is_current: bool
     current_revision_id: str | None
+    as_of: datetime | None = Field(default=None, exclude_if=lambda moment: moment is None)
+    """The moment answered as of (UTC), when the read named one: the revision read is the one that
+    was current then (unless one was named), ``is_current`` and ``current_revision_id`` are as of
+    then too; left out otherwise."""
 
 
 class ErrorDetail(BaseModel):

@@ -10,27 +10,35 @@ and the index held its current version. Stale candidates are dropped; when the a
 a leg came back full, the legs are asked once more at ``retrieval.REFILL_DEPTH`` (1,000), and the
 deeper round's page replaces the first's.
 
+With ``as_of`` (DESIGN §10 "Time") the legs run on the note history index instead (every version
+with its validity interval, ``NoteFilter.as_of``), expiry is judged at that moment, and the truth
+check reads the versions themselves (``domain.as_of.held_at``): the version was the note's then and
+admitted then, the note still exists unredacted, and the caller may see it today.
+
 A hybrid search whose semantic leg fails (the embedder, or the index's k-NN leg) is answered by its
 lexical leg alone with ``degraded: true``, as ``search_knowledge`` is.
 
 Errors: ``RuntimeDisabledError``, ``InsufficientScopeError`` (``memory:read``),
-``MemoryInvalidRequestError`` (blank query, ``limit`` outside 1–50), ``DependencyUnavailableError``.
+``MemoryInvalidRequestError`` (blank query, ``limit`` outside 1–50), ``AsOfInvalidError`` (an
+``as_of`` without a zone or in the future), ``DependencyUnavailableError``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from knowledge.contract.memory import MemorySearchResponse, MemorySearchResult, SearchMemoryArguments
 from knowledge.contract.search import MAX_RESULTS_MAX, MAX_RESULTS_MIN
+from knowledge.domain.as_of import held_at, resolve_as_of
 from knowledge.domain.memory.notes import MemoryType, Note, normalize_path
+from knowledge.domain.memory.pins import pins_at
 from knowledge.domain.memory.retrieval import FusedNote, NoteFilter, NoteLegHits, NoteQuery, fuse_notes, holds
 from knowledge.domain.models import Permission, Principal, Scope
 from knowledge.domain.retrieval.hits import SearchMode
 from knowledge.errors import MemoryInvalidRequestError, RuntimeDisabledError
 from knowledge.observability import logger
-from knowledge.ports import Clock, Embedder, NoteIndex, NoteStore, RuntimeSwitch
+from knowledge.ports import Clock, Embedder, MemoryStore, NoteIndex, RuntimeSwitch
 from knowledge.services.access import require_scope
 from knowledge.services.notes import view
 from knowledge.services.retrieval import Round, legs_for, normalize_mode, retrieve, scores_of
@@ -41,14 +49,18 @@ class MemorySearchService:
 
     def __init__(
         self,
-        store: NoteStore,
+        store: MemoryStore,
         index: NoteIndex,
         embedder: Embedder,
         runtime_switch: RuntimeSwitch,
         clock: Clock,
+        history: Callable[[], NoteIndex] | None = None,
     ) -> None:
+        """``history`` gives the note history index on first use (only ``as_of`` reads need it, so
+        a cold start without one never opens it)."""
         self._store = store
         self._index = index
+        self._history = history
         self._embedder = embedder
         self._switch = runtime_switch
         self._clock = clock
@@ -69,6 +81,8 @@ class MemorySearchService:
             raise MemoryInvalidRequestError(
                 "A search_memory argument is out of bounds.", {"fields": problems}
             )
+        now = self._clock()
+        as_of = resolve_as_of(arguments.as_of, now)
         mode = normalize_mode(arguments.mode)
         alpha = min(1.0, max(0.0, arguments.alpha))
         note_filter = note_filter_for(
@@ -79,17 +93,32 @@ class MemorySearchService:
             memory_type=arguments.memory_type,
             path_prefix=arguments.path_prefix,
             include_superseded=arguments.include_superseded,
-            now=self._clock(),
+            now=now,
+            as_of=as_of,
         )
         accepted, degraded = self.ranked(query, note_filter, mode, alpha, arguments.limit)
+        if as_of is not None:
+            pinned = self.pinned_at(principal.tenant_id, as_of)
+            accepted = [
+                (hit, note.model_copy(update={"pinned": note.note_id in pinned})) for hit, note in accepted
+            ]
         results = [_result(hit, note, arguments.explain) for hit, note in accepted]
         logger.info(
             "memory searched",
             extra={"mode": mode.value, "results": len(results), "tenant_id": principal.tenant_id},
         )
         return MemorySearchResponse(
-            query=arguments.query, mode=mode.value, alpha=alpha, results=results, degraded=degraded
+            query=arguments.query,
+            mode=mode.value,
+            alpha=alpha,
+            results=results,
+            degraded=degraded,
+            as_of=as_of,
         )
+
+    def pinned_at(self, tenant_id: str, moment: datetime) -> set[str]:
+        """The ids of the tenant's notes that carried a pin at ``moment``."""
+        return {pin.note_id for pin in pins_at(self._store.pin_changes(tenant_id, moment), moment)}
 
     def ranked(
         self,
@@ -102,8 +131,10 @@ class MemorySearchService:
         """The best ``wanted`` notes for ``query`` (non-blank) under ``note_filter`` (whose caller it
         names), truth-checked against the store, with their fused scores, best first; and whether
         the search degraded: a hybrid search whose semantic leg failed (the embedder, or the index's
-        k-NN leg) is answered by its lexical leg alone, ``(notes, True)`` (``retrieval.retrieve``)."""
-        index = self._index
+        k-NN leg) is answered by its lexical leg alone, ``(notes, True)`` (``retrieval.retrieve``).
+        With ``note_filter.as_of``, the notes are the versions current then (the history index)."""
+        index = self.index_for(note_filter)
+        page_type = NotePage if note_filter.as_of is None else AsOfNotePage
 
         def search(round_: Round) -> NoteLegHits:
             return index.search(
@@ -123,11 +154,19 @@ class MemorySearchService:
             legs_for(mode),
             wanted,
             search,
-            lambda: NotePage(self._store, note_filter, mode, alpha, wanted),
+            lambda: page_type(self._store, note_filter, mode, alpha, wanted),
         )
         if retrieval.degraded:
             logger.warning("memory search degraded to its lexical leg", extra={"mode": mode.value})
         return retrieval.page.accepted[:wanted], retrieval.degraded
+
+    def index_for(self, note_filter: NoteFilter) -> NoteIndex:
+        """The index a read of ``note_filter`` searches: the history index for an ``as_of``."""
+        if note_filter.as_of is None:
+            return self._index
+        if self._history is None:
+            raise ValueError("answers as of a moment need a note history index")
+        return self._history()
 
 
 class NotePage:
@@ -136,7 +175,7 @@ class NotePage:
     admitted by ``note_filter``, at the version the index held); a deeper round replaces the page."""
 
     def __init__(
-        self, store: NoteStore, note_filter: NoteFilter, mode: SearchMode, alpha: float, wanted: int
+        self, store: MemoryStore, note_filter: NoteFilter, mode: SearchMode, alpha: float, wanted: int
     ) -> None:
         self._store = store
         self._filter = note_filter
@@ -165,6 +204,48 @@ class NotePage:
         return accepted
 
 
+class AsOfNotePage(NotePage):
+    """``NotePage`` for a search as of ``note_filter.as_of``: each hit is the version the history
+    index held, checked by ``domain.as_of.held_at`` against the note now and its versions (one
+    batched read of the notes, one of the versions found and the versions after them)."""
+
+    def _truth_check(self, fused: Sequence[FusedNote]) -> list[tuple[FusedNote, Note]]:
+        accepted: list[tuple[FusedNote, Note]] = []
+        batch_size = max(self._wanted, 25)
+        for start in range(0, len(fused), batch_size):
+            batch = fused[start : start + batch_size]
+            held = held_versions(self._store, self._filter, [(hit.note_id, hit.version) for hit in batch])
+            for hit in batch:
+                version = held.get(hit.note_id)
+                if version is not None and version.version == hit.version:
+                    accepted.append((hit, version))
+                    if len(accepted) >= self._wanted:
+                        return accepted
+        return accepted
+
+
+def held_versions(
+    store: MemoryStore, note_filter: NoteFilter, found: Sequence[tuple[str, int]]
+) -> dict[str, Note]:
+    """The versions among ``found`` (``(note_id, version)`` a history index held) that hold as of
+    ``note_filter.as_of`` (``domain.as_of.held_at``), by note id: one batched read of the notes and
+    one of those versions and the versions after them."""
+    if not found:
+        return {}
+    tenant_id = note_filter.tenant_id
+    notes = store.get_notes(tenant_id, [note_id for note_id, _ in found])
+    versions = store.get_note_versions(
+        tenant_id, [(note_id, version + step) for note_id, version in found for step in (0, 1)]
+    )
+    held: dict[str, Note] = {}
+    for note_id, number in found:
+        version = versions.get((note_id, number))
+        following = versions.get((note_id, number + 1))
+        if version is not None and held_at(note_filter, notes.get(note_id), version, following):
+            held[note_id] = version
+    return held
+
+
 def note_filter_for(
     principal: Principal,
     *,
@@ -175,8 +256,10 @@ def note_filter_for(
     path_prefix: str | None,
     include_superseded: bool,
     now: datetime,
+    as_of: datetime | None = None,
 ) -> NoteFilter:
-    """The ``NoteFilter`` of a memory read's arguments (``path_prefix`` normalized)."""
+    """The ``NoteFilter`` of a memory read's arguments (``path_prefix`` normalized); with ``as_of``,
+    as of that moment (``now`` is then the moment too, for expiry)."""
     return NoteFilter(
         tenant_id=principal.tenant_id,
         subject_id=principal.subject_id,
@@ -187,7 +270,8 @@ def note_filter_for(
         memory_type=MemoryType(memory_type) if memory_type else None,
         path_prefix=normalize_path(path_prefix) if path_prefix is not None else None,
         include_superseded=include_superseded,
-        now=now,
+        now=as_of or now,
+        as_of=as_of,
     )
 
 

@@ -17,13 +17,23 @@ note out once (``release_expired_note``), so redelivered and replayed records ch
 
 Writes that left ``version`` unchanged (the indexer's own mark) are ignored. Errors propagate.
 
+With a history index (DESIGN §10 "Time"), every sync also makes it hold each active version of the
+note with its validity interval (``domain.as_of.note_history``), read from the note's immutable
+version records: a version's interval is closed when the next one is written, so the whole history
+is rewritten from the table each time (idempotent; a note has few versions). A gone or redacted
+note leaves the history index too (its tombstone keeps late writes out). This costs one version
+listing, one embedding call (the embedder's cache answers for versions seen before) and one index
+write per synced note.
+
 ``apply_many`` applies the note changes of one stream batch together, with the same outcome for
 each note as ``apply``: one batched read of the notes per tenant (``get_notes``), one ``embed`` call
 for every note to index, one ``upsert_notes`` (one index commit) and the indexed marks in one
-write per tenant (``set_notes_indexed_versions``); a note reported by several records of the batch
-is synced once (its later records answer ``SUPERSEDED``). When the embedding or the index write of
-the batch fails, it is tried again one note at a time, so an error is the outcome of the records it
-concerns only (a failed read: that tenant's records) and the consumer reports failures per record.
+write per tenant (``set_notes_indexed_versions``), then for the history index one version listing
+per note, one ``embed`` call and one ``upsert_notes`` for all their versions; a note reported by
+several records of the batch is synced once (its later records answer ``SUPERSEDED``). When the
+embedding or the index write of the batch fails, it is tried again one note at a time, so an error
+is the outcome of the records it concerns only (a failed read: that tenant's records) and the
+consumer reports failures per record.
 """
 
 from __future__ import annotations
@@ -31,9 +41,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
+from datetime import datetime
 
+from knowledge.domain.as_of import note_history
 from knowledge.domain.changes import ChangeKind, IndexAction, StoreChange
-from knowledge.domain.memory.notes import Note, NoteStatus
+from knowledge.domain.memory.notes import VERSIONS_LIMIT_MAX, Note, NoteStatus
 from knowledge.domain.memory.retrieval import IndexedNote
 from knowledge.errors import ConflictError, ResourceUnavailableError
 from knowledge.observability import logger
@@ -52,14 +64,21 @@ class _Target:
     last_known_version: int
     positions: list[int] = field(default_factory=list)
 
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.tenant_id, self.note_id
+
 
 class NoteIndexingService:
     """Builds note index entries from the store. Thread-safe if its ports are."""
 
-    def __init__(self, store: NoteStore, index: NoteIndex, embedder: Embedder) -> None:
+    def __init__(
+        self, store: NoteStore, index: NoteIndex, embedder: Embedder, history: NoteIndex | None = None
+    ) -> None:
         self._store = store
         self._index = index
         self._embedder = embedder
+        self._history = history
 
     def apply(self, change: StoreChange) -> IndexAction:
         """Bring the index in line with the store for the note ``change`` touched (``IGNORED`` for
@@ -88,6 +107,8 @@ class NoteIndexingService:
             target.last_known_version = max(target.last_known_version, known.version)
             target.positions.append(position)
         actions = self._sync_many(list(targets.values()))
+        synced = [target for target in targets.values() if not isinstance(actions[target.key], Exception)]
+        actions.update(self._sync_histories(synced))
         for target in targets.values():
             action = actions[(target.tenant_id, target.note_id)]
             first, *later = target.positions
@@ -97,7 +118,69 @@ class NoteIndexingService:
         return [outcome if outcome is not None else IndexAction.IGNORED for outcome in outcomes]
 
     def sync_note(self, tenant_id: str, note_id: str, *, last_known_version: int) -> IndexAction:
-        """Make the index hold what the store says of one note now (see the module docs)."""
+        """Make the index (and the history index) hold what the store says of one note now (see the
+        module docs)."""
+        action = self._sync_current(tenant_id, note_id, last_known_version=last_known_version)
+        self.sync_history(tenant_id, note_id, last_known_version=last_known_version)
+        return action
+
+    def sync_history(self, tenant_id: str, note_id: str, *, last_known_version: int) -> None:
+        """Make the history index hold every active version of the note with its interval, or
+        nothing of a gone or redacted note (no-op without a history index)."""
+        outcome = self._sync_histories([_Target(tenant_id, note_id, last_known_version)])
+        error = outcome.get((tenant_id, note_id))
+        if isinstance(error, Exception):
+            raise error
+
+    def _sync_histories(self, targets: list[_Target]) -> dict[tuple[str, str], NoteOutcome]:
+        """``sync_history`` for every target: one version listing per note, then one embedding call
+        and one index write for all the versions to hold (when one fails, again one note at a time,
+        so an error is the outcome of its own notes only). Only errors are returned."""
+        if self._history is None or not targets:
+            return {}
+        errors: dict[tuple[str, str], NoteOutcome] = {}
+        entries: list[tuple[_Target, Note, datetime, datetime | None]] = []
+        for target in targets:
+            try:
+                versions = self._versions(target.tenant_id, target.note_id)
+                intervals = note_history(versions)
+                if not intervals:
+                    newest = max((version.version for version in versions), default=0)
+                    version = max(newest, target.last_known_version)
+                    self._history.remove_note(target.tenant_id, target.note_id, version=version)
+                entries.extend((target, *interval) for interval in intervals)
+            except Exception as error:
+                errors[target.key] = error
+        if not entries:
+            return errors
+        try:
+            vectors = self._embedder.embed([version.content for _, version, _, _ in entries])
+            self._history.upsert_notes(
+                [
+                    indexed_note(version, vector).model_copy(update={"valid_from": start, "valid_to": end})
+                    for (_, version, start, end), vector in zip(entries, vectors, strict=True)
+                ]
+            )
+        except Exception:
+            if len(targets) == 1:
+                raise
+            for target in {entry[0].key: entry[0] for entry in entries}.values():
+                errors.update(self._sync_histories([target]))
+        return errors
+
+    def _versions(self, tenant_id: str, note_id: str) -> list[Note]:
+        versions: list[Note] = []
+        next_token: str | None = None
+        while True:
+            page = self._store.list_note_versions(
+                tenant_id, note_id, limit=VERSIONS_LIMIT_MAX, next_token=next_token
+            )
+            versions.extend(page.entries)
+            next_token = page.next_token
+            if next_token is None:
+                return versions
+
+    def _sync_current(self, tenant_id: str, note_id: str, *, last_known_version: int) -> IndexAction:
         note = self._store.get_note(tenant_id, note_id)
         if note is None:
             self._index.remove_note(tenant_id, note_id, version=last_known_version)

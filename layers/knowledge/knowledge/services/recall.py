@@ -12,9 +12,14 @@ through the embedder's cache).
 
 The same state and arguments give the same pack: every order breaks ties by note id.
 
+With ``as_of`` (DESIGN §10 "Time") the pack is the one the caller would have got then: the pins as
+they stood (the pin history, ``domain.memory.pins.pins_at``) on the versions current then, and the
+ranked or browsed notes from the note history index, truth-checked as ``search_memory`` does
+(``memory_search.held_versions``), with today's authorization.
+
 Errors: ``RuntimeDisabledError``, ``InsufficientScopeError`` (``memory:read``),
 ``MemoryInvalidRequestError`` (``max_tokens`` outside 64–8,000, ``max_items`` outside 1–50),
-``DependencyUnavailableError``.
+``AsOfInvalidError``, ``DependencyUnavailableError``.
 """
 
 from __future__ import annotations
@@ -30,15 +35,17 @@ from knowledge.contract.memory import (
     RecallContextArguments,
     recall_problems,
 )
+from knowledge.domain.as_of import held_at, resolve_as_of, version_at
 from knowledge.domain.memory.context_pack import TOKENIZER, Candidate, TokenCounter, pack
-from knowledge.domain.memory.notes import Note
+from knowledge.domain.memory.notes import VERSIONS_LIMIT_MAX, Note
+from knowledge.domain.memory.pins import pins_at
 from knowledge.domain.memory.retrieval import NoteFilter, holds
 from knowledge.domain.models import Permission, Principal
 from knowledge.domain.retrieval.hits import SearchMode
 from knowledge.errors import MemoryInvalidRequestError
 from knowledge.observability import logger
 from knowledge.ports import Clock, Embedder, MemoryStore, NoteIndex
-from knowledge.services.memory_search import MemorySearchService, note_filter_for
+from knowledge.services.memory_search import MemorySearchService, held_versions, note_filter_for
 from knowledge.services.notes import NoteService
 from knowledge.services.pins import PinService
 
@@ -80,6 +87,8 @@ class RecallService:
             raise MemoryInvalidRequestError(
                 "A recall_context argument is out of bounds.", {"fields": problems}
             )
+        now = self._clock()
+        as_of = resolve_as_of(arguments.as_of, now)
         note_filter = note_filter_for(
             principal,
             scope=arguments.scope,
@@ -88,9 +97,13 @@ class RecallService:
             memory_type=arguments.memory_type,
             path_prefix=arguments.path_prefix,
             include_superseded=False,
-            now=self._clock(),
+            now=now,
+            as_of=as_of,
         )
-        pinned = [note for _, note in self._pins.pinned_notes(note_filter)]
+        if as_of is None:
+            pinned = [note for _, note in self._pins.pinned_notes(note_filter)]
+        else:
+            pinned = self._pinned_at(note_filter)
         query = (arguments.query or "").strip()
         ranked = self._ranked(query, note_filter, exclude={note.note_id for note in pinned})
         vectors = self._embedder.embed(
@@ -146,7 +159,40 @@ class RecallService:
                 included=len(result.included),
                 dropped=[DroppedNote(note_id=note_id, reason=reason) for note_id, reason in result.dropped],
             ),
+            as_of=as_of,
         )
+
+    def _pinned_at(self, note_filter: NoteFilter) -> list[Note]:
+        """The notes pinned as of ``note_filter.as_of`` that apply to its caller, in pin order, each
+        at its version then (``held_at``)."""
+        moment = note_filter.as_of
+        assert moment is not None
+        pins = pins_at(self._store.pin_changes(note_filter.tenant_id, moment), moment)
+        if not pins:
+            return []
+        current = self._store.get_notes(note_filter.tenant_id, [pin.note_id for pin in pins])
+        kept: list[Note] = []
+        for pin in pins:
+            versions = self._versions(note_filter.tenant_id, pin.note_id)
+            version = version_at(versions, moment)
+            if version is None:
+                continue
+            following = next((other for other in versions if other.version == version.version + 1), None)
+            if held_at(note_filter, current.get(pin.note_id), version, following):
+                kept.append(version.model_copy(update={"pinned": True}))
+        return kept
+
+    def _versions(self, tenant_id: str, note_id: str) -> list[Note]:
+        versions: list[Note] = []
+        next_token: str | None = None
+        while True:
+            page = self._store.list_note_versions(
+                tenant_id, note_id, limit=VERSIONS_LIMIT_MAX, next_token=next_token
+            )
+            versions.extend(page.entries)
+            next_token = page.next_token
+            if next_token is None:
+                return versions
 
     def _ranked(self, query: str, note_filter: NoteFilter, exclude: set[str]) -> list[tuple[Note, float]]:
         """The best ``RECALL_CANDIDATES`` notes that are not among ``exclude``, with their scores."""
@@ -161,6 +207,12 @@ class RecallService:
     def _browsed(self, note_filter: NoteFilter, wanted: int) -> list[tuple[Note, float]]:
         """Without a query: admitted notes by importance, then recency, then id, as stored now (the
         index held their current version)."""
+        if note_filter.as_of is not None:
+            hits = self._search.index_for(note_filter).browse(note_filter, wanted)
+            held = held_versions(self._store, note_filter, [(hit.note_id, hit.version) for hit in hits])
+            found = [version for hit in hits if (version := held.get(hit.note_id)) is not None]
+            found.sort(key=_importance_then_recency)
+            return [(version, version.importance) for version in found]
         hits = self._index.browse(note_filter, wanted)
         notes = self._store.get_notes(note_filter.tenant_id, [hit.note_id for hit in hits])
         kept = [

@@ -10,6 +10,13 @@ answer for all), ``PageUnavailableError`` (an addressed read of a ``page`` the r
 Locators name the revision's segment covering their offset (page, sheet and rows, section) when
 the revision has segments (``contract.search.Locator.within``).
 
+``as_of`` (DESIGN §10 "Time") on an addressed read answers as of that moment, with today's
+authorization (the base visible and active now): the item's state then (``ItemStore.list_item_states``,
+``domain.as_of.item_state_at``) must be published, the revision read is the one current then (or
+the one named, when it was published by then), and ``is_current`` / ``current_revision_id`` are as
+of then. A time without a zone or in the future is ``AsOfInvalidError``. A query with ``as_of`` is
+``InvalidRequestError`` (``details.as_of``): the knowledge index holds current revisions only.
+
 Ranking: ``retrieval.retrieve`` runs the rounds of both legs; ``ranking.ItemPage`` fuses them and
 checks each candidate's truth against the store (windows, duplicates, refill order: ``ranking``).
 
@@ -23,6 +30,7 @@ lexical leg or of the whole index call is ``DependencyUnavailableError``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 from knowledge.contract.search import (
     LIMIT_CHARS_MAX,
@@ -41,6 +49,7 @@ from knowledge.contract.search import (
 )
 from knowledge.domain import ids
 from knowledge.domain.access.visibility import VisibilityFilter
+from knowledge.domain.as_of import item_state_at, resolve_as_of
 from knowledge.domain.bounds import INTEGER_MAX, OFFSET_MAX
 from knowledge.domain.models import ItemStatus, KnowledgeBase, Permission, Principal, Revision
 from knowledge.domain.retrieval.analysis import query_terms
@@ -58,7 +67,7 @@ from knowledge.errors import (
     RuntimeDisabledError,
 )
 from knowledge.observability import logger
-from knowledge.ports import CorpusStore, Embedder, RuntimeSwitch, SearchIndex
+from knowledge.ports import Clock, CorpusStore, Embedder, RuntimeSwitch, SearchIndex
 from knowledge.services.access import find_base, find_item
 from knowledge.services.ranking import Accepted, ItemPage
 from knowledge.services.retrieval import Round, legs_for, normalize_mode, retrieve, scores_of
@@ -68,8 +77,14 @@ class SearchService:
     """Runs the tool for an authenticated principal. Thread-safe if its ports are."""
 
     def __init__(
-        self, store: CorpusStore, index: SearchIndex, embedder: Embedder, runtime_switch: RuntimeSwitch
+        self,
+        store: CorpusStore,
+        index: SearchIndex,
+        embedder: Embedder,
+        runtime_switch: RuntimeSwitch,
+        clock: Clock | None = None,
     ) -> None:
+        self._clock = clock or _utc_now
         self._store = store
         self._index = index
         self._embedder = embedder
@@ -91,13 +106,20 @@ class SearchService:
             raise InvalidRequestError(
                 "query is mutually exclusive with knowledge_item_id and knowledge_revision_id."
             )
+        as_of = resolve_as_of(arguments.as_of, self._clock())
         if query:
+            if as_of is not None:
+                raise InvalidRequestError(
+                    "as_of is answered for an addressed read (knowledge_item_id); a ranked query "
+                    "searches current revisions only.",
+                    {"as_of": as_of.isoformat()},
+                )
             return self._query(principal, arguments, query)
         if arguments.knowledge_revision_id and not arguments.knowledge_item_id:
             raise ItemRequiredError("knowledge_revision_id requires knowledge_item_id.")
         if not arguments.knowledge_item_id:
             raise QueryRequiredError("Provide a query for ranked search or a knowledge_item_id to read.")
-        return self._read(principal, arguments)
+        return self._read(principal, arguments, as_of)
 
     # -- query mode -------------------------------------------------------------------------------
 
@@ -158,7 +180,9 @@ class SearchService:
 
     # -- addressed read ---------------------------------------------------------------------------
 
-    def _read(self, principal: Principal, arguments: SearchKnowledgeArguments) -> KnowledgeReadResponse:
+    def _read(
+        self, principal: Principal, arguments: SearchKnowledgeArguments, as_of: datetime | None = None
+    ) -> KnowledgeReadResponse:
         item_id = arguments.knowledge_item_id
         revision_id = arguments.knowledge_revision_id or None
         ids.require_well_formed(item_id, ids.ITEM_PREFIX, "knowledge_item_id")
@@ -167,14 +191,22 @@ class SearchService:
         # One get_item and one get_base whatever the answer (``find_item``): an absent item and
         # one the caller may not see take the same work before their identical 404.
         item, base = find_item(self._store, principal, item_id)
-        if item.status is not ItemStatus.PUBLISHED or item.current_revision_id is None:
+        current_revision_id = item.current_revision_id
+        if as_of is not None:
+            state = item_state_at(item, self._store.list_item_states(principal.tenant_id, item_id), as_of)
+            current_revision_id = state.current_revision_id if state is not None else None
+            if state is None or state.status is not ItemStatus.PUBLISHED:
+                raise ResourceUnavailableError()
+        elif item.status is not ItemStatus.PUBLISHED:
+            raise ResourceUnavailableError()
+        if current_revision_id is None:
             raise ResourceUnavailableError()
         if arguments.knowledge_base_id and arguments.knowledge_base_id != item.knowledge_base_id:
             raise ResourceUnavailableError()
-        revision = self._store.get_revision(
-            principal.tenant_id, item_id, revision_id or item.current_revision_id
-        )
-        if revision is None or not revision.is_published:
+        revision = self._store.get_revision(principal.tenant_id, item_id, revision_id or current_revision_id)
+        if revision is None or revision.published_at is None:
+            raise ResourceUnavailableError()
+        if as_of is not None and revision.published_at > as_of:
             raise ResourceUnavailableError()
         offset = _start_of_read(revision, arguments)
         window = self._store.read_content(revision, offset=offset, limit=arguments.limit_chars)
@@ -201,8 +233,9 @@ class SearchService:
             content_limit=arguments.limit_chars,
             content_total_chars=revision.total_chars,
             content_truncated=window.truncated,
-            is_current=revision.knowledge_revision_id == item.current_revision_id,
-            current_revision_id=item.current_revision_id,
+            is_current=revision.knowledge_revision_id == current_revision_id,
+            current_revision_id=current_revision_id,
+            as_of=as_of,
         )
 
     def _visible_base(self, principal: Principal, knowledge_base_id: str) -> KnowledgeBase:
@@ -233,6 +266,10 @@ def _start_of_read(revision: Revision, arguments: SearchKnowledgeArguments) -> i
             {"offset": arguments.offset, "content_total_chars": revision.total_chars},
         )
     return arguments.offset
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
 
 
 def _check_bounds(arguments: SearchKnowledgeArguments) -> None:

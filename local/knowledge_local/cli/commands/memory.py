@@ -2,8 +2,9 @@
 
     knowledge remember "fact" [--path --type --scope --team --key --agent --importance --ttl --supersedes
                                --pin]
-    knowledge memories "query" [--mode --limit --path --type --scope --include-superseded]
-    knowledge recall ["query"] [--max-tokens --max-items --path-prefix --type --scope --team --agent]
+    knowledge memories "query" [--mode --limit --path --type --scope --include-superseded --as-of]
+    knowledge recall ["query"] [--max-tokens --max-items --path-prefix --type --scope --team --agent
+                                --as-of]
     knowledge forget NOTE_ID [--mode soft|redact|hard]
     knowledge pin NOTE_ID [--order --reason --expires-at]
     knowledge unpin NOTE_ID
@@ -31,6 +32,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from knowledge.domain.ids import NOTE_PREFIX, is_well_formed
+from knowledge_local.cli.arguments import moment
 from knowledge_local.cli.client import KnowledgeClient
 
 Command = Callable[[KnowledgeClient, argparse.Namespace], int]
@@ -39,6 +41,8 @@ MODES = ("hybrid", "lexical", "semantic", "rrf")
 MEMORY_TYPES = ("fact", "preference", "decision", "event", "working", "identity")
 NOTE_SCOPES = ("private", "team", "tenant")
 FORGET_MODES = ("soft", "redact", "hard")
+
+AS_OF_HELP = "answer as of this moment (ISO-8601 with a zone, e.g. 2026-05-01T12:00:00Z)"
 
 
 def note_id(value: str) -> str:
@@ -84,6 +88,7 @@ def _memories(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
         memory_type=arguments.type,
         scope=arguments.scope,
         include_superseded=arguments.include_superseded or None,
+        as_of=arguments.as_of,
     )
     if arguments.json:
         print(json.dumps(answer, indent=2, ensure_ascii=False))
@@ -119,6 +124,7 @@ def _recall(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
         scope=arguments.scope,
         team_id=arguments.team,
         agent_id=arguments.agent,
+        as_of=arguments.as_of,
     )
     if arguments.json:
         _print_json(answer)
@@ -252,6 +258,7 @@ def add_commands(commands: Any, shared: Sequence[argparse.ArgumentParser]) -> No
     memories.add_argument("--type", choices=MEMORY_TYPES, help="only notes of this type")
     memories.add_argument("--scope", choices=NOTE_SCOPES, help="only notes of this scope")
     memories.add_argument("--include-superseded", action="store_true", help="also superseded notes")
+    memories.add_argument("--as-of", type=moment, help=AS_OF_HELP)
     memories.add_argument("--json", action="store_true", help="print the API's JSON answer")
     memories.set_defaults(run=_memories)
 
@@ -270,6 +277,7 @@ def add_commands(commands: Any, shared: Sequence[argparse.ArgumentParser]) -> No
     recall.add_argument("--scope", choices=NOTE_SCOPES, help="only notes of this scope")
     recall.add_argument("--team", help="only notes of this team")
     recall.add_argument("--agent", help="only notes about this agent")
+    recall.add_argument("--as-of", type=moment, help=AS_OF_HELP)
     recall.add_argument("--json", action="store_true", help="print the API's JSON answer")
     recall.set_defaults(run=_recall)
 

@@ -1,8 +1,9 @@
 """``knowledge search "query" [--mode --alpha --max-results --base --json]``: the ranked results,
 one line each (rank, final score, base name, title, item id, excerpt shortened to the terminal);
-``knowledge read ITEM [--revision --offset | --page --limit --json]``: one item (or revision) a page
-of characters at a time (``--page``: from a converted PDF's page), the position, where it is in the
-original (page, sheet and rows, section) and the next page's command on stderr."""
+``knowledge read ITEM [--revision --offset | --page --limit --as-of --json]``: one item (or revision)
+a page of characters at a time (``--page``: from a converted PDF's page), the position, where it is
+in the original (page, sheet and rows, section) and the next page's command on stderr; ``--as-of``
+reads the revision that was current at that moment."""
 
 from __future__ import annotations
 
@@ -16,7 +17,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from knowledge.domain.ids import KB_PREFIX, is_well_formed
-from knowledge_local.cli.arguments import base_reference, finite_number, item_id, program_name, revision_id
+from knowledge_local.cli.arguments import (
+    base_reference,
+    finite_number,
+    item_id,
+    moment,
+    program_name,
+    revision_id,
+)
 from knowledge_local.cli.client import ApiError, KnowledgeClient
 from knowledge_local.cli.ingestion import find_base, similar_names
 from knowledge_local.state import state_dir, state_dir_prefix
@@ -51,6 +59,11 @@ def add_commands(commands: Any, shared: Sequence[argparse.ArgumentParser]) -> No
         "--page", type=int, default=None, help="start at this page of a converted PDF (instead of --offset)"
     )
     read_parser.add_argument("--limit", type=int, default=4000, help="characters, 1-10000 (4000)")
+    read_parser.add_argument(
+        "--as-of",
+        type=moment,
+        help="read as of this moment (ISO-8601 with a zone, e.g. 2026-05-01T12:00:00Z)",
+    )
     read_parser.add_argument("--json", action="store_true", help="print the API's JSON answer")
     read_parser.set_defaults(run=_read)
 
@@ -91,6 +104,7 @@ def _read(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
         offset=arguments.offset,
         page=arguments.page,
         limit_chars=arguments.limit,
+        as_of=arguments.as_of,
     )
     if arguments.json:
         print(json.dumps(answer, indent=2, ensure_ascii=False))
@@ -114,9 +128,10 @@ def _read(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
         api_url = getattr(arguments, "api_url", None)
         target = f" --api-url {shlex.quote(api_url)}" if api_url else ""
         command = f"{state_dir_prefix(state_dir())}{program_name()} read {answer.get('knowledge_item_id')}"
+        as_of = f" --as-of {shlex.quote(arguments.as_of)}" if arguments.as_of else ""
         fields.append(
             f"next page: {command} --revision {answer.get('knowledge_revision_id')} "
-            f"--offset {end} --limit {arguments.limit}{target}"
+            f"--offset {end} --limit {arguments.limit}{as_of}{target}"
         )
     print("\n".join(["---", *fields]), file=sys.stderr)
     return 0

@@ -46,6 +46,7 @@ class _Services(BaseManager):
 
 _Services.register("index")
 _Services.register("note_index")
+_Services.register("note_history_index")
 _Services.register("embedder")
 
 
@@ -101,8 +102,17 @@ def install_container(address: str, authkey: bytes, share_indexes: bool = True) 
     services.connect()
     index: Any = services.index() if share_indexes else None  # type: ignore[attr-defined]
     note_index: Any = services.note_index() if share_indexes else None  # type: ignore[attr-defined]
+    history: Any = services.note_history_index() if share_indexes else None  # type: ignore[attr-defined]
     embedder = RemoteEmbedder(services.embedder())  # type: ignore[attr-defined]
-    use_container(build_container(get_settings(), index=index, note_index=note_index, embedder=embedder))
+    use_container(
+        build_container(
+            get_settings(),
+            index=index,
+            note_index=note_index,
+            embedder=embedder,
+            note_history_index=history,
+        )
+    )
 
 
 class SharedServices:
@@ -119,11 +129,19 @@ class SharedServices:
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def start(self, index: SearchIndex, note_index: NoteIndex, embedder: Embedder) -> None:
-        """Listen and serve ``index``, ``note_index`` and ``embedder`` in a daemon thread."""
+    def start(
+        self,
+        index: SearchIndex,
+        note_index: NoteIndex,
+        embedder: Embedder,
+        note_history_index: NoteIndex | None = None,
+    ) -> None:
+        """Listen and serve ``index``, ``note_index`` (and ``note_history_index``) and ``embedder``
+        in a daemon thread."""
         registry: type[BaseManager] = type("_Served", (BaseManager,), {})
         registry.register("index", callable=lambda: index)
         registry.register("note_index", callable=lambda: note_index)
+        registry.register("note_history_index", callable=lambda: note_history_index)
         service = _EmbeddingService(embedder)
         registry.register("embedder", callable=lambda: service)
         server = registry(address=self._address, authkey=self._authkey).get_server()

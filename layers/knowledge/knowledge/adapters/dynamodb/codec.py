@@ -28,8 +28,9 @@ from pydantic import BaseModel
 
 from knowledge.adapters.dynamodb import keys
 from knowledge.domain import segments
+from knowledge.domain.as_of import ItemState
 from knowledge.domain.memory.notes import Note, NoteClaim, expiration
-from knowledge.domain.memory.pins import Pin
+from knowledge.domain.memory.pins import Pin, PinChange
 from knowledge.domain.models import ItemStatus, KnowledgeBase, KnowledgeItem, Revision, TokenRecord
 
 if TYPE_CHECKING:
@@ -68,6 +69,8 @@ class Entity(StrEnum):
     NOTE_VERSION = "note_version"
     NOTE_CLAIM = "note_claim"
     PIN = "pin"
+    PIN_CHANGE = "pin_change"
+    ITEM_STATE = "item_state"
     QUOTA = "quota"
     EXPIRY_COUNTED = "expiry_counted"
 
@@ -285,6 +288,45 @@ def encode_pin(pin: Pin) -> RawItem:
 
 def decode_pin(item: Mapping[str, Any]) -> Pin:
     return _model(Pin, item)
+
+
+def encode_item_state(state: ItemState) -> RawItem:
+    """The immutable ``STATE#{version:06d}`` record of an item's state at one version."""
+    return _record(
+        Entity.ITEM_STATE, keys.item_state_key(state.tenant_id, state.knowledge_item_id, state.version), state
+    )
+
+
+def decode_item_state(item: Mapping[str, Any]) -> ItemState:
+    return _model(ItemState, item)
+
+
+def encode_pin_change(change: PinChange, change_id: str) -> RawItem:
+    """A ``PINLOG#{at}#{id}`` record beside the note, listed in its tenant's pin changes (GSI1); the
+    pin's fields when it was a pin, ``pinned: false`` for a removal. It never expires: the pin's
+    own ``expires_at`` says when it stopped applying."""
+    at = timestamp(change.at)
+    index = keys.pin_change_index_key(change.tenant_id, change.note_id, at)
+    values: dict[str, Any] = {
+        "PK": keys.pin_change_key(change.tenant_id, change.note_id, at, change_id).pk,
+        "SK": keys.pin_change_key(change.tenant_id, change.note_id, at, change_id).sk,
+        "entity": Entity.PIN_CHANGE.value,
+        "GSI1PK": index.pk,
+        "GSI1SK": index.sk,
+        "at": at,
+        "pinned": change.pin is not None,
+    }
+    if change.pin is not None:
+        values.update({name: field for name, field in change.pin if field is not None})
+    else:
+        values.update({"tenant_id": change.tenant_id, "note_id": change.note_id})
+    return serialize(values)
+
+
+def decode_pin_change(item: Mapping[str, Any]) -> PinChange:
+    values = deserialize(item)
+    pin = _model(Pin, item) if values.get("pinned") else None
+    return PinChange(tenant_id=values["tenant_id"], note_id=values["note_id"], at=values["at"], pin=pin)
 
 
 def encode_note_claim(note: Note, claim: NoteClaim) -> RawItem:

@@ -14,6 +14,9 @@ Write protocol:
 - ``external_id`` is unique per base through a guard record created in the item's transaction:
   of two concurrent creators with one external id, one gets ``ConflictError``; it may re-read with
   ``find_item_by_external_id`` and add a revision instead. Archiving deletes the guard.
+- Every item write also puts the item's state at its new version (``STATE#{version:06d}``: status
+  and current revision, write-once) in the same transaction: the history ``as_of`` reads
+  (``list_item_states``).
 - Archived items drop out of ``list_items`` (their GSI1 keys are removed).
 - A live item counts against its tenant's stored items quota: the create's transaction adds one to
   the tenant's count under the limit (else ``StoredItemsQuotaError``, and nothing is written), the
@@ -35,6 +38,7 @@ from knowledge.adapters.dynamodb.paging import INDEX_KEY, TABLE_KEY, Listing
 from knowledge.adapters.dynamodb.quota_records import stored_items_write
 from knowledge.adapters.dynamodb.table import EXISTS, VERSION_IS_EXPECTED, TableRecords, all_of
 from knowledge.domain import ids, lifecycle
+from knowledge.domain.as_of import ItemState, item_state
 from knowledge.domain.models import ItemStatus, KnowledgeItem, Page, Revision, Source
 from knowledge.domain.segments import Segment
 from knowledge.errors import ConflictError, ResourceUnavailableError, StoredItemsQuotaError
@@ -92,6 +96,7 @@ class DynamoDBItemStore(TableRecords):
         item = lifecycle.new_item(revision, external_id=external_id, publish=publish)
         writes = [
             self._table.put_new_write(codec.encode_item(item)),
+            self._state_write(item),
             stored_items_write(self._table, tenant_id, 1, self._stored_items_limit),
         ]
         if external_id is not None:
@@ -151,7 +156,9 @@ class DynamoDBItemStore(TableRecords):
             segments=segments,
         )
         updated = lifecycle.revised_item(item, revision, publish=publish, now=now)
-        self._write_revision(revision, content, [{"Update": self._item_update(item, updated)}])
+        self._write_revision(
+            revision, content, [{"Update": self._item_update(item, updated)}, self._state_write(updated)]
+        )
         _log_revision(revision, updated)
         return updated, revision
 
@@ -179,7 +186,9 @@ class DynamoDBItemStore(TableRecords):
             "ExpressionAttributeValues": codec.serialize({":published_at": codec.timestamp(now)}),
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
-        self._table.transact([{"Update": self._item_update(item, updated)}, {"Update": stamp}])
+        self._table.transact(
+            [{"Update": self._item_update(item, updated)}, {"Update": stamp}, self._state_write(updated)]
+        )
         logger.info(
             "revision published",
             extra={
@@ -201,6 +210,7 @@ class DynamoDBItemStore(TableRecords):
         writes: list[TransactWriteItemTypeDef] = [
             {"Update": self._item_update(item, updated, remove=("GSI1PK", "GSI1SK"))},
             stored_items_write(self._table, tenant_id, -1, self._stored_items_limit),
+            self._state_write(updated),
         ]
         if item.external_id is not None:
             guard = keys.external_id_key(tenant_id, item.knowledge_base_id, item.external_id)
@@ -339,6 +349,14 @@ class DynamoDBItemStore(TableRecords):
                 "An item with this external_id already exists in the knowledge base.",
                 current_version=existing.version,
             )
+
+    def list_item_states(self, tenant_id: str, knowledge_item_id: str) -> list[ItemState]:
+        partition = keys.item_partition(tenant_id, knowledge_item_id)
+        first, last = keys.ITEM_STATE_PREFIX + "000001", keys.ITEM_STATE_PREFIX + "999999"
+        return [codec.decode_item_state(record) for record in self._table.query_range(partition, first, last)]
+
+    def _state_write(self, item: KnowledgeItem) -> TransactWriteItemTypeDef:
+        return self._table.put_new_write(codec.encode_item_state(item_state(item)))
 
     def _write_revision(
         self, revision: Revision, content: str, writes: list[TransactWriteItemTypeDef]

@@ -6,11 +6,13 @@
 | item              | ``T#{tenant}#ITEM#{item}``                | ``META``                 |
 | revision          | ``T#{tenant}#ITEM#{item}``                | ``REV#{rev}``            |
 | page              | ``T#{tenant}#ITEM#{item}``                | ``PAGE#{rev}#{n:06d}``   |
+| item state        | ``T#{tenant}#ITEM#{item}``                | ``STATE#{version:06d}``  |
 | external-id guard | ``T#{tenant}#KB#{kb}#EXT#{sha256(ext)}``  | ``META``                 |
 | token             | ``TOKEN#{sha256(token)}``                 | ``META``                 |
 | note              | ``T#{tenant}#NOTE#{note}``                | ``META``                 |
 | note version      | ``T#{tenant}#NOTE#{note}``                | ``VER#{n:06d}``          |
 | pin of a note     | ``T#{tenant}#NOTE#{note}``                | ``PIN``                  |
+| pin change        | ``T#{tenant}#NOTE#{note}``                | ``PINLOG#{at}#{n}``      |
 | note claim        | ``T#{tenant}#NOTECLAIM#{sha256(claim)}``  | ``META``                 |
 | quota window      | ``T#{tenant}#QUOTA``                      | ``{quota}#{window}``     |
 | stored items      | ``T#{tenant}#QUOTA``                      | ``STORED_ITEMS``         |
@@ -25,6 +27,8 @@ creation order (``GSI1PK = T#{tenant}#TOKENS``, ``GSI1SK = TOKEN#{created_at}#{s
 pins of a tenant in pin order (``GSI1PK = T#{tenant}#PINS``, ``GSI1SK = PIN#{order:06d}#{pin}``)
 and the data sources of a base (``GSI1PK = T#{tenant}#KB#{kb}``, ``GSI1SK = DS#{ds}``). An S3 event
 names only a bucket, so each data source has a second record under its bucket's partition.
+and the pin changes of a tenant in time order (``GSI1PK = T#{tenant}#PINLOG``, ``GSI1SK =
+{at}#{note}``, ``at`` the change's UTC timestamp with microseconds).
 
 Key components must be non-empty and free of ``#``; otherwise one record's key could spell another
 record's (a base id ending in ``#EXT#...`` would address a guard). Builders raise ``ValueError`` for
@@ -44,6 +48,8 @@ ITEM_INDEX_PREFIX = "ITEM#"
 BASE_INDEX_PREFIX = "KB#"
 TOKEN_INDEX_PREFIX = "TOKEN#"
 NOTE_VERSION_PREFIX = "VER#"
+PIN_CHANGE_PREFIX = "PINLOG#"
+ITEM_STATE_PREFIX = "STATE#"
 PIN = "PIN"
 EXPIRY_COUNTED = "EXPIRY_COUNTED"
 STORED_ITEMS = "STORED_ITEMS"
@@ -256,3 +262,25 @@ def synced_sort_key(s3_key: str) -> str:
 
 def synced_key(tenant_id: str, data_source_id: str, s3_key: str) -> TableKey:
     return TableKey(data_source_partition(tenant_id, data_source_id), synced_sort_key(s3_key))
+
+
+def pin_changes_partition(tenant_id: str) -> str:
+    """``T#{tenant}#PINLOG``: the GSI1 partition listing a tenant's pin changes in time order."""
+    return f"T#{_part(tenant_id)}#PINLOG"
+
+
+def pin_change_key(tenant_id: str, note_id: str, at: str, change_id: str) -> TableKey:
+    """A pin change of a note (``at``: its UTC timestamp, which sorts as time), beside the note."""
+    return TableKey(note_partition(tenant_id, note_id), f"{PIN_CHANGE_PREFIX}{at}#{_part(change_id)}")
+
+
+def pin_change_index_key(tenant_id: str, note_id: str, at: str) -> TableKey:
+    """GSI1 key listing a pin change under its tenant, by time."""
+    return TableKey(pin_changes_partition(tenant_id), f"{at}#{_part(note_id)}")
+
+
+def item_state_key(tenant_id: str, knowledge_item_id: str, version: int) -> TableKey:
+    """The state an item recorded at ``version`` (1..999,999, else ``ValueError``), beside it."""
+    if not 1 <= version <= MAX_NOTE_VERSION:
+        raise ValueError(f"item version must be within 1..{MAX_NOTE_VERSION}")
+    return TableKey(item_partition(tenant_id, knowledge_item_id), f"{ITEM_STATE_PREFIX}{version:06d}")

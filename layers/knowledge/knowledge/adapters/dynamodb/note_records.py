@@ -154,6 +154,15 @@ class DynamoDBNoteStore(TableRecords):
         )
         return Page[Note](entries=[codec.decode_note(record) for record in records], next_token=token)
 
+    def get_note_versions(
+        self, tenant_id: str, keys_: Sequence[tuple[str, int]]
+    ) -> dict[tuple[str, int], Note]:
+        records = self._table.batch_get(
+            [keys.note_version_key(tenant_id, note_id, version) for note_id, version in keys_]
+        )
+        versions = [codec.decode_note(record) for record in records]
+        return {(version.note_id, version.version): version for version in versions}
+
     def redact_note_versions(self, tenant_id: str, note_id: str) -> None:
         partition = keys.note_partition(tenant_id, note_id)
         first = keys.note_version_sort_key(1)
@@ -194,7 +203,12 @@ class DynamoDBNoteStore(TableRecords):
             for claim in claims
             if self.claim_holder(tenant_id, claim) == note_id
         ]
-        leftovers = [keys.TableKey(record["PK"]["S"], record["SK"]["S"]) for record in versions]
+        pin_changes = self._table.query_range(
+            partition, keys.PIN_CHANGE_PREFIX, keys.PIN_CHANGE_PREFIX + "\uffff"
+        )
+        leftovers = [
+            keys.TableKey(record["PK"]["S"], record["SK"]["S"]) for record in [*versions, *pin_changes]
+        ]
         self._table.delete_quietly([*leftovers, keys.pin_key(tenant_id, note_id), *held])
         logger.info("note deleted", extra={"tenant_id": tenant_id, "note_id": note_id})
 

@@ -6,16 +6,22 @@ never outlives a note deleted at the same moment, and conditioned on the pin it 
 ``pin_id``), or on no pin at all. GSI1 is eventually consistent: a listing may trail a write for a
 moment, while ``get_pin`` (and the note reads, which read the pin beside the note) are strongly
 consistent.
+
+Every pin write and removal also puts a pin change record beside the note in the same transaction
+(``PINLOG#{at}#{id}``, listed per tenant in time order on GSI1: ``T#{tenant}#PINLOG``), the pin
+history that answers ``as_of`` (``pin_changes``); a hard delete of the note removes them with it.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from knowledge.adapters.dynamodb import codec, keys
 from knowledge.adapters.dynamodb.paging import INDEX_KEY, Listing
 from knowledge.adapters.dynamodb.table import EXISTS, TableRecords
-from knowledge.domain.memory.pins import Pin
+from knowledge.domain import ids
+from knowledge.domain.memory.pins import Pin, PinChange
 from knowledge.domain.models import Page
 from knowledge.observability import logger
 
@@ -55,19 +61,27 @@ class DynamoDBPinStore(TableRecords):
                     "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                 }
             }
-        self._table.transact([guard, put])
+        change = PinChange(tenant_id=pin.tenant_id, note_id=pin.note_id, at=pin.updated_at, pin=pin)
+        logged = self._table.put_new_write(codec.encode_pin_change(change, ids.new_ulid()))
+        self._table.transact([guard, put, logged])
         logger.info("note pinned", extra={"tenant_id": pin.tenant_id, "note_id": pin.note_id})
 
-    def delete_pin(self, tenant_id: str, note_id: str, *, pin_id: str) -> None:
-        self._table.delete(
-            {
-                "TableName": self._table.name,
-                "Key": codec.key(keys.pin_key(tenant_id, note_id)),
-                "ConditionExpression": f"attribute_not_exists(PK) OR {PIN_IS_EXPECTED}",
-                "ExpressionAttributeNames": {"#pin_id": "pin_id"},
-                "ExpressionAttributeValues": codec.serialize({":pin_id": pin_id}),
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            }
+    def delete_pin(self, tenant_id: str, note_id: str, *, pin_id: str, at: datetime | None = None) -> None:
+        change = PinChange(tenant_id=tenant_id, note_id=note_id, at=at or self._clock())
+        self._table.transact(
+            [
+                {
+                    "Delete": {
+                        "TableName": self._table.name,
+                        "Key": codec.key(keys.pin_key(tenant_id, note_id)),
+                        "ConditionExpression": f"attribute_not_exists(PK) OR {PIN_IS_EXPECTED}",
+                        "ExpressionAttributeNames": {"#pin_id": "pin_id"},
+                        "ExpressionAttributeValues": codec.serialize({":pin_id": pin_id}),
+                        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                    }
+                },
+                self._table.put_new_write(codec.encode_pin_change(change, ids.new_ulid())),
+            ]
         )
         logger.info("note unpinned", extra={"tenant_id": tenant_id, "note_id": note_id})
 
@@ -77,6 +91,13 @@ class DynamoDBPinStore(TableRecords):
             listing, keys.PIN_INDEX_PREFIX, limit=limit, next_token=next_token
         )
         return Page[Pin](entries=[codec.decode_pin(record) for record in records], next_token=token)
+
+    def pin_changes(self, tenant_id: str, until: datetime) -> list[PinChange]:
+        # "$" sorts right after "#", so the bound takes every change at ``until`` itself
+        last = codec.timestamp(until) + "$"
+        records = self._table.query_index_until(keys.pin_changes_partition(tenant_id), last)
+        changes = [codec.decode_pin_change(record) for record in records]
+        return sorted(changes, key=lambda change: change.at)
 
     def resume_pins_after(self, pin: Pin) -> str:
         record = codec.encode_pin(pin)

@@ -180,6 +180,24 @@ class DynamoDBTable:
                 return records
             query["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
+    def query_index_until(self, partition: str, last: str) -> list[RawItem]:
+        """Records of GSI1 ``partition`` with ``GSI1SK <= last``, ascending (eventually consistent,
+        as every GSI read)."""
+        query: QueryInputTypeDef = {
+            "TableName": self.name,
+            "IndexName": INDEX_NAME,
+            "KeyConditionExpression": "GSI1PK = :pk AND GSI1SK <= :last",
+            "ExpressionAttributeValues": serialize({":pk": partition, ":last": last}),
+        }
+        records: list[RawItem] = []
+        while True:
+            with translated_errors():
+                response = self._client.query(**query)
+            records.extend(response.get("Items", []))
+            if "LastEvaluatedKey" not in response:
+                return records
+            query["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
     def query_listing(
         self,
         listing: Listing,

@@ -17,6 +17,12 @@ query costs a few array operations, not one Python call per note. Versions:
 the version (or tombstone version) of every note ever written is kept, so a late or replayed write
 never regresses a note. Equal scores are ordered by note id. One lock guards every method; writes
 are searchable when they return.
+
+History (``history=True``, the note history index of DESIGN §10 "Time"): one document per note
+*version*, keyed by note and version, with its validity interval ``[valid_from, valid_to)`` in two
+more columns; a ``NoteFilter`` with ``as_of`` admits the rows valid then. Rewriting a version (its
+interval closed by the next one) replaces its document; ``remove_note`` drops every version of the
+note and keeps a tombstone, so a late write of an older version never brings one back.
 """
 
 from __future__ import annotations
@@ -64,7 +70,10 @@ def _sort_key(hit: NoteHit) -> tuple[float, str]:
 class EmbeddedNoteIndex:
     """In-process ``NoteIndex``."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, history: bool = False) -> None:
+        self._history = history
+        self._tombstones: dict[_Key, int] = {}
+        self._keys_of: dict[_Key, set[_Key]] = {}
         self._lock = threading.RLock()
         self._space = VectorSpace("note index")
         builder = tantivy.SchemaBuilder()
@@ -89,6 +98,8 @@ class EmbeddedNoteIndex:
         self._expires: npt.NDArray[np.float64] = np.zeros(0, np.float64)
         self._importance: npt.NDArray[np.float64] = np.zeros(0, np.float64)
         self._updated: npt.NDArray[np.float64] = np.zeros(0, np.float64)
+        self._valid_from: npt.NDArray[np.float64] = np.zeros(0, np.float64)
+        self._valid_to: npt.NDArray[np.float64] = np.zeros(0, np.float64)
         self._prefix_rows: dict[tuple[str, str], set[int]] = {}
 
     def ensure_ready(self, *, model_id: str, dimension: int) -> None:
@@ -106,6 +117,9 @@ class EmbeddedNoteIndex:
             vectors = [self._space.unit(note.vector) for note in notes]
             results: list[bool] = []
             for note, vector in zip(notes, vectors, strict=True):
+                if self._history:
+                    results.append(self._upsert_version(note, vector))
+                    continue
                 key = (note.tenant_id, note.note_id)
                 held = self._versions.get(key)
                 if held is not None and held.refuses_upsert(note.version):
@@ -124,12 +138,31 @@ class EmbeddedNoteIndex:
         """Remove the note and keep a tombstone at ``version``; a no-op when a newer version is held."""
         with self._lock:
             key = (tenant_id, note_id)
+            if self._history:
+                self._tombstones[key] = max(version, self._tombstones.get(key, version))
+                dropped = [self._drop(held) for held in sorted(self._keys_of.pop(key, set()))]
+                if any(dropped):
+                    self._commit()
+                return
             held = self._versions.get(key)
             if held is not None and held.refuses_removal(version):
                 return
             self._versions[key] = Version(version, removed=True)
             if self._drop(key):
                 self._commit()
+
+    def _upsert_version(self, note: IndexedNote, vector: npt.NDArray[np.float32]) -> bool:
+        """Write one version's document (history mode), replacing the one held for that version;
+        ``False`` at or below the note's tombstone."""
+        key = (note.tenant_id, note.note_id)
+        tombstone = self._tombstones.get(key)
+        if tombstone is not None and note.version <= tombstone:
+            return False
+        version_key = (note.tenant_id, f"{note.note_id}@{note.version}")
+        self._drop(version_key)
+        self._add(note, vector, version_key)
+        self._keys_of.setdefault(key, set()).add(version_key)
+        return True
 
     def refresh(self) -> None:
         """Writes are searchable when they return; nothing to do."""
@@ -194,6 +227,9 @@ class EmbeddedNoteIndex:
         if not note_filter.include_superseded:
             mask &= ~self._superseded[:size]
         mask &= self._expires[:size] > note_filter.now.timestamp()
+        if note_filter.as_of is not None:
+            moment = note_filter.as_of.timestamp()
+            mask &= (self._valid_from[:size] <= moment) & (self._valid_to[:size] > moment)
         if note_filter.path_prefix is not None:
             under = self._prefix_rows.get((note_filter.tenant_id, note_filter.path_prefix), set())
             prefixed = np.zeros(size, np.bool_)
@@ -267,7 +303,8 @@ class EmbeddedNoteIndex:
         note = self._note(row)
         return NoteHit(note_id=note.note_id, version=note.version, score=score)
 
-    def _add(self, note: IndexedNote, vector: npt.NDArray[np.float32]) -> None:
+    def _add(self, note: IndexedNote, vector: npt.NDArray[np.float32], key: _Key | None = None) -> None:
+        key = key or (note.tenant_id, note.note_id)
         if self._free_rows:
             row = self._free_rows.pop()
         else:
@@ -277,7 +314,7 @@ class EmbeddedNoteIndex:
                 self._grow(max(1024, 2 * self._vectors.shape[0]))
         self._notes[row] = note.model_copy(update={"vector": []})
         self._vectors[row] = vector
-        self._rows[note.tenant_id, note.note_id] = row
+        self._rows[key] = row
         values = {
             "tenant": note.tenant_id,
             "owner": note.owner_id,
@@ -293,11 +330,13 @@ class EmbeddedNoteIndex:
         self._expires[row] = note.expires_at.timestamp() if note.expires_at else np.inf
         self._importance[row] = note.importance
         self._updated[row] = note.updated_at.timestamp() if note.updated_at else 0.0
+        self._valid_from[row] = note.valid_from.timestamp() if note.valid_from else -np.inf
+        self._valid_to[row] = note.valid_to.timestamp() if note.valid_to else np.inf
         for prefix in path_ancestors(note.path):
             self._prefix_rows.setdefault((note.tenant_id, prefix), set()).add(row)
         document = tantivy.Document()
         document.add_text("content", analyzed(note.content))
-        document.add_text("note_key", _joined(note.tenant_id, note.note_id))
+        document.add_text("note_key", _joined(*key))
         document.add_text("tenant", note.tenant_id)
         document.add_unsigned("row", row)
         self._writer.add_document(document)
@@ -327,6 +366,8 @@ class EmbeddedNoteIndex:
         self._expires = np.concatenate([self._expires, np.zeros(grow, np.float64)])
         self._importance = np.concatenate([self._importance, np.zeros(grow, np.float64)])
         self._updated = np.concatenate([self._updated, np.zeros(grow, np.float64)])
+        self._valid_from = np.concatenate([self._valid_from, np.zeros(grow, np.float64)])
+        self._valid_to = np.concatenate([self._valid_to, np.zeros(grow, np.float64)])
 
     def _commit(self) -> None:
         self._writer.commit()
@@ -337,3 +378,8 @@ class EmbeddedNoteIndex:
 def build(settings: Settings) -> EmbeddedNoteIndex:
     """A new, empty in-process notes' index (it needs no setting)."""
     return EmbeddedNoteIndex()
+
+
+def build_history(settings: Settings) -> EmbeddedNoteIndex:
+    """A new, empty in-process note history index (every version with its validity interval)."""
+    return EmbeddedNoteIndex(history=True)

@@ -14,7 +14,7 @@ from knowledge.adapters import next_tokens
 from knowledge.adapters.in_process.listing import found, page
 from knowledge.domain.memory.lifecycle import MAX_NOTE_WRITES, NoteWrite, redacted
 from knowledge.domain.memory.notes import Note, NoteClaim
-from knowledge.domain.memory.pins import Pin
+from knowledge.domain.memory.pins import Pin, PinChange
 from knowledge.domain.models import Page
 from knowledge.errors import ClaimTakenError, ConflictError, ResourceUnavailableError, StoredItemsQuotaError
 from knowledge.ports import Clock
@@ -45,6 +45,7 @@ class InProcessNoteStore:
         self._note_versions: dict[tuple[str, str], dict[int, Note]] = {}
         self._claims: dict[tuple[str, str], _Claim] = {}
         self._pins: dict[tuple[str, str], Pin] = {}
+        self._pin_changes: list[PinChange] = []
         self._expiry_counted: set[tuple[str, str]] = set()
         """(tenant, note) of notes removed by their expiry and counted out, as ``EXPIRY_COUNTED``."""
 
@@ -109,6 +110,16 @@ class InProcessNoteStore:
         listing = f"note-versions:{tenant_id}:{note_id}"
         return page(listing, versions, _version_key, limit=limit, next_token=next_token, newest_first=True)
 
+    def get_note_versions(
+        self, tenant_id: str, keys: Sequence[tuple[str, int]]
+    ) -> dict[tuple[str, int], Note]:
+        with self._lock:
+            return {
+                (note_id, version): stored
+                for note_id, version in keys
+                if (stored := self._note_versions.get((tenant_id, note_id), {}).get(version)) is not None
+            }
+
     def redact_note_versions(self, tenant_id: str, note_id: str) -> None:
         with self._lock:
             versions = self._note_versions.get((tenant_id, note_id), {})
@@ -131,6 +142,11 @@ class InProcessNoteStore:
                 if held is not None and held.note_id == note_id:
                     del self._claims[tenant_id, claim.digest]
             self._pins.pop((tenant_id, note_id), None)
+            self._pin_changes = [
+                change
+                for change in self._pin_changes
+                if (change.tenant_id, change.note_id) != (tenant_id, note_id)
+            ]
             if expected_version is not None:
                 del self._notes[tenant_id, note_id]
                 self._count_stored(tenant_id, -1)
@@ -166,8 +182,11 @@ class InProcessNoteStore:
             if (stored.pin_id if stored else None) != (previous.pin_id if previous else None):
                 raise ConflictError(_PIN_RACE_LOST, current_version=None)
             self._pins[key] = pin
+            self._pin_changes.append(
+                PinChange(tenant_id=pin.tenant_id, note_id=pin.note_id, at=pin.updated_at, pin=pin)
+            )
 
-    def delete_pin(self, tenant_id: str, note_id: str, *, pin_id: str) -> None:
+    def delete_pin(self, tenant_id: str, note_id: str, *, pin_id: str, at: datetime | None = None) -> None:
         with self._lock:
             stored = self._pins.get((tenant_id, note_id))
             if stored is None:
@@ -175,6 +194,14 @@ class InProcessNoteStore:
             if stored.pin_id != pin_id:
                 raise ConflictError(_PIN_RACE_LOST, current_version=None)
             del self._pins[tenant_id, note_id]
+            self._pin_changes.append(PinChange(tenant_id=tenant_id, note_id=note_id, at=at or self._clock()))
+
+    def pin_changes(self, tenant_id: str, until: datetime) -> list[PinChange]:
+        with self._lock:
+            kept = [
+                change for change in self._pin_changes if change.tenant_id == tenant_id and change.at <= until
+            ]
+        return sorted(kept, key=lambda change: change.at)
 
     def list_pins(self, tenant_id: str, *, limit: int, next_token: str | None) -> Page[Pin]:
         with self._lock:

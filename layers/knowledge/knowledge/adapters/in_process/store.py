@@ -24,6 +24,7 @@ from knowledge.adapters.in_process.listing import page as _page
 from knowledge.adapters.in_process.notes import InProcessNoteStore
 from knowledge.domain import ids, lifecycle
 from knowledge.domain.access.rates import Rate, RateDecision
+from knowledge.domain.as_of import ItemState, item_state
 from knowledge.domain.models import (
     BaseStatus,
     ContentWindow,
@@ -72,6 +73,7 @@ class InProcessKnowledgeStore(InProcessNoteStore):
         self._bases: dict[tuple[str, str], KnowledgeBase] = {}
         self._items: dict[tuple[str, str], KnowledgeItem] = {}
         self._revisions: dict[tuple[str, str, str], Revision] = {}
+        self._item_states: dict[tuple[str, str], list[ItemState]] = {}
         self._contents: dict[tuple[str, str, str], str] = {}
         self._external_ids: dict[tuple[str, str, str], str] = {}
         self._tokens: dict[str, TokenRecord] = {}
@@ -200,14 +202,14 @@ class InProcessKnowledgeStore(InProcessNoteStore):
             if revision.published_at is None:
                 self._revisions[key] = revision.model_copy(update={"published_at": now})
             updated = lifecycle.published_item(item, revision, now=now)
-            self._items[tenant_id, knowledge_item_id] = updated
+            self._put_item(updated)
             return updated
 
     def archive_item(self, tenant_id: str, knowledge_item_id: str, *, expected_version: int) -> KnowledgeItem:
         with self._lock:
             item = lifecycle.writable_item(self._items.get((tenant_id, knowledge_item_id)), expected_version)
             archived = lifecycle.archived_item(item, now=self._clock())
-            self._items[tenant_id, knowledge_item_id] = archived
+            self._put_item(archived)
             self._count_stored(tenant_id, -1)
             if item.external_id is not None:
                 self._external_ids.pop((tenant_id, item.knowledge_base_id, item.external_id), None)
@@ -407,7 +409,16 @@ class InProcessKnowledgeStore(InProcessNoteStore):
         key = (revision.tenant_id, revision.knowledge_item_id, revision.knowledge_revision_id)
         self._contents[key] = content
         self._revisions[key] = revision
+        self._put_item(item)
+
+    def _put_item(self, item: KnowledgeItem) -> None:
+        """Store ``item`` at its new version with the state it records (callers hold the lock)."""
         self._items[item.tenant_id, item.knowledge_item_id] = item
+        self._item_states.setdefault((item.tenant_id, item.knowledge_item_id), []).append(item_state(item))
+
+    def list_item_states(self, tenant_id: str, knowledge_item_id: str) -> list[ItemState]:
+        with self._lock:
+            return list(self._item_states.get((tenant_id, knowledge_item_id), []))
 
     def _find_by_external_id(
         self, tenant_id: str, knowledge_base_id: str, external_id: str

@@ -11,7 +11,15 @@ External versions are those of the chunk index (``queries``): ``2·v`` for a liv
 version ``v``, ``2·v + 1`` for a tombstone at ``v``, written with ``external_gte``, so a late, older
 write is refused with a 409 and never regresses a note. Both legs run in one ``_msearch`` routed to
 the tenant's shard, every ``NoteFilter`` condition inside each leg (inside the ``knn`` clause for
-the semantic one). Errors as ``OpenSearchIndex``: ``DependencyUnavailableError`` for an unreachable
+the semantic one).
+
+History (``history=True``, the note history index of DESIGN §10 "Time", ``{notes}-history``): one
+document per note version (id ``{note}@{version}``) with ``valid_from`` and ``valid_to`` (absent
+while current); a ``NoteFilter`` with ``as_of`` admits the versions valid then (a range filter in
+both legs). A version is rewritten at the same external version (``external_gte``) when the next
+version closes its interval. ``remove_note`` writes the note's tombstone (id ``{note}``) and deletes
+every version document at or below it; a write checks the tombstone first and skips versions it
+covers. Errors as ``OpenSearchIndex``: ``DependencyUnavailableError`` for an unreachable
 or failing engine, ``IndexConfigurationError`` for a missing index or another embedding model.
 """
 
@@ -54,8 +62,14 @@ _KEYWORDS = (
     "path_prefixes",
 )
 _SORT = [{"_score": "desc"}, {"note_id": "asc"}]
-_BROWSE_FIELDS: dict[str, Any] = {"importance": {"type": "float"}, "updated_at": {"type": "date"}}
-"""Fields ``browse`` sorts by; ``ensure_ready`` adds them to an index created before they existed."""
+_BROWSE_FIELDS: dict[str, Any] = {
+    "importance": {"type": "float"},
+    "updated_at": {"type": "date"},
+    "valid_from": {"type": "date"},
+    "valid_to": {"type": "date"},
+}
+"""Fields ``browse`` sorts by and the validity interval of a history document; ``ensure_ready``
+adds them to an index created before they existed."""
 _BROWSE_SORT = [
     {"importance": {"order": "desc", "missing": "_last"}},
     {"updated_at": {"order": "desc", "missing": "_last"}},
@@ -110,6 +124,8 @@ def note_source(note: IndexedNote) -> dict[str, Any]:
         "removed": False,
         "expires_at": note.expires_at.isoformat() if note.expires_at else None,
         "vector": list(note.vector),
+        **({"valid_from": note.valid_from.isoformat()} if note.valid_from else {}),
+        **({"valid_to": note.valid_to.isoformat()} if note.valid_to else {}),
     }
 
 
@@ -151,6 +167,14 @@ def filter_query(note_filter: NoteFilter) -> dict[str, Any]:
         {"range": {"expires_at": {"gt": note_filter.now.isoformat()}}},
     ]
     clauses.append({"bool": {"should": unexpired, "minimum_should_match": 1}})
+    if note_filter.as_of is not None:
+        moment = note_filter.as_of.isoformat()
+        clauses.append({"range": {"valid_from": {"lte": moment}}})
+        still = [
+            {"bool": {"must_not": [{"exists": {"field": "valid_to"}}]}},
+            {"range": {"valid_to": {"gt": moment}}},
+        ]
+        clauses.append({"bool": {"should": still, "minimum_should_match": 1}})
     return {"bool": {"filter": clauses}}
 
 
@@ -217,7 +241,8 @@ class OpenSearchNoteIndex:
     """The notes index on one OpenSearch index (or alias) ``index_name``; ``client`` as built by
     ``build_opensearch_client``. ``refresh=True`` makes every write searchable before it returns."""
 
-    def __init__(self, client: Any, index_name: str, *, refresh: bool = False) -> None:
+    def __init__(self, client: Any, index_name: str, *, refresh: bool = False, history: bool = False) -> None:
+        self._history = history
         self._client = client
         self._name = index_name
         self._refresh = refresh
@@ -255,6 +280,8 @@ class OpenSearchNoteIndex:
             raise IndexConfigurationError("The note index is not configured; call ensure_ready first.")
         for note in notes:
             check_vector(note.vector, self._dimension)
+        if self._history:
+            return self._upsert_versions(notes)
         actions = (
             {
                 "_op_type": "index",
@@ -278,9 +305,56 @@ class OpenSearchNoteIndex:
                 self.refresh()
         return written
 
+    def _upsert_versions(self, notes: Sequence[IndexedNote]) -> list[bool]:
+        """History mode: each version's document at its own id, skipping versions a tombstone covers."""
+        tombstones = self._tombstones(notes)
+        keep = [tombstones.get((note.tenant_id, note.note_id), 0) < note.version for note in notes]
+        actions = (
+            {
+                "_op_type": "index",
+                "_index": self._name,
+                "_id": f"{note.note_id}@{note.version}",
+                "_routing": note.tenant_id,
+                "version": dsl.live_version(note.version),
+                "version_type": "external_gte",
+                "_source": note_source(note),
+            }
+            for note, kept in zip(notes, keep, strict=True)
+            if kept
+        )
+        results: list[bool] = []
+        with translated("upsert_notes"):
+            for ok, info in helpers.streaming_bulk(self._client, actions, raise_on_error=False):
+                result = info["index"]
+                if not ok and result.get("status") != 409:
+                    raise document_error(result)
+                results.append(ok)
+            if self._refresh and results:
+                self.refresh()
+        written = iter(results)
+        return [next(written) if kept else False for kept in keep]
+
+    def _tombstones(self, notes: Sequence[IndexedNote]) -> dict[tuple[str, str], int]:
+        """The tombstone version of each note of ``notes`` that has one (history mode)."""
+        keys = sorted({(note.tenant_id, note.note_id) for note in notes})
+        if not keys:
+            return {}
+        docs = [{"_id": note_id, "routing": tenant_id} for tenant_id, note_id in keys]
+        with translated("upsert_notes"):
+            answer = self._client.mget(index=self._name, body={"docs": docs})
+        return {
+            (doc["_source"]["tenant_id"], doc["_source"]["note_id"]): int(doc["_source"]["note_version"])
+            for doc in answer["docs"]
+            if doc.get("found") and doc["_source"].get("removed")
+        }
+
     def remove_note(self, tenant_id: str, note_id: str, *, version: int) -> None:
-        """Replace the note by a tombstone at ``2·v + 1``; a no-op when a newer state is held."""
+        """Replace the note by a tombstone at ``2·v + 1``; a no-op when a newer state is held. In
+        history mode, also delete every version document the tombstone covers."""
         tombstone = {"tenant_id": tenant_id, "note_id": note_id, "note_version": version, "removed": True}
+        if self._history:
+            self._remove_versions(tenant_id, note_id, version, tombstone)
+            return
         with translated("remove_note"):
             try:
                 self._client.index(
@@ -296,6 +370,37 @@ class OpenSearchNoteIndex:
                 return
             if self._refresh:
                 self.refresh()
+
+    def _remove_versions(self, tenant_id: str, note_id: str, version: int, tombstone: dict[str, Any]) -> None:
+        covered = {
+            "bool": {
+                "filter": [
+                    {"term": {"tenant_id": tenant_id}},
+                    {"term": {"note_id": note_id}},
+                    {"term": {"removed": False}},
+                    {"range": {"note_version": {"lte": version}}},
+                ]
+            }
+        }
+        with translated("remove_note"):
+            try:
+                self._client.index(
+                    index=self._name,
+                    id=note_id,
+                    routing=tenant_id,
+                    body=tombstone,
+                    version=dsl.tombstone_version(version),
+                    version_type="external_gte",
+                )
+            except OpenSearchConflictError:
+                logger.info("stale note history removal ignored", extra={"note_id": note_id})
+            self._client.delete_by_query(
+                index=self._name,
+                body={"query": covered},
+                routing=tenant_id,
+                refresh=True,
+                conflicts="proceed",
+            )
 
     def search(self, query: NoteQuery) -> NoteLegHits:
         """Both requested legs in one ``_msearch`` (``search_legs``): a leg the engine fails is raised,
@@ -341,3 +446,13 @@ def build(settings: Settings) -> OpenSearchNoteIndex:
     (``engine.client_of``)."""
     client, name = client_of(settings, "OPENSEARCH_NOTES_INDEX", settings.opensearch_notes_index)
     return OpenSearchNoteIndex(client, name)
+
+
+HISTORY_SUFFIX = "-history"
+"""The note history index is named after the notes' index: ``{OPENSEARCH_NOTES_INDEX}-history``."""
+
+
+def build_history(settings: Settings) -> OpenSearchNoteIndex:
+    """The note history index ``{OPENSEARCH_NOTES_INDEX}-history`` on the cluster of ``settings``."""
+    client, name = client_of(settings, "OPENSEARCH_NOTES_INDEX", settings.opensearch_notes_index)
+    return OpenSearchNoteIndex(client, name + HISTORY_SUFFIX, history=True)

@@ -182,8 +182,11 @@ SEARCH_MEMORY = Tool(
     description=(
         "Strict, targeted retrieval over your own visible notes (never knowledge): hybrid BM25 and "
         "vector search with filters by scope, team_id, agent_id, memory_type and path_prefix. Expired, "
-        "forgotten and (unless include_superseded) superseded notes never appear. Returns JSON text "
-        '{"type":"memory_search","results":[{note_id, version, content, path, ..., score}]}.'
+        "forgotten and (unless include_superseded) superseded notes never appear. as_of (ISO-8601 with "
+        "a zone, not in the future) answers as of that moment: the note versions current and unexpired "
+        "then, with today's visibility; hard-forgotten and redacted notes never come back. Returns JSON "
+        'text {"type":"memory_search","results":[{note_id, version, content, path, ..., score}]} '
+        "(with as_of echoed when given)."
     ),
     service=memory_search_service,
     run=lambda memory_search, principal, arguments: memory_search.search_memory(principal, arguments),
@@ -206,7 +209,9 @@ RECALL_CONTEXT = Tool(
         "first (within half of max_tokens), then the notes most relevant to query (without a query: the "
         "most important, then the most recent), whole notes only, near-duplicates dropped, never above "
         "max_tokens (cl100k_base tokens). Each block's header says whose note it is: own, or shared by "
-        "its owner (weigh shared text accordingly). Returns JSON text "
+        "its owner (weigh shared text accordingly). as_of (ISO-8601 with a zone) builds the pack the "
+        "caller would have got then: pins as they stood, note versions current then, today's "
+        "visibility. Returns JSON text "
         '{"type":"memory_context","text","items":[{note_id, version, path, memory_type, scope, owner_id, '
         'own, pinned, tokens, score}],"budget":{max_tokens, used_tokens, tokenizer, max_items},'
         '"coverage":{candidates, included, dropped:[{note_id, reason}]}}.'

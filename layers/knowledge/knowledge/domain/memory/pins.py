@@ -42,3 +42,28 @@ class Pin(BaseModel):
     def sort_key(self) -> tuple[int, str]:
         """The recall and listing order: ``order``, then pin time (the ULID ``pin_id``)."""
         return self.order, self.pin_id
+
+
+class PinChange(BaseModel):
+    """One pin write of a note's pin history (DESIGN §10 "Time"): at ``at`` the note's pin became
+    ``pin``, or was removed (``pin`` is ``None``). A hard forget deletes a note's changes with it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tenant_id: str
+    note_id: str
+    at: datetime
+    pin: Pin | None = None
+
+
+def pins_at(changes: list[PinChange], moment: datetime) -> list[Pin]:
+    """The pins as they stood at ``moment``: each note's last change at or before it, when that was
+    a pin that had not expired then, in pin order (``Pin.sort_key``)."""
+    last: dict[str, PinChange] = {}
+    for change in sorted(changes, key=lambda change: change.at):
+        if change.at <= moment:
+            last[change.note_id] = change
+    standing = [
+        change.pin for change in last.values() if change.pin is not None and change.pin.is_active(moment)
+    ]
+    return sorted(standing, key=Pin.sort_key)

@@ -1,8 +1,10 @@
 """Value types of note retrieval (DESIGN §9), shared by the note index adapters and ``search_memory``.
 
 A note is indexed whole, one document at its current version; superseded notes stay in the index
-(``include_superseded`` finds them) and forgotten ones leave it. Every filter of ``NoteFilter``
-applies inside each leg, before ranking, so hidden notes never take a top-k slot.
+(``include_superseded`` finds them) and forgotten ones leave it. A note history index (DESIGN §11)
+holds one document per active version with its validity interval, for ``NoteFilter.as_of``. Every
+filter of ``NoteFilter`` applies inside each leg, before ranking, so hidden notes never take a top-k
+slot.
 """
 
 from __future__ import annotations
@@ -42,6 +44,10 @@ class IndexedNote(_Frozen):
     superseded: bool = False
     expires_at: datetime | None = None
     vector: list[float]
+    valid_from: datetime | None = None
+    """In a history index: when this version became the note's version (``None``: always)."""
+    valid_to: datetime | None = None
+    """In a history index: when the next version replaced it (``None``: it is still current)."""
 
 
 class NoteFilter(_Frozen):
@@ -61,6 +67,9 @@ class NoteFilter(_Frozen):
     path_prefix: str | None = None
     include_superseded: bool = False
     now: datetime
+    as_of: datetime | None = None
+    """Answer as of this moment (a history index admits the versions valid then, and ``now`` is
+    this moment too, for expiry); ``None``: now."""
 
 
 def admits(note_filter: NoteFilter, note: Note) -> bool:
