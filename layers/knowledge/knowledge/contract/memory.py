@@ -23,7 +23,14 @@ from typing import Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
-from knowledge.contract.search import MAX_RESULTS_MAX, MAX_RESULTS_MIN, MODES, QUERY_MAX_CHARS, Scores
+from knowledge.contract.search import (
+    MAX_RESULTS_MAX,
+    MAX_RESULTS_MIN,
+    MODES,
+    QUERY_MAX_CHARS,
+    PendingIndex,
+    Scores,
+)
 from knowledge.domain.bounds import VERSION_MAX, VERSION_MIN
 from knowledge.domain.identifiers import Identifier, VisibleText
 from knowledge.domain.memory.notes import (
@@ -156,6 +163,12 @@ class SearchMemoryArguments(_Arguments):
     )
     include_superseded: bool = Field(default=False, description="Also superseded notes.")
     explain: bool = Field(default=False, description="Add every leg's scores to each result.")
+    consistent: bool = Field(
+        default=False,
+        description="Also match the caller's own notes written but not indexed yet (read from the "
+        "store, ranked by the same rules), so a note just remembered is found at once; "
+        "pending_index says how many there were.",
+    )
 
 
 class RecallContextArguments(_Arguments):
@@ -188,6 +201,12 @@ class RecallContextArguments(_Arguments):
     memory_type: MemoryTypeName | None = Field(default=None, description="Only notes of this type.")
     path_prefix: VisibleText | None = Field(
         default=None, max_length=PATH_MAX_CHARS, description="Only notes at this path or below it."
+    )
+    consistent: bool = Field(
+        default=False,
+        description="Also match the caller's own notes written but not indexed yet (read from the "
+        "store, ranked by the same rules), so a note just remembered is found at once; "
+        "pending_index says how many there were.",
     )
 
 
@@ -256,6 +275,10 @@ class MemoryResponse(BaseModel):
     type: Literal["memory"] = "memory"
     result: Literal["created", "updated", "unchanged", "duplicate", "restored"]
     note: NoteView
+    indexed: bool = True
+    """Whether searches already reflect this write: the search index holds the note at this
+    version (false until the indexer takes it; ``consistent: true`` searches find it meanwhile), or
+    the write took the note out of search, which every read applies at once."""
 
 
 class MemorySearchResult(BaseModel):
@@ -287,12 +310,17 @@ class MemorySearchResponse(BaseModel):
     degraded: bool = Field(default=False, exclude_if=lambda degraded: not degraded)
     """True when the semantic leg failed and a hybrid search was answered by its lexical leg alone;
     left out of the JSON when false."""
+    pending_index: PendingIndex = Field(default_factory=lambda: PendingIndex(writes=0))
 
 
 class MemoryForgottenResponse(BaseModel):
     type: Literal["memory_forgotten"] = "memory_forgotten"
     note_id: str
     mode: str
+    indexed: bool = True
+    """Whether searches already reflect this write: the search index holds the note at this
+    version (false until the indexer takes it; ``consistent: true`` searches find it meanwhile), or
+    the write took the note out of search, which every read applies at once."""
 
 
 class NoteVersionsResponse(BaseModel):
@@ -348,6 +376,7 @@ class MemoryContextResponse(BaseModel):
     items: list[ContextItem]
     budget: ContextBudget
     coverage: ContextCoverage
+    pending_index: PendingIndex = Field(default_factory=lambda: PendingIndex(writes=0))
 
 
 class PinView(BaseModel):
@@ -360,6 +389,9 @@ class PinView(BaseModel):
     order: int
     expires_at: datetime | None
     created_at: datetime
+    indexed: bool | None = Field(default=None, exclude_if=lambda indexed: indexed is None)
+    """In ``pin_memory``'s answer: whether the search index holds the pinned note at its current
+    version (left out of listings)."""
 
 
 class PinsResponse(BaseModel):
@@ -376,6 +408,9 @@ class UnpinnedResponse(BaseModel):
     type: Literal["unpinned"] = "unpinned"
     note_id: str
     removed: bool
+    indexed: bool = True
+    """Whether the search index holds the note at its current version (a pin is not indexed: recall
+    reads pins from the store)."""
 
 
 def pin_problems(arguments: PinMemoryArguments, now: datetime) -> list[dict[str, str]]:

@@ -10,6 +10,13 @@ and the index held its current version. Stale candidates are dropped; when the a
 a leg came back full, the legs are asked once more at ``retrieval.REFILL_DEPTH`` (1,000), and the
 deeper round's page replaces the first's.
 
+Read-your-own-writes: the caller's notes written but not indexed yet (``NoteStore.
+list_unindexed_notes``, up to ``PENDING_INDEX_LIMIT``) are counted in every answer
+(``pending_index``); with ``consistent: true`` those the filter admits also join each round, scored
+by the index's own rules (``NoteIndex.score_notes``: its analysis and BM25 statistics, the cosine of
+their embeddings, which are computed for them) and merged into each leg in place of whatever older
+version the index holds, before fusion and the same truth check.
+
 A hybrid search whose semantic leg fails (the embedder, or the index's k-NN leg) is answered by its
 lexical leg alone with ``degraded: true``, as ``search_knowledge`` is.
 
@@ -23,15 +30,25 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from knowledge.contract.memory import MemorySearchResponse, MemorySearchResult, SearchMemoryArguments
-from knowledge.contract.search import MAX_RESULTS_MAX, MAX_RESULTS_MIN
+from knowledge.contract.search import MAX_RESULTS_MAX, MAX_RESULTS_MIN, PENDING_INDEX_LIMIT, PendingIndex
 from knowledge.domain.memory.notes import MemoryType, Note, normalize_path
-from knowledge.domain.memory.retrieval import FusedNote, NoteFilter, NoteLegHits, NoteQuery, fuse_notes, holds
+from knowledge.domain.memory.retrieval import (
+    FusedNote,
+    NoteFilter,
+    NoteLegHits,
+    NoteQuery,
+    admits,
+    fuse_notes,
+    holds,
+    with_unindexed,
+)
 from knowledge.domain.models import Permission, Principal, Scope
-from knowledge.domain.retrieval.hits import SearchMode
-from knowledge.errors import MemoryInvalidRequestError, RuntimeDisabledError
+from knowledge.domain.retrieval.hits import Leg, SearchMode
+from knowledge.errors import DependencyUnavailableError, MemoryInvalidRequestError, RuntimeDisabledError
 from knowledge.observability import logger
 from knowledge.ports import Clock, Embedder, NoteIndex, NoteStore, RuntimeSwitch
 from knowledge.services.access import require_scope
+from knowledge.services.note_indexing import indexed_note
 from knowledge.services.notes import view
 from knowledge.services.retrieval import Round, legs_for, normalize_mode, retrieve, scores_of
 
@@ -81,14 +98,29 @@ class MemorySearchService:
             include_superseded=arguments.include_superseded,
             now=self._clock(),
         )
-        accepted, degraded = self.ranked(query, note_filter, mode, alpha, arguments.limit)
+        pending = self.unindexed(principal)
+        accepted, degraded = self.ranked(
+            query, note_filter, mode, alpha, arguments.limit, pending if arguments.consistent else ()
+        )
         results = [_result(hit, note, arguments.explain) for hit, note in accepted]
         logger.info(
             "memory searched",
             extra={"mode": mode.value, "results": len(results), "tenant_id": principal.tenant_id},
         )
         return MemorySearchResponse(
-            query=arguments.query, mode=mode.value, alpha=alpha, results=results, degraded=degraded
+            query=arguments.query,
+            mode=mode.value,
+            alpha=alpha,
+            results=results,
+            degraded=degraded,
+            pending_index=PendingIndex(writes=len(pending), included=arguments.consistent),
+        )
+
+    def unindexed(self, principal: Principal) -> list[Note]:
+        """The caller's own notes the index has not taken at their current version yet, as stored
+        now (up to ``PENDING_INDEX_LIMIT``)."""
+        return self._store.list_unindexed_notes(
+            principal.tenant_id, principal.subject_id, limit=PENDING_INDEX_LIMIT
         )
 
     def ranked(
@@ -98,24 +130,38 @@ class MemorySearchService:
         mode: SearchMode,
         alpha: float,
         wanted: int,
+        unindexed: Sequence[Note] = (),
     ) -> tuple[list[tuple[FusedNote, Note]], bool]:
         """The best ``wanted`` notes for ``query`` (non-blank) under ``note_filter`` (whose caller it
         names), truth-checked against the store, with their fused scores, best first; and whether
         the search degraded: a hybrid search whose semantic leg failed (the embedder, or the index's
-        k-NN leg) is answered by its lexical leg alone, ``(notes, True)`` (``retrieval.retrieve``)."""
+        k-NN leg) is answered by its lexical leg alone, ``(notes, True)`` (``retrieval.retrieve``).
+        ``unindexed`` notes (stored, not indexed yet) that the filter admits are ranked with the
+        indexed ones (see the module docs)."""
         index = self._index
+        pending = [note for note in unindexed if admits(note_filter, note)]
+        vectors: dict[str, list[float]] = {}
 
         def search(round_: Round) -> NoteLegHits:
-            return index.search(
-                NoteQuery(
-                    text=query,
-                    vector=round_.vector,
-                    filter=note_filter,
-                    k=round_.k,
-                    legs=round_.legs,
-                    tolerate=round_.tolerate,
-                )
+            note_query = NoteQuery(
+                text=query,
+                vector=round_.vector,
+                filter=note_filter,
+                k=round_.k,
+                legs=round_.legs,
+                tolerate=round_.tolerate,
             )
+            hits = index.search(note_query)
+            if not pending:
+                return hits
+            legs = note_query.legs - {hits.failed} if hits.failed is not None else note_query.legs
+            if Leg.SEMANTIC in legs and not vectors:
+                vectors.update(self._embedded(pending))
+            scored = index.score_notes(
+                note_query.model_copy(update={"legs": legs}),
+                [indexed_note(note, vectors.get(note.note_id, [])) for note in pending],
+            )
+            return with_unindexed(hits, scored, {note.note_id for note in pending}, note_query.k)
 
         retrieval = retrieve(
             self._embedder,
@@ -128,6 +174,17 @@ class MemorySearchService:
         if retrieval.degraded:
             logger.warning("memory search degraded to its lexical leg", extra={"mode": mode.value})
         return retrieval.page.accepted[:wanted], retrieval.degraded
+
+    def _embedded(self, notes: Sequence[Note]) -> dict[str, list[float]]:
+        """The embeddings of ``notes``' contents by note id; an embedder failure is the semantic
+        leg's (``details.leg``), so a hybrid search degrades to its lexical leg."""
+        try:
+            vectors = self._embedder.embed([note.content for note in notes])
+        except DependencyUnavailableError as error:
+            raise DependencyUnavailableError(
+                "The embedding model could not embed the unindexed notes.", {"leg": Leg.SEMANTIC.value}
+            ) from error
+        return {note.note_id: vector for note, vector in zip(notes, vectors, strict=True)}
 
 
 class NotePage:

@@ -14,6 +14,7 @@
 | note claim        | ``T#{tenant}#NOTECLAIM#{sha256(claim)}``  | ``META``                 |
 | quota window      | ``T#{tenant}#QUOTA``                      | ``{quota}#{window}``     |
 | stored items      | ``T#{tenant}#QUOTA``                      | ``STORED_ITEMS``         |
+| unindexed note    | ``T#{tenant}#UNINDEXED#{sha256(owner)}``  | ``NOTE#{note}``          |
 
 GSI1 lists the items of a base (``GSI1PK = T#{tenant}#KB#{kb}``, ``GSI1SK = ITEM#{item}``), the
 bases of a tenant (``GSI1PK = T#{tenant}#BASES``, ``GSI1SK = KB#{kb}``), the tokens of a tenant in
@@ -42,6 +43,7 @@ PIN = "PIN"
 EXPIRY_COUNTED = "EXPIRY_COUNTED"
 STORED_ITEMS = "STORED_ITEMS"
 PIN_INDEX_PREFIX = "PIN#"
+UNINDEXED_NOTE_PREFIX = "NOTE#"
 MAX_PAGE_NUMBER = 999_999
 """Page numbers are zero-padded to six digits so that they sort as numbers."""
 MAX_NOTE_VERSION = 999_999
@@ -208,3 +210,14 @@ def note_claim_key(tenant_id: str, digest: str) -> TableKey:
     """A claim held by one note at a time: its semantic key, or its content (``domain.notes``).
     ``digest`` is the claim's hex SHA-256, so any text works."""
     return TableKey(f"T#{_part(tenant_id)}#NOTECLAIM#{_part(digest)}", META)
+
+
+def unindexed_partition(tenant_id: str, owner_id: str) -> str:
+    """``T#{tenant}#UNINDEXED#{sha256(owner)}``: the notes of one owner written since the index last
+    took them (read-your-own-writes, DESIGN §9). The owner is hashed, so any subject id works."""
+    return f"T#{_part(tenant_id)}#UNINDEXED#{_digest(owner_id)}"
+
+
+def unindexed_note_key(tenant_id: str, owner_id: str, note_id: str) -> TableKey:
+    """The mark that ``note_id`` has a version the note index has not taken yet, under its owner."""
+    return TableKey(unindexed_partition(tenant_id, owner_id), UNINDEXED_NOTE_PREFIX + _part(note_id))

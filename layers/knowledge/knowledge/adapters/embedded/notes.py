@@ -21,6 +21,7 @@ are searchable when they return.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -31,6 +32,8 @@ import tantivy
 
 from knowledge.adapters.embedded.engine import (
     ANALYZER,
+    BM25_B,
+    BM25_K1,
     FREQ,
     VectorSpace,
     Version,
@@ -51,6 +54,7 @@ if TYPE_CHECKING:
 
 _Key = tuple[str, str]  # tenant, note
 _COLUMNS = ("tenant", "owner", "scope", "team", "agent", "type")
+_STEMMED = stemmer()
 
 
 def _joined(tenant_id: str, note_id: str) -> str:
@@ -90,6 +94,8 @@ class EmbeddedNoteIndex:
         self._importance: npt.NDArray[np.float64] = np.zeros(0, np.float64)
         self._updated: npt.NDArray[np.float64] = np.zeros(0, np.float64)
         self._prefix_rows: dict[tuple[str, str], set[int]] = {}
+        self._lengths: dict[int, int] = {}
+        self._total_length = 0
 
     def ensure_ready(self, *, model_id: str, dimension: int) -> None:
         """Record the embedding model and dimension on first use; ``IndexConfigurationError`` when a
@@ -147,6 +153,56 @@ class EmbeddedNoteIndex:
                 else []
             )
             return NoteLegHits(lexical=lexical, semantic=semantic)
+
+    def score_notes(self, query: NoteQuery, notes: Sequence[IndexedNote]) -> NoteLegHits:
+        """BM25 as tantivy computes it (k1 = 1.2, b = 0.75; idf from the document count and each
+        term's document frequency in the whole index, as its searcher does), summed over the query's
+        terms, with the index's average length; lengths are exact term counts, where tantivy
+        quantizes them (``fieldnorm``), so a score may differ from the one the indexed note gets
+        once its length passes 40 terms, by a few percent at most. Semantic: cosine, as ``search``."""
+        with self._lock:
+            lexical: list[NoteHit] = []
+            semantic: list[NoteHit] = []
+            if Leg.LEXICAL in query.legs:
+                terms = index_terms(query.text, query=True)
+                for note in notes:
+                    score = self._bm25(terms, index_terms(note.content))
+                    if score is not None:
+                        lexical.append(NoteHit(note_id=note.note_id, version=note.version, score=score))
+            if Leg.SEMANTIC in query.legs and notes:
+                if query.vector is None:
+                    raise ValueError("the semantic leg needs a query vector")
+                target = self._space.unit(query.vector)
+                for note in notes:
+                    cosine = float(self._space.unit(note.vector) @ target)
+                    semantic.append(
+                        NoteHit(note_id=note.note_id, version=note.version, score=max(-1.0, min(1.0, cosine)))
+                    )
+            return NoteLegHits(
+                lexical=sorted(lexical, key=_sort_key)[: query.k],
+                semantic=sorted(semantic, key=_sort_key)[: query.k],
+            )
+
+    def _bm25(self, query_terms: Sequence[str], document: Sequence[str]) -> float | None:
+        """Tantivy's BM25 of a document of ``document`` terms against this index; ``None`` when it
+        shares no term with the query. The document counts in the statistics as if it were held."""
+        frequencies: dict[str, int] = {}
+        for term in document:
+            frequencies[term] = frequencies.get(term, 0) + 1
+        if not any(term in frequencies for term in query_terms):
+            return None
+        documents = self._searcher.num_docs + 1
+        average = (self._total_length + len(document)) / documents
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * len(document) / average)
+        score = 0.0
+        for term in query_terms:
+            tf = frequencies.get(term, 0)
+            if tf == 0:
+                continue
+            df = self._searcher.doc_freq("content", term) + 1
+            idf = math.log(1 + (documents - df + 0.5) / (df + 0.5))
+            score += idf * (1 + BM25_K1) * tf / (tf + norm)
+        return score
 
     def browse(self, note_filter: NoteFilter, k: int) -> list[NoteHit]:
         """Up to ``k`` admitted notes by importance, then update time (newest first), then id."""
@@ -295,8 +351,12 @@ class EmbeddedNoteIndex:
         self._updated[row] = note.updated_at.timestamp() if note.updated_at else 0.0
         for prefix in path_ancestors(note.path):
             self._prefix_rows.setdefault((note.tenant_id, prefix), set()).add(row)
+        text = analyzed(note.content)
+        length = len(_STEMMED.analyze(text))
+        self._lengths[row] = length
+        self._total_length += length
         document = tantivy.Document()
-        document.add_text("content", analyzed(note.content))
+        document.add_text("content", text)
         document.add_text("note_key", _joined(note.tenant_id, note.note_id))
         document.add_text("tenant", note.tenant_id)
         document.add_unsigned("row", row)
@@ -310,6 +370,7 @@ class EmbeddedNoteIndex:
         for prefix in path_ancestors(note.path):
             self._prefix_rows[key[0], prefix].discard(row)
         self._notes[row] = None
+        self._total_length -= self._lengths.pop(row, 0)
         self._alive[row] = False
         self._free_rows.append(row)
         self._writer.delete_documents_by_term("note_key", _joined(*key))
