@@ -64,7 +64,11 @@ def test_list_unindexed_notes_revision_after_the_mark_is_listed_at_its_new_versi
     revised = revised_note(note, _draft("second"), supersedes=(), now=NOW)
     store.commit_notes(
         TENANT,
-        [NoteWrite(previous=note, note=revised, claim=(content_claim(revised),), release=(content_claim(note),))],
+        [
+            NoteWrite(
+                previous=note, note=revised, claim=(content_claim(revised),), release=(content_claim(note),)
+            )
+        ],
     )
 
     [listed] = store.list_unindexed_notes(TENANT, OWNER, limit=10)
@@ -77,7 +81,11 @@ def test_list_unindexed_notes_stale_mark_leaves_a_newer_version_listed(store: Kn
     revised = revised_note(note, _draft("second"), supersedes=(), now=NOW)
     store.commit_notes(
         TENANT,
-        [NoteWrite(previous=note, note=revised, claim=(content_claim(revised),), release=(content_claim(note),))],
+        [
+            NoteWrite(
+                previous=note, note=revised, claim=(content_claim(revised),), release=(content_claim(note),)
+            )
+        ],
     )
 
     store.set_notes_indexed_versions(TENANT, [(note.note_id, 1)], owners={note.note_id: OWNER})
@@ -127,5 +135,5 @@ def test_list_unindexed_notes_at_most_limit(store: KnowledgeStore) -> None:
         _created(store, f"fact {n}")
 
     assert len(store.list_unindexed_notes(TENANT, OWNER, limit=3)) == 3
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="limit"):
         store.list_unindexed_notes(TENANT, OWNER, limit=0)

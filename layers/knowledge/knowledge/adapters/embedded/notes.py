@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -59,6 +60,15 @@ _STEMMED = stemmer()
 
 def _joined(tenant_id: str, note_id: str) -> str:
     return f"{tenant_id}\x1f{note_id}"
+
+
+class _Added:
+    """The statistics that documents of ``documents`` (each a list of terms) add to the index's."""
+
+    def __init__(self, documents: Sequence[Sequence[str]]) -> None:
+        self.documents = len(documents)
+        self.length = sum(len(document) for document in documents)
+        self.frequencies: Counter[str] = Counter(term for document in documents for term in set(document))
 
 
 def _sort_key(hit: NoteHit) -> tuple[float, str]:
@@ -157,16 +167,21 @@ class EmbeddedNoteIndex:
     def score_notes(self, query: NoteQuery, notes: Sequence[IndexedNote]) -> NoteLegHits:
         """BM25 as tantivy computes it (k1 = 1.2, b = 0.75; idf from the document count and each
         term's document frequency in the whole index, as its searcher does), summed over the query's
-        terms, with the index's average length; lengths are exact term counts, where tantivy
-        quantizes them (``fieldnorm``), so a score may differ from the one the indexed note gets
-        once its length passes 40 terms, by a few percent at most. Semantic: cosine, as ``search``."""
+        terms, with the index's average length: the statistics the index scores its own hits with
+        in the same search, so both rank alike (an empty index: the statistics of ``notes``);
+        lengths are exact term counts, where tantivy quantizes them (``fieldnorm``), so a score may
+        differ from the one the indexed note gets once its length passes 40 terms, by a few percent
+        at most; and tantivy keeps replaced documents in its statistics until their segments merge,
+        where these count the live ones. Semantic: cosine, as ``search``."""
         with self._lock:
             lexical: list[NoteHit] = []
             semantic: list[NoteHit] = []
             if Leg.LEXICAL in query.legs:
                 terms = index_terms(query.text, query=True)
-                for note in notes:
-                    score = self._bm25(terms, index_terms(note.content))
+                documents = [index_terms(note.content) for note in notes]
+                added = _Added(documents)
+                for note, document in zip(notes, documents, strict=True):
+                    score = self._bm25(terms, document, added)
                     if score is not None:
                         lexical.append(NoteHit(note_id=note.note_id, version=note.version, score=score))
             if Leg.SEMANTIC in query.legs and notes:
@@ -183,23 +198,23 @@ class EmbeddedNoteIndex:
                 semantic=sorted(semantic, key=_sort_key)[: query.k],
             )
 
-    def _bm25(self, query_terms: Sequence[str], document: Sequence[str]) -> float | None:
-        """Tantivy's BM25 of a document of ``document`` terms against this index; ``None`` when it
-        shares no term with the query. The document counts in the statistics as if it were held."""
-        frequencies: dict[str, int] = {}
-        for term in document:
-            frequencies[term] = frequencies.get(term, 0) + 1
+    def _bm25(self, query_terms: Sequence[str], document: Sequence[str], added: _Added) -> float | None:
+        """Tantivy's BM25 of a document of ``document`` terms with this index's statistics (those of
+        the ``added`` documents while the index holds none); ``None`` when it shares no term with
+        the query."""
+        frequencies = Counter(document)
         if not any(term in frequencies for term in query_terms):
             return None
-        documents = self._searcher.num_docs + 1
-        average = (self._total_length + len(document)) / documents
+        held = self._searcher.num_docs
+        documents, total = (held, self._total_length) if held else (added.documents, added.length)
+        average = max(total / documents, 1.0)
         norm = BM25_K1 * (1 - BM25_B + BM25_B * len(document) / average)
         score = 0.0
         for term in query_terms:
             tf = frequencies.get(term, 0)
             if tf == 0:
                 continue
-            df = self._searcher.doc_freq("content", term) + 1
+            df = self._searcher.doc_freq("content", term) if held else added.frequencies[term]
             idf = math.log(1 + (documents - df + 0.5) / (df + 0.5))
             score += idf * (1 + BM25_K1) * tf / (tf + norm)
         return score

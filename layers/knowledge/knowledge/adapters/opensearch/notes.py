@@ -218,19 +218,26 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 
 
-def lucene_bm25(query_terms: Sequence[str], vectors: Mapping[str, Any]) -> float | None:
+def lucene_bm25(
+    query_terms: Sequence[str], vectors: Mapping[str, Any], added: Sequence[Mapping[str, Any]]
+) -> float | None:
     """Lucene's BM25 (``dsl.text_settings``: k1 1.2, b 0.75, no overlap discount) of one artificial
     document, from its ``_termvectors`` answer for one field (``terms`` with ``term_freq`` and
-    ``doc_freq``, ``field_statistics`` with ``doc_count`` and ``sum_ttf``), the document counted in
-    the statistics as if it were held; summed over ``query_terms`` as a ``match`` query sums its
+    ``doc_freq``, ``field_statistics`` with ``doc_count`` and ``sum_ttf``): the statistics of the
+    shard that scores the index's own hits in the same search (those of the ``added`` documents,
+    such answers, while it holds none); summed over ``query_terms`` as a ``match`` query sums its
     clauses. ``None`` when the document holds none of them."""
     terms: Mapping[str, Any] = vectors.get("terms", {})
     if not any(term in terms for term in query_terms):
         return None
-    length = sum(int(entry.get("term_freq", 0)) for entry in terms.values())
+    length = _length(vectors)
     statistics = vectors.get("field_statistics", {})
-    documents = max(0, int(statistics.get("doc_count", 0))) + 1
-    average = (max(0, int(statistics.get("sum_ttf", 0))) + length) / documents
+    held = max(0, int(statistics.get("doc_count", 0)))
+    if held:
+        documents, total = held, max(0, int(statistics.get("sum_ttf", 0)))
+    else:
+        documents, total = len(added), sum(_length(other) for other in added)
+    average = max(total / documents, 1.0)
     norm = BM25_K1 * (1 - BM25_B + BM25_B * length / average)
     score = 0.0
     for term in query_terms:
@@ -238,10 +245,19 @@ def lucene_bm25(query_terms: Sequence[str], vectors: Mapping[str, Any]) -> float
         if entry is None:
             continue
         frequency = int(entry.get("term_freq", 0))
-        held = int(entry.get("doc_freq", 0)) + 1
-        idf = math.log(1 + (documents - held + 0.5) / (held + 0.5))
+        frequency_in = (
+            int(entry.get("doc_freq", 0))
+            if held
+            else sum(1 for other in added if term in other.get("terms", {}))
+        )
+        idf = math.log(1 + (documents - frequency_in + 0.5) / (frequency_in + 0.5))
         score += idf * frequency / (frequency + norm)
     return score
+
+
+def _length(vectors: Mapping[str, Any]) -> int:
+    """The number of terms of an artificial document's field (its term frequencies summed)."""
+    return sum(int(entry.get("term_freq", 0)) for entry in vectors.get("terms", {}).values())
 
 
 def _cosine(left: Sequence[float], right: Sequence[float]) -> float:
@@ -364,10 +380,11 @@ class OpenSearchNoteIndex:
         """Lexical: the query's terms by the field's search analyzer (``_analyze``) and each note's
         terms with the statistics of the tenant's shard (``_mtermvectors`` of artificial documents,
         routed by tenant: term and document frequencies, document count, total length), scored by
-        Lucene's BM25 (k1 1.2, b 0.75, every term counted in the length), each note counted in the
-        statistics as if it were held. Lengths are exact where Lucene stores them in one byte, so a
-        long note's score may differ by a few percent from the one it gets once indexed. Semantic:
-        cosine, computed here. ``DependencyUnavailableError`` when a request fails."""
+        Lucene's BM25 (k1 1.2, b 0.75, every term counted in the length) with the statistics the
+        shard scores its own hits with in the same search, so both rank alike. Lengths are exact where Lucene
+        stores them in one byte, so a long note's score may differ by a few percent from the one it
+        gets once indexed. Semantic: cosine, computed here. ``DependencyUnavailableError`` when a
+        request fails."""
         lexical: list[NoteHit] = []
         semantic: list[NoteHit] = []
         tenant_id = query.filter.tenant_id
@@ -391,8 +408,9 @@ class OpenSearchNoteIndex:
                     if terms
                     else {"docs": []}
                 )
-            for note, document in zip(notes, answer["docs"], strict=False):
-                score = lucene_bm25(terms, document.get("term_vectors", {}).get("content", {}))
+            fields = [document.get("term_vectors", {}).get("content", {}) for document in answer["docs"]]
+            for note, vectors in zip(notes, fields, strict=False):
+                score = lucene_bm25(terms, vectors, fields)
                 if score is not None:
                     lexical.append(NoteHit(note_id=note.note_id, version=note.version, score=score))
         if Leg.SEMANTIC in query.legs and notes:
