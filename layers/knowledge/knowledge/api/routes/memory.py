@@ -158,7 +158,10 @@ REMEMBER = Tool(
         "supersedes retires older notes from search; expires_at or ttl_seconds makes a note expire; "
         "pin true also pins it. Your own private notes need memory:write; a team or tenant note (one "
         "others see) also needs memory:share, and another principal's note memory:admin. "
-        'Returns JSON text {"type":"memory","result":"created|updated|unchanged|duplicate","note":{...}}.'
+        "indexed says whether search already finds this version (false until the indexer takes it: "
+        "search_memory with consistent true finds it meanwhile). "
+        'Returns JSON text {"type":"memory","result":"created|updated|unchanged|duplicate","note":{...},'
+        '"indexed":true|false}.'
     ),
     service=pin_service,
     run=lambda pins, principal, arguments: pins.remember(principal, arguments),
@@ -182,8 +185,13 @@ SEARCH_MEMORY = Tool(
     description=(
         "Strict, targeted retrieval over your own visible notes (never knowledge): hybrid BM25 and "
         "vector search with filters by scope, team_id, agent_id, memory_type and path_prefix. Expired, "
-        "forgotten and (unless include_superseded) superseded notes never appear. Returns JSON text "
-        '{"type":"memory_search","results":[{note_id, version, content, path, ..., score}]}.'
+        "forgotten and (unless include_superseded) superseded notes never appear. A note you just "
+        "wrote is searchable once the indexer takes it (seconds); consistent true also matches your "
+        "own notes not indexed yet, read from the store and ranked by the same rules. pending_index "
+        "counts those (writes) and says whether they were included, so an empty answer with writes > 0 "
+        "may mean not indexed yet rather than not found. Returns JSON text "
+        '{"type":"memory_search","results":[{note_id, version, content, path, ..., score}],'
+        '"pending_index":{writes, included}}.'
     ),
     service=memory_search_service,
     run=lambda memory_search, principal, arguments: memory_search.search_memory(principal, arguments),
@@ -206,10 +214,11 @@ RECALL_CONTEXT = Tool(
         "first (within half of max_tokens), then the notes most relevant to query (without a query: the "
         "most important, then the most recent), whole notes only, near-duplicates dropped, never above "
         "max_tokens (cl100k_base tokens). Each block's header says whose note it is: own, or shared by "
-        "its owner (weigh shared text accordingly). Returns JSON text "
+        "its owner (weigh shared text accordingly). consistent true also considers your own notes not "
+        "indexed yet (pending_index counts them, as in search_memory). Returns JSON text "
         '{"type":"memory_context","text","items":[{note_id, version, path, memory_type, scope, owner_id, '
         'own, pinned, tokens, score}],"budget":{max_tokens, used_tokens, tokenizer, max_items},'
-        '"coverage":{candidates, included, dropped:[{note_id, reason}]}}.'
+        '"coverage":{candidates, included, dropped:[{note_id, reason}]},"pending_index":{writes, included}}.'
     ),
     service=recall_service,
     run=lambda recall, principal, arguments: recall.recall_context(principal, arguments),
@@ -231,7 +240,8 @@ PIN_MEMORY = Tool(
         "Pin a note so recall_context always brings it first, for everyone who can see the note; order "
         "(0 first) then pin time decide among pins. Pinning again returns the same pin. A team or tenant "
         "note also needs memory:share, and another principal's note memory:admin. Returns JSON "
-        'text {"type":"pin","pin_id","note_id","reason","order","expires_at","created_at"}.'
+        'text {"type":"pin","pin_id","note_id","reason","order","expires_at","created_at","indexed"} '
+        "(indexed: whether search already holds the note at its current version)."
     ),
     service=pin_service,
     run=lambda pins, principal, arguments: pins.pin(principal, arguments),
@@ -253,8 +263,8 @@ UNPIN_MEMORY = Tool(
     summary="Remove a note's pin.",
     description=(
         "Remove a note's pin (a team or tenant note also needs memory:share, and another principal's note "
-        'memory:admin). Returns JSON text {"type":"unpinned","note_id","removed"} (removed is '
-        "false when the note had no pin)."
+        'memory:admin). Returns JSON text {"type":"unpinned","note_id","removed","indexed"} (removed is '
+        "false when the note had no pin; indexed as for pin_memory)."
     ),
     service=pin_service,
     run=lambda pins, principal, arguments: pins.unpin(principal, arguments),
@@ -276,7 +286,8 @@ FORGET_MEMORY = Tool(
         "Forget one note: soft hides it (restorable), redact replaces the content of every version with "
         "[redacted], hard deletes it with its versions and index entries. A team or tenant note also "
         "needs memory:share, and another principal's note memory:admin. Returns JSON text "
-        '{"type":"memory_forgotten","note_id","mode"}.'
+        '{"type":"memory_forgotten","note_id","mode","indexed":true} (every search leaves a forgotten '
+        "note out at once)."
     ),
     service=note_service,
     run=lambda notes, principal, arguments: notes.forget(principal, arguments),
