@@ -278,9 +278,9 @@ class NoteStore(Protocol):
     def list_unindexed_notes(self, tenant_id: str, owner_id: str, *, limit: int) -> list[Note]:
         """Up to ``limit`` (≥ 1, else ``ValueError``) of the notes ``owner_id`` owns that are active,
         not superseded and at a version the index has not taken yet (``indexed_version`` behind),
-        by note id, as stored now (``pinned`` as ``get_note``): read-your-own-writes (DESIGN §9).
-        Strongly consistent: a note is listed from the commit that wrote it until the indexer's
-        mark of that version."""
+        the newest notes first (note ids descending: ids grow with creation time), as stored now
+        (``pinned`` as ``get_note``): read-your-own-writes (DESIGN §9). Strongly consistent: a
+        note is listed from the commit that wrote it until the indexer's mark of that version."""
         ...
 
     def list_note_versions(

@@ -130,10 +130,11 @@ def test_list_unindexed_notes_only_the_owners_notes_of_the_tenant(store: Knowled
     assert _unindexed(store, "user-3") == []
 
 
-def test_list_unindexed_notes_at_most_limit(store: KnowledgeStore) -> None:
-    for n in range(5):
-        _created(store, f"fact {n}")
+def test_list_unindexed_notes_newest_first_at_most_limit(store: KnowledgeStore) -> None:
+    created = [_created(store, f"fact {n}").note_id for n in range(5)]
 
-    assert len(store.list_unindexed_notes(TENANT, OWNER, limit=3)) == 3
+    listed = [note.note_id for note in store.list_unindexed_notes(TENANT, OWNER, limit=3)]
+
+    assert listed == sorted(created, reverse=True)[:3]
     with pytest.raises(ValueError, match="limit"):
         store.list_unindexed_notes(TENANT, OWNER, limit=0)

@@ -204,14 +204,17 @@ class DynamoDBNoteStore(TableRecords):
         return actions
 
     def list_unindexed_notes(self, tenant_id: str, owner_id: str, *, limit: int) -> list[Note]:
-        """The owner's first ``limit`` unindexed marks (by note id), checked against the notes in one
-        batched read: the active, unsuperseded notes at a version the index has not taken. A mark
-        the note contradicts (indexed, forgotten, superseded or gone) is removed, while it still
-        names that version."""
+        """The owner's ``limit`` unindexed marks of the newest notes (note ids descending), checked
+        against the notes in one batched read: the active, unsuperseded notes at a version the index
+        has not taken. A mark the note contradicts (indexed, forgotten, superseded or gone) is
+        removed, while it still names that version."""
         if limit < 1:
             raise ValueError("limit must be at least 1")
         records = self._table.query_first(
-            keys.unindexed_partition(tenant_id, owner_id), keys.UNINDEXED_NOTE_PREFIX, limit
+            keys.unindexed_partition(tenant_id, owner_id),
+            keys.UNINDEXED_NOTE_PREFIX,
+            limit,
+            newest_first=True,
         )
         marks = {str(record["note_id"]["S"]): int(record["version"]["N"]) for record in records}
         notes = self.get_notes(tenant_id, list(marks))

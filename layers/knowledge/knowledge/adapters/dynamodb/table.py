@@ -180,15 +180,19 @@ class DynamoDBTable:
                 return records
             query["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
-    def query_first(self, partition: str, sort_prefix: str, limit: int) -> list[RawItem]:
+    def query_first(
+        self, partition: str, sort_prefix: str, limit: int, *, newest_first: bool = False
+    ) -> list[RawItem]:
         """The first ``limit`` records of ``partition`` whose sort keys start ``sort_prefix``,
-        ascending, strongly consistent; one Query (at most 1 MB of results)."""
+        ascending (descending with ``newest_first``), strongly consistent; one Query (at most 1 MB
+        of results)."""
         query: QueryInputTypeDef = {
             "TableName": self.name,
             "KeyConditionExpression": "PK = :pk AND begins_with(SK, :prefix)",
             "ExpressionAttributeValues": serialize({":pk": partition, ":prefix": sort_prefix}),
             "ConsistentRead": True,
             "Limit": limit,
+            "ScanIndexForward": not newest_first,
         }
         with translated_errors():
             response = self._client.query(**query)

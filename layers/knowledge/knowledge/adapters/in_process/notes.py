@@ -115,7 +115,7 @@ class InProcessNoteStore:
         with self._lock:
             pending = [
                 self._with_pin(note)
-                for (tenant, _), note in sorted(self._notes.items())
+                for (tenant, _), note in sorted(self._notes.items(), reverse=True)
                 if tenant == tenant_id
                 and note.owner_id == owner_id
                 and note.status is NoteStatus.ACTIVE
