@@ -138,4 +138,3 @@ def test_search_memory_reports_pending_index_while_the_indexer_is_held_back(
     assert consistent["pending_index"] == {"writes": 1, "included": True}
     assert [item["note_id"] for item in recalled["items"]] == [written["note"]["note_id"]]
     assert unpinned["indexed"] is False
-

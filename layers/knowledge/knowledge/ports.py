@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
 
-from knowledge.domain.access.rates import Rate, RateDecision
+from knowledge.domain.access.rates import QuotaCounters, Rate, RateDecision
 from knowledge.domain.memory.lifecycle import NoteWrite
 from knowledge.domain.memory.notes import Note, NoteClaim
 from knowledge.domain.memory.pins import Pin
@@ -356,6 +356,13 @@ class QuotaStore(Protocol):
         may be purged. ``expect_idle`` is a hint, true when the caller saw no use in the last burst:
         an adapter that needs one conditional write per case tries the idle case first. Raises
         ``DependencyUnavailableError``; ``ValueError`` for a tenant id with ``#``."""
+        ...
+
+    def read_counters(self, tenant_id: str) -> QuotaCounters:
+        """The tenant's rate arrival times and stored counts, read at once (strongly consistent):
+        what ``GET /v1/usage`` reports. A count never read below 0, and the notes never above the
+        total (notes created before they were counted apart count as items). Raises
+        ``DependencyUnavailableError``."""
         ...
 
 

@@ -42,6 +42,7 @@ NOTE_VERSION_PREFIX = "VER#"
 PIN = "PIN"
 EXPIRY_COUNTED = "EXPIRY_COUNTED"
 STORED_ITEMS = "STORED_ITEMS"
+RATE_PREFIX = "RATE#"
 PIN_INDEX_PREFIX = "PIN#"
 UNINDEXED_NOTE_PREFIX = "NOTE#"
 MAX_PAGE_NUMBER = 999_999
@@ -127,7 +128,7 @@ def token_key(token_hash: str) -> TableKey:
 def quota_key(tenant_id: str, quota: str) -> TableKey:
     """``T#{tenant}#QUOTA`` / ``RATE#{quota}``: one tenant's theoretical arrival time for one rate
     quota (``knowledge.domain.access.rates``)."""
-    return TableKey(f"T#{_part(tenant_id)}#QUOTA", f"RATE#{_part(quota)}")
+    return TableKey(f"T#{_part(tenant_id)}#QUOTA", f"{RATE_PREFIX}{_part(quota)}")
 
 
 def stored_items_key(tenant_id: str) -> TableKey:

@@ -105,7 +105,9 @@ class DynamoDBNoteStore(TableRecords):
         created = sum(1 for write in writes if write.previous is None)
         if created:
             refuse_over_limit(created, self._stored_items_limit)
-            transaction.append(stored_items_write(self._table, tenant_id, created, self._stored_items_limit))
+            transaction.append(
+                stored_items_write(self._table, tenant_id, created, self._stored_items_limit, notes=True)
+            )
         try:
             self._table.transact(transaction)
         except CounterFullError:
@@ -278,7 +280,7 @@ class DynamoDBNoteStore(TableRecords):
                             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                         }
                     },
-                    stored_items_write(self._table, tenant_id, -1, self._stored_items_limit),
+                    stored_items_write(self._table, tenant_id, -1, self._stored_items_limit, notes=True),
                 ]
             )
         partition = keys.note_partition(tenant_id, note_id)

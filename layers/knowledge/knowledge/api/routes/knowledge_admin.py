@@ -16,6 +16,7 @@
 | ``POST /v1/tokens`` | admin | 201 the token and what it holds (``TokenResponse``) |
 | ``GET /v1/tokens?tenant_id=&limit=&next_token=`` | admin | 200 ``{tokens, next_token}`` |
 | ``DELETE /v1/tokens/{token_id}`` | admin | 204, no body (also when already revoked); cascades |
+| ``GET /v1/usage`` | any | 200 the caller's tenant: stored counts, each quota and what is left |
 | ``GET /v1/health`` | none | 200 ``{status, runtime_enabled}`` |
 
 Scopes are ``knowledge:<scope>``. Every write (``POST``, ``PATCH``, ``DELETE``) is registered with
@@ -39,8 +40,9 @@ from pydantic import BaseModel, Field
 from knowledge.api.http import openapi_error_responses
 from knowledge.api.principal import CallerPrincipal
 from knowledge.api.query_parameters import CANONICAL_INTEGER, NextToken
-from knowledge.api.services import Curation, Tokens, curation_service, token_administration
+from knowledge.api.services import Curation, Quotas, Tokens, curation_service, token_administration
 from knowledge.api.writes import IdempotencyKey, write_route
+from knowledge.contract.usage import UsageResponse
 from knowledge.contract.writes import (
     LIST_LIMIT_DEFAULT,
     LIST_LIMIT_MAX,
@@ -77,6 +79,7 @@ ARCHIVE_PATH = "/v1/knowledge-items/<knowledge_item_id>/archive"
 TOKENS_PATH = "/v1/tokens"
 TOKEN_PATH = "/v1/tokens/<token_id>"
 HEALTH_PATH = "/v1/health"
+USAGE_PATH = "/v1/usage"
 
 TAG = "knowledge"
 
@@ -464,6 +467,27 @@ def list_tokens(
 def revoke_token(token_id: str, principal: CallerPrincipal, tokens: Tokens) -> Response[None]:
     tokens.revoke(principal, token_id)
     return Response(status_code=204)
+
+
+@router.get(
+    USAGE_PATH,
+    operation_id="get_usage",
+    summary="What the caller's tenant stores and how much of each quota is left.",
+    description=(
+        "Any valid token; always the caller's own tenant. `stored`: live knowledge items and notes "
+        "against the stored items quota (`limit` and `remaining` null when it is off). `rates`: "
+        "each rate quota (requests and writes per second, GCRA: a burst of `limit`, then one use "
+        "every 1/`limit` s) with `used` (of the burst), `remaining` (admitted at once now) and "
+        "`reset_seconds` (until the whole burst is back); null figures for a quota that is off. "
+        "This request counts as one. Every REST answer also carries the requests quota in "
+        "`RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` "
+        "(draft-ietf-httpapi-ratelimit-headers-06)."
+    ),
+    tags=[TAG],
+    responses=_responses(200, "The tenant's usage.", 401, 429, 500, 503),
+)
+def get_usage(principal: CallerPrincipal, quotas: Quotas) -> UsageResponse:
+    return quotas.usage(principal.tenant_id)
 
 
 @router.get(
