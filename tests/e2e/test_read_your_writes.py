@@ -2,9 +2,13 @@
 next ``search_memory`` with ``consistent: true``, however far behind the indexer is; without it the
 answer says how many of the caller's writes the index has not taken (``pending_index``).
 
-The first test probes the session runtime 1,000 times while other writers keep its indexer busy;
-the second starts a runtime whose indexer never receives note changes (its template's stream filter
-leaves notes out), so the index is held back for as long as the test looks."""
+The first test probes the session runtime 1,000 times while other writers keep its indexer busy.
+A probe's marker is one word, so its note is the only lexical hit; in the default hybrid mode it
+can share the top score with the probe's semantically closest older note once the semantic leg's
+200 candidates no longer reach it, which the index path does alike, so the test asks for the note
+among the results and reports how often it came first. The second starts a runtime whose indexer
+never receives note changes (its template's stream filter leaves notes out), so the index is held
+back for as long as the test looks."""
 
 from __future__ import annotations
 
@@ -70,7 +74,7 @@ def test_remember_then_consistent_search_memory_finds_the_note_every_time_under_
     for loader in loaders:
         loader.start()
     misses: list[int] = []
-    unindexed_at_search = 0
+    first = unindexed_at_search = 0
     started = time.monotonic()
     try:
         with runtime.http(probe_token) as client:
@@ -81,8 +85,9 @@ def test_remember_then_consistent_search_memory_finds_the_note_every_time_under_
                 )
                 answer = _post(client, "/v1/tools/search_memory", {"query": marker, "consistent": True})
                 found = [result["note_id"] for result in answer["results"]]
-                if found[:1] != [written["note"]["note_id"]]:
+                if written["note"]["note_id"] not in found:
                     misses.append(attempt)
+                first += found[:1] == [written["note"]["note_id"]]
                 if not written["indexed"] and answer["pending_index"]["writes"] > 0:
                     unindexed_at_search += 1
     finally:
@@ -91,8 +96,9 @@ def test_remember_then_consistent_search_memory_finds_the_note_every_time_under_
             loader.join()
     elapsed = time.monotonic() - started
     print(
-        f"read-your-own-writes: {PROBES} probes, {len(misses)} misses, {unindexed_at_search} searched "
-        f"before the indexer took the note, {len(loaded)} load notes written, {elapsed:.0f} s"
+        f"read-your-own-writes: {PROBES} probes, {len(misses)} misses ({first} ranked first), "
+        f"{unindexed_at_search} searched before the indexer took the note, {len(loaded)} load notes "
+        f"written, {elapsed:.0f} s"
     )
 
     assert misses == []

@@ -138,3 +138,12 @@ def test_list_unindexed_notes_newest_first_at_most_limit(store: KnowledgeStore) 
     assert listed == sorted(created, reverse=True)[:3]
     with pytest.raises(ValueError, match="limit"):
         store.list_unindexed_notes(TENANT, OWNER, limit=0)
+
+
+def test_list_unindexed_notes_past_the_limit_keeps_the_newest(store: KnowledgeStore) -> None:
+    created = [_created(store, f"fact number {n}").note_id for n in range(130)]
+
+    listed = [note.note_id for note in store.list_unindexed_notes(TENANT, OWNER, limit=100)]
+
+    assert listed == sorted(created, reverse=True)[:100]
+    assert created[-1] in listed
