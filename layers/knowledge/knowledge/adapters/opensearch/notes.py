@@ -221,7 +221,8 @@ BM25_B = 0.75
 def lucene_bm25(
     query_terms: Sequence[str], vectors: Mapping[str, Any], added: Sequence[Mapping[str, Any]]
 ) -> float | None:
-    """Lucene's BM25 (``dsl.text_settings``: k1 1.2, b 0.75, no overlap discount) of one artificial
+    """OpenSearch's BM25 (``dsl.text_settings``: k1 1.2, b 0.75, no overlap discount; its ``BM25``
+    similarity keeps the ``k1 + 1`` factor Lucene 8 dropped, as a boost) of one artificial
     document, from its ``_termvectors`` answer for one field (``terms`` with ``term_freq`` and
     ``doc_freq``, ``field_statistics`` with ``doc_count`` and ``sum_ttf``): the statistics of the
     shard that scores the index's own hits in the same search (those of the ``added`` documents,
@@ -251,7 +252,7 @@ def lucene_bm25(
             else sum(1 for other in added if term in other.get("terms", {}))
         )
         idf = math.log(1 + (documents - frequency_in + 0.5) / (frequency_in + 0.5))
-        score += idf * frequency / (frequency + norm)
+        score += idf * (1 + BM25_K1) * frequency / (frequency + norm)
     return score
 
 
@@ -380,7 +381,7 @@ class OpenSearchNoteIndex:
         """Lexical: the query's terms by the field's search analyzer (``_analyze``) and each note's
         terms with the statistics of the tenant's shard (``_mtermvectors`` of artificial documents,
         routed by tenant: term and document frequencies, document count, total length), scored by
-        Lucene's BM25 (k1 1.2, b 0.75, every term counted in the length) with the statistics the
+        OpenSearch's BM25 (k1 1.2, b 0.75, every term counted in the length) with the statistics the
         shard scores its own hits with in the same search, so both rank alike. Lengths are exact where Lucene
         stores them in one byte, so a long note's score may differ by a few percent from the one it
         gets once indexed. Semantic: cosine, computed here. ``DependencyUnavailableError`` when a
