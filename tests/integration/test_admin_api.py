@@ -42,6 +42,7 @@ ITEM_FIELDS = {
     "latest_revision_id",
     "version",
     "external_id",
+    "indexed",
 }
 DOC = "# Deployment runbook\n\nRoll out with the blue green switch and watch the health dashboard.\n"
 
@@ -579,8 +580,8 @@ def test_get_item_reports_indexed_revision_once_the_stream_is_indexed(
     after = writer.ok("GET", _item_path(item))
 
     assert set(before) == ITEM_FIELDS | {"indexed_revision_id"}
-    assert before["indexed_revision_id"] is None
-    assert after == {**before, "indexed_revision_id": item["knowledge_revision_id"]}
+    assert (before["indexed_revision_id"], before["indexed"], item["indexed"]) == (None, False, False)
+    assert after == {**before, "indexed_revision_id": item["knowledge_revision_id"], "indexed": True}
     hits = world.search(world.token(TENANT), "blue green switch", mode="lexical")
     assert result_items(hits) == [item["knowledge_item_id"]]
 

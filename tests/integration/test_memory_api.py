@@ -210,7 +210,7 @@ def test_forget_soft_then_restore_over_rest(alice: str, stream: StreamReader) ->
     drain(stream)
     assert (forgotten.status, forgotten.body) == (
         200,
-        {"type": "memory_forgotten", "note_id": note["note_id"], "mode": "soft"},
+        {"type": "memory_forgotten", "note_id": note["note_id"], "mode": "soft", "indexed": True},
     )
     assert found(alice, "garage code") == []
 

@@ -129,7 +129,7 @@ def test_a_tenant_memory_admin_can_hard_forget_another_agents_shared_note(
 
     assert (answer.status, answer.body) == (
         200,
-        {"type": "memory_forgotten", "note_id": note_id, "mode": "hard"},
+        {"type": "memory_forgotten", "note_id": note_id, "mode": "hard", "indexed": True},
     )
     assert "SYSTEM" not in _pack_texts(reader)
     error_body(404, "memory_unavailable", call("GET", f"/v1/notes/{note_id}", None, author))

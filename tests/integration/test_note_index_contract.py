@@ -246,3 +246,32 @@ def test_browse_of_a_caller_without_notes_is_empty(index: NoteIndex) -> None:
     index.refresh()
 
     assert index.browse(browse_filter(), 5) == []
+
+
+@every_leg
+def test_score_notes_scores_a_copy_of_a_held_note_as_search_scores_it(index: NoteIndex, leg: Leg) -> None:
+    index.upsert_notes(
+        [
+            note("nt_1", f"the {WORD} crossed the savanna at dawn", vector=at_angle(0.2)),
+            note("nt_2", f"a {WORD} and a {WORD} in the river", vector=at_angle(0.5)),
+            note("nt_3", "nothing alike here", vector=axis(4)),
+        ]
+    )
+    query = probe(leg)
+    held = {hit.note_id: hit.score for hit in [*index.search(query).lexical, *index.search(query).semantic]}
+
+    scored = index.score_notes(
+        query,
+        [
+            note("nt_9", f"a {WORD} and a {WORD} in the river", vector=at_angle(0.5)),
+            note("nt_8", "nothing alike here", vector=axis(4)),
+        ],
+    )
+    hits = scored.lexical if leg is Leg.LEXICAL else scored.semantic
+
+    assert hits[0].note_id == "nt_9"
+    assert hits[0].score == pytest.approx(held["nt_2"], rel=1e-5)
+    if leg is Leg.LEXICAL:
+        assert [hit.note_id for hit in hits] == ["nt_9"]  # no shared term: no lexical hit
+    assert index.search(query).lexical == index.search(query).lexical  # nothing was written
+    assert "nt_9" not in found(index, query)

@@ -91,14 +91,16 @@ def test_pin_over_rest_comes_first_then_unpin_takes_effect_on_the_next_call(
     assert created.status == 201
     assert again.status == 200
     assert again.body == created.body
-    assert set(created.body) == {"type", "pin_id", "note_id", "reason", "order", "expires_at", "created_at"}
+    assert set(created.body) == {
+        *("type", "pin_id", "note_id", "reason", "order", "expires_at", "created_at", "indexed")
+    }
     assert [pin["note_id"] for pin in pins.body["pins"]] == [notes[4]]
     first = recall_context(alice, "billing card payments").body["items"][0]
     assert (first["note_id"], first["pinned"]) == (notes[4], True)
 
     removed = unpin_memory(alice, notes[4])
 
-    assert removed.body == {"type": "unpinned", "note_id": notes[4], "removed": True}
+    assert removed.body == {"type": "unpinned", "note_id": notes[4], "removed": True, "indexed": True}
     assert recall_context(alice, "billing card payments").body["items"][0]["note_id"] == notes[2]
     assert call("GET", "/v1/pins", None, alice).body == {"pins": [], "next_token": None}
 

@@ -16,6 +16,7 @@ from tests.support.store import counted_calls
 
 REQUESTS_PER_SECOND = 5
 WRITES_PER_SECOND = 2
+STORED_ITEMS = 100
 WRITE = "knowledge:write"
 ADMIN = "knowledge:admin"
 READ = "knowledge:read"
@@ -55,6 +56,7 @@ def world(table: object, clock: FrozenClock) -> SearchWorld:
             requests_per_second=REQUESTS_PER_SECOND,
             writes_per_second=WRITES_PER_SECOND,
             clock=clock,
+            stored_items_limit=STORED_ITEMS,
         ),
     )
     use_container(world.container)
@@ -151,3 +153,67 @@ def test_quota_window_seen_full_refuses_the_rest_of_it_without_writing_the_table
     assert refused_writes == []
     assert answered.status == 200
     assert next_window_writes == ["UpdateItem"]
+
+
+def test_quota_answers_carry_the_ratelimit_fields_of_the_requests_quota(world: SearchWorld) -> None:
+    caller = world.token("acme", scopes=[READ])
+
+    replies = [world.call({"query": "deployment"}, caller) for _ in range(3)]
+
+    assert [reply.headers["RateLimit-Limit"] for reply in replies] == [str(REQUESTS_PER_SECOND)] * 3
+    assert [int(reply.headers["RateLimit-Remaining"]) for reply in replies] == [4, 3, 2]
+    assert [reply.headers["RateLimit-Reset"] for reply in replies] == ["1"] * 3
+
+
+def test_quota_refusal_carries_the_ratelimit_fields_of_the_broken_quota(world: SearchWorld) -> None:
+    flooder = world.token("acme", scopes=[READ])
+    for _ in range(REQUESTS_PER_SECOND):
+        world.call({"query": "deployment"}, flooder)
+
+    reply = world.call({"query": "deployment"}, flooder)
+
+    assert reply.status == 429
+    assert (reply.headers["RateLimit-Limit"], reply.headers["RateLimit-Remaining"]) == ("5", "0")
+    assert reply.headers["RateLimit-Reset"] == reply.headers["Retry-After"] == "1"
+
+
+def test_usage_reports_the_tenants_stored_items_and_what_is_left_of_each_quota(
+    world: SearchWorld, clock: FrozenClock
+) -> None:
+    admin = AdminClient(world.token("acme", scopes=[READ, WRITE, ADMIN]))
+    admin.ok("POST", "/v1/knowledge-bases", {"name": "Second", "scope": "tenant"}, status=201)
+    clock.now += 1  # both buckets full again
+
+    usage = admin.ok("GET", "/v1/usage")
+
+    assert usage["type"] == "usage"
+    assert usage["tenant_id"] == "acme"
+    assert usage["stored"] == {"items": 1, "notes": 0, "total": 1, "limit": 100, "remaining": 99}
+    rates = {rate["quota"]: rate for rate in usage["rates"]}
+    assert rates["requests_per_second"] == {
+        "quota": "requests_per_second",
+        "limit": REQUESTS_PER_SECOND,
+        "window_seconds": 1,
+        "used": 1,  # this request
+        "remaining": REQUESTS_PER_SECOND - 1,
+        "reset_seconds": 1,
+    }
+    assert rates["writes_per_second"]["used"] == 0
+    assert rates["writes_per_second"]["remaining"] == WRITES_PER_SECOND
+
+
+def test_usage_without_a_token_is_authentication_required(world: SearchWorld) -> None:
+    reply = AdminClient(None).call("GET", "/v1/usage")
+
+    assert error_body(401, "authentication_required", reply)["retryable"] is False
+
+
+def test_usage_of_a_quota_turned_off_has_null_figures(world: SearchWorld, clock: FrozenClock) -> None:
+    quotas = QuotaService(world.store, requests_per_second=0, writes_per_second=3, clock=clock)
+
+    usage = quotas.usage("acme")
+
+    rates = {rate.quota: rate for rate in usage.rates}
+    assert (rates["requests_per_second"].limit, rates["requests_per_second"].remaining) == (None, None)
+    assert rates["writes_per_second"].remaining == 3
+    assert (usage.stored.limit, usage.stored.remaining) == (None, None)

@@ -304,3 +304,91 @@ def test_as_of_without_zone_or_not_a_date_is_a_usage_error_before_any_request(
     assert status == 2
     assert api.requests == []
     assert "--as-of" in capsys.readouterr().err
+
+
+def _note(note_id: str = NOTE) -> dict[str, Any]:
+    return {"note_id": note_id, "version": 1, "scope": "private", "path": "/ops", "pinned": False}
+
+
+def test_remember_says_the_note_is_not_indexed_yet(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
+    api.reply("POST", "/v1/tools/remember", 201, {"result": "created", "note": _note(), "indexed": False})
+
+    assert run("remember", "The osprey cluster.") == 0
+
+    assert capsys.readouterr().out == f"created: {NOTE} (version 1, private, /ops, not indexed yet)\n"
+
+
+def test_memories_consistent_is_sent_and_pending_writes_are_told_on_stderr(
+    api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    api.reply(
+        "POST",
+        "/v1/tools/search_memory",
+        200,
+        {"results": [], "pending_index": {"writes": 2, "included": False}},
+    )
+
+    assert run("memories", "osprey") == 0
+    assert run("memories", "osprey", "--consistent") == 0
+
+    printed = capsys.readouterr()
+    assert printed.out == "No memories.\nNo memories.\n"
+    assert printed.err.count("2 of your notes are not indexed yet; --consistent includes them.") == 2
+    assert [body.get("consistent") for body in api.bodies("/v1/tools/search_memory")] == [None, True]
+
+
+def test_recall_consistent_is_sent(api: FakeApi) -> None:
+    api.reply("POST", "/v1/tools/recall_context", 200, _context("", [], []))
+
+    assert run("recall", "osprey", "--consistent") == 0
+
+    assert api.bodies("/v1/tools/recall_context")[0]["consistent"] is True
+
+
+USAGE = {
+    "type": "usage",
+    "tenant_id": "dev",
+    "measured_at": "2026-06-01T09:00:00Z",
+    "stored": {"items": 14, "notes": 3, "total": 17, "limit": 100000, "remaining": 99983},
+    "rates": [
+        {
+            "quota": "requests_per_second",
+            "limit": 50,
+            "window_seconds": 1,
+            "used": 1,
+            "remaining": 49,
+            "reset_seconds": 1,
+        },
+        {
+            "quota": "writes_per_second",
+            "limit": None,
+            "window_seconds": 1,
+            "used": None,
+            "remaining": None,
+            "reset_seconds": None,
+        },
+    ],
+}
+
+
+def test_usage_prints_the_stored_counts_and_each_quota(
+    api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    api.reply("GET", "/v1/usage", 200, USAGE)
+
+    assert run("usage") == 0
+
+    assert capsys.readouterr().out.splitlines() == [
+        "tenant dev",
+        "stored       17 of 100,000 (99,983 left): 14 items, 3 notes",
+        "requests/s   1 used of 50, 49 left, full again in 1 s",
+        "writes/s     no limit",
+    ]
+
+
+def test_usage_json_prints_the_answer(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
+    api.reply("GET", "/v1/usage", 200, USAGE)
+
+    assert run("usage", "--json") == 0
+
+    assert json.loads(capsys.readouterr().out) == USAGE

@@ -76,6 +76,7 @@ def test_tool_route_answers_from_the_overriding_service() -> None:
         "mode": "lexical",
         "alpha": 0.25,
         "results": [],
+        "pending_index": {"writes": 0, "included": False},
     }
     assert search.callers == [("acme", "deploy window")]
 

@@ -297,6 +297,7 @@ class Container:
                 requests_per_second=self.settings.tenant_requests_per_second,
                 writes_per_second=self.settings.tenant_writes_per_second,
                 clock=time.time,
+                stored_items_limit=self.settings.tenant_max_stored_items,
             )
 
         return self._once("quotas", build)

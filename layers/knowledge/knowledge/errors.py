@@ -155,6 +155,7 @@ class RateLimitedError(KnowledgeError):
             },
         )
         self.retry_after_seconds = retry_after_seconds
+        self.limit = limit
 
 
 class StoredItemsQuotaError(KnowledgeError):

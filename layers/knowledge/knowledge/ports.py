@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Protocol
 
 from knowledge.contract.data_sources import SyncWork
-from knowledge.domain.access.rates import Rate, RateDecision
+from knowledge.domain.access.rates import QuotaCounters, Rate, RateDecision
 from knowledge.domain.as_of import ItemState
 from knowledge.domain.data_sources import (
     DataSource,
@@ -274,15 +274,33 @@ class NoteStore(Protocol):
         when they do not all fit, and nothing is applied."""
         ...
 
-    def set_note_indexed_version(self, tenant_id: str, note_id: str, version: int) -> None:
+    def set_note_indexed_version(
+        self, tenant_id: str, note_id: str, version: int, *, owner_id: str | None = None
+    ) -> None:
         """Record that the index holds ``version`` while the note is still at it; ``version`` does
-        not move. ``ConflictError`` when it moved on, ``ResourceUnavailableError`` when it is gone."""
+        not move. With ``owner_id`` (the note's), the note also leaves its owner's unindexed notes
+        (``list_unindexed_notes``) in the same write. ``ConflictError`` when it moved on,
+        ``ResourceUnavailableError`` when it is gone."""
         ...
 
-    def set_notes_indexed_versions(self, tenant_id: str, marks: Sequence[tuple[str, int]]) -> None:
+    def set_notes_indexed_versions(
+        self,
+        tenant_id: str,
+        marks: Sequence[tuple[str, int]],
+        *,
+        owners: Mapping[str, str] | None = None,
+    ) -> None:
         """``set_note_indexed_version`` for each ``(note_id, version)`` of ``marks`` (one tenant's),
-        in as few writes as the store allows; a mark whose note moved on or is gone is skipped, not
-        raised."""
+        with the owner ``owners`` gives each note id, in as few writes as the store allows; a mark
+        whose note moved on or is gone is skipped, not raised."""
+        ...
+
+    def list_unindexed_notes(self, tenant_id: str, owner_id: str, *, limit: int) -> list[Note]:
+        """Up to ``limit`` (≥ 1, else ``ValueError``) of the notes ``owner_id`` owns that are active,
+        not superseded and at a version the index has not taken yet (``indexed_version`` behind),
+        the newest notes first (note ids descending: ids grow with creation time), as stored now
+        (``pinned`` as ``get_note``): read-your-own-writes (DESIGN §9). Strongly consistent: a
+        note is listed from the commit that wrote it until the indexer's mark of that version."""
         ...
 
     def list_note_versions(
@@ -372,6 +390,13 @@ class QuotaStore(Protocol):
         may be purged. ``expect_idle`` is a hint, true when the caller saw no use in the last burst:
         an adapter that needs one conditional write per case tries the idle case first. Raises
         ``DependencyUnavailableError``; ``ValueError`` for a tenant id with ``#``."""
+        ...
+
+    def read_counters(self, tenant_id: str) -> QuotaCounters:
+        """The tenant's rate arrival times and stored counts, read at once (strongly consistent):
+        what ``GET /v1/usage`` reports. A count never read below 0, and the notes never above the
+        total (notes created before they were counted apart count as items). Raises
+        ``DependencyUnavailableError``."""
         ...
 
 
@@ -511,6 +536,16 @@ class NoteIndex(Protocol):
     def search(self, query: NoteQuery) -> NoteLegHits:
         """Up to ``query.k`` admitted notes per requested leg, best first; a failed leg as
         ``SearchIndex.search`` says (``NoteQuery.tolerate``, ``NoteLegHits.failed``)."""
+        ...
+
+    def score_notes(self, query: NoteQuery, notes: Sequence[IndexedNote]) -> NoteLegHits:
+        """The hits ``notes`` would give for ``query`` if the index held them beside what it holds
+        (read-your-own-writes: notes written but not indexed yet, which the caller has already
+        checked against ``query.filter``): the lexical leg by the index's own analysis and BM25 with
+        its corpus statistics (document count, document frequencies, average length), a note that
+        shares no term with the query left out; the semantic leg by the cosine of their vectors
+        with ``query.vector``. Up to ``query.k`` per requested leg, best first; nothing is written.
+        A failed leg as ``search`` says."""
         ...
 
     def browse(self, note_filter: NoteFilter, k: int) -> list[NoteHit]:

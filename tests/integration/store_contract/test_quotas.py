@@ -99,3 +99,17 @@ def test_consume_rate_concurrent_uses_admit_exactly_the_burst(store: KnowledgeSt
 def test_consume_rate_tenant_with_a_hash_is_refused(store: KnowledgeStore) -> None:
     with pytest.raises(ValueError, match="must not contain '#'"):
         store.consume_rate("a#b", "requests_per_second", THREE, now=NOW, expires_at=EXPIRES, expect_idle=True)
+
+
+def test_read_counters_reports_arrival_times_and_stored_counts(store: KnowledgeStore) -> None:
+    _consume(store, 2)
+    _consume(store, 1, quota="writes_per_second")
+
+    counters = store.read_counters(TENANT)
+
+    assert counters.arrivals == {
+        "requests_per_second": NOW + 2 * THREE.interval,
+        "writes_per_second": NOW + THREE.interval,
+    }
+    assert (counters.stored, counters.notes) == (0, 0)
+    assert store.read_counters(OTHER_TENANT).arrivals == {}

@@ -214,3 +214,20 @@ def test_stored_items_quota_expired_notes_of_one_tenant_free_none_of_another(
 
     with pytest.raises(StoredItemsQuotaError):
         _remember(capped, "One fact too many.")
+
+
+def test_read_counters_tells_notes_from_items_as_they_come_and_go(
+    capped: KnowledgeStore, capped_base: KnowledgeBase
+) -> None:
+    _item(capped, capped_base, "First")
+    kept = _remember(capped, "The build runs on Python 3.11.")
+    gone = _remember(capped, "The deploy freeze starts on Friday.")
+    before = capped.read_counters(TENANT)
+
+    capped.delete_note(TENANT, gone.note_id, claims=claims_of(gone), expected_version=1)
+    capped.release_expired_note(TENANT, kept.note_id)  # its expiry counted out
+
+    after = capped.read_counters(TENANT)
+    assert (before.stored, before.notes) == (3, 2)
+    assert (after.stored, after.notes) == (1, 0)
+    assert capped.read_counters(OTHER_TENANT)[1:] == (0, 0)

@@ -420,8 +420,10 @@ def test_get_item_reports_indexed_revision_once_indexed(
     indexing.sync_item(TENANT, item.knowledge_item_id, last_known_version=item.version)
     after = curation.get_item(WRITER, item.knowledge_item_id)
 
-    assert before.indexed_revision_id is None
-    assert after == before.model_copy(update={"indexed_revision_id": item.knowledge_revision_id})
+    assert (before.indexed_revision_id, before.indexed) == (None, False)
+    assert after == before.model_copy(
+        update={"indexed_revision_id": item.knowledge_revision_id, "indexed": True}
+    )
 
 
 def test_list_items_reports_which_items_the_index_holds(

@@ -19,7 +19,11 @@ with request and response validation on and every failure answered in the envelo
 
 Every request with an authenticated principal counts against its tenant's requests-per-second
 quota (``knowledge.services.quotas``) before its route runs: a full window answers 429
-``rate_limited`` with a ``Retry-After`` header (seconds). A request without a principal is not
+``rate_limited`` with a ``Retry-After`` header (seconds). Its answer carries the quota's state in
+``RateLimit-Limit``, ``RateLimit-Remaining`` and ``RateLimit-Reset`` (draft-ietf-httpapi-ratelimit-
+headers-06: uses per second, uses admitted at once, seconds until the whole burst is back); a 429
+carries them for the quota it broke, ``RateLimit-Remaining: 0`` and ``RateLimit-Reset`` equal to
+``Retry-After``. A request without a principal is not
 counted; its route answers it (401, or a public route).
 
 Authentication comes before validation: a request that fails validation on a route that takes a
@@ -229,14 +233,31 @@ def _admit_tenant(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) 
         principal = principal_from_event(app.current_event.raw_event)
     except AuthenticationRequiredError:
         return next_middleware(app)
-    get_container().quotas.admit_request(principal.tenant_id)
-    return next_middleware(app)
+    state = get_container().quotas.admit_request(principal.tenant_id)
+    response = next_middleware(app)
+    if state is not None:
+        response.headers.update(rate_limit_headers(state.limit, state.remaining, state.reset_seconds))
+    return response
+
+
+def rate_limit_headers(limit: int, remaining: int, reset_seconds: int) -> dict[str, str]:
+    """The fields of draft-ietf-httpapi-ratelimit-headers-06 for one quota: ``RateLimit-Limit`` (uses
+    per second), ``RateLimit-Remaining`` (uses admitted at once) and ``RateLimit-Reset`` (seconds)."""
+    return {
+        "RateLimit-Limit": str(limit),
+        "RateLimit-Remaining": str(remaining),
+        "RateLimit-Reset": str(reset_seconds),
+    }
 
 
 def retry_after_headers(error: KnowledgeError) -> dict[str, str] | None:
-    """``Retry-After`` (whole seconds) for a ``RateLimitedError``; ``None`` for any other error."""
+    """``Retry-After`` (whole seconds) and the ``RateLimit-*`` fields of the broken quota for a
+    ``RateLimitedError``; ``None`` for any other error."""
     if isinstance(error, RateLimitedError):
-        return {"Retry-After": str(error.retry_after_seconds)}
+        return {
+            "Retry-After": str(error.retry_after_seconds),
+            **rate_limit_headers(error.limit, 0, error.retry_after_seconds),
+        }
     return None
 
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from knowledge.services.memory_search import MemorySearchService
     from knowledge.services.notes import NoteService
     from knowledge.services.pins import PinService
+    from knowledge.services.quotas import QuotaService
     from knowledge.services.recall import RecallService
     from knowledge.services.search import SearchService
     from knowledge.services.token_admin import TokenAdministration
@@ -70,7 +71,13 @@ def token_administration() -> TokenAdministration:
     return get_container().token_admin
 
 
+def quota_service() -> QuotaService:
+    """The tenant quotas and their counters."""
+    return get_container().quotas
+
+
 if TYPE_CHECKING:
+    Quotas = Annotated[QuotaService, Depends(quota_service)]
     Search = Annotated[SearchService, Depends(search_service)]
     Notes = Annotated[NoteService, Depends(note_service)]
     MemorySearch = Annotated[MemorySearchService, Depends(memory_search_service)]
@@ -80,6 +87,7 @@ if TYPE_CHECKING:
     Tokens = Annotated[TokenAdministration, Depends(token_administration)]
     DataSources = Annotated[DataSourceService, Depends(data_source_service)]
 else:  # Powertools reads the dependency, never the type: the service modules stay unimported.
+    Quotas = Annotated[Any, Depends(quota_service)]
     Search = Annotated[Any, Depends(search_service)]
     Notes = Annotated[Any, Depends(note_service)]
     MemorySearch = Annotated[Any, Depends(memory_search_service)]

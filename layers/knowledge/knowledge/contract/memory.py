@@ -30,6 +30,7 @@ from knowledge.contract.search import (
     MODES,
     QUERY_MAX_CHARS,
     AsOf,
+    PendingIndex,
     Scores,
 )
 from knowledge.domain.bounds import VERSION_MAX, VERSION_MIN
@@ -165,6 +166,12 @@ class SearchMemoryArguments(_Arguments):
     include_superseded: bool = Field(default=False, description="Also superseded notes.")
     explain: bool = Field(default=False, description="Add every leg's scores to each result.")
     as_of: AsOf | None = Field(default=None, description=AS_OF_DESCRIPTION)
+    consistent: bool = Field(
+        default=False,
+        description="Also match the caller's own notes written but not indexed yet (read from the "
+        "store, ranked by the same rules), so a note just remembered is found at once; "
+        "pending_index says how many there were.",
+    )
 
 
 class RecallContextArguments(_Arguments):
@@ -199,6 +206,12 @@ class RecallContextArguments(_Arguments):
         default=None, max_length=PATH_MAX_CHARS, description="Only notes at this path or below it."
     )
     as_of: AsOf | None = Field(default=None, description=AS_OF_DESCRIPTION)
+    consistent: bool = Field(
+        default=False,
+        description="Also match the caller's own notes written but not indexed yet (read from the "
+        "store, ranked by the same rules), so a note just remembered is found at once; "
+        "pending_index says how many there were.",
+    )
 
 
 class PinMemoryArguments(_Arguments):
@@ -266,6 +279,10 @@ class MemoryResponse(BaseModel):
     type: Literal["memory"] = "memory"
     result: Literal["created", "updated", "unchanged", "duplicate", "restored"]
     note: NoteView
+    indexed: bool = True
+    """Whether searches already reflect this write: the search index holds the note at this
+    version (false until the indexer takes it; ``consistent: true`` searches find it meanwhile), or
+    the write took the note out of search, which every read applies at once."""
 
 
 class MemorySearchResult(BaseModel):
@@ -299,12 +316,17 @@ class MemorySearchResponse(BaseModel):
     left out of the JSON when false."""
     as_of: datetime | None = Field(default=None, exclude_if=lambda moment: moment is None)
     """The moment answered as of (UTC), when the search named one; left out otherwise."""
+    pending_index: PendingIndex = Field(default_factory=lambda: PendingIndex(writes=0))
 
 
 class MemoryForgottenResponse(BaseModel):
     type: Literal["memory_forgotten"] = "memory_forgotten"
     note_id: str
     mode: str
+    indexed: bool = True
+    """Whether searches already reflect this write: the search index holds the note at this
+    version (false until the indexer takes it; ``consistent: true`` searches find it meanwhile), or
+    the write took the note out of search, which every read applies at once."""
 
 
 class NoteVersionsResponse(BaseModel):
@@ -362,6 +384,7 @@ class MemoryContextResponse(BaseModel):
     coverage: ContextCoverage
     as_of: datetime | None = Field(default=None, exclude_if=lambda moment: moment is None)
     """The moment the pack was recalled as of (UTC), when the call named one; left out otherwise."""
+    pending_index: PendingIndex = Field(default_factory=lambda: PendingIndex(writes=0))
 
 
 class PinView(BaseModel):
@@ -374,6 +397,9 @@ class PinView(BaseModel):
     order: int
     expires_at: datetime | None
     created_at: datetime
+    indexed: bool | None = Field(default=None, exclude_if=lambda indexed: indexed is None)
+    """In ``pin_memory``'s answer: whether the search index holds the pinned note at its current
+    version (left out of listings)."""
 
 
 class PinsResponse(BaseModel):
@@ -390,6 +416,9 @@ class UnpinnedResponse(BaseModel):
     type: Literal["unpinned"] = "unpinned"
     note_id: str
     removed: bool
+    indexed: bool = True
+    """Whether the search index holds the note at its current version (a pin is not indexed: recall
+    reads pins from the store)."""
 
 
 def pin_problems(arguments: PinMemoryArguments, now: datetime) -> list[dict[str, str]]:

@@ -306,3 +306,18 @@ class ErrorResponse(BaseModel):
 
     type: Literal["error", "knowledge_unavailable"] = "error"
     error: ErrorDetail
+
+
+PENDING_INDEX_LIMIT = 100
+"""The caller's unindexed writes a search reads at most (``PendingIndex.writes`` counts up to it)."""
+
+
+class PendingIndex(BaseModel):
+    """Read-your-own-writes (DESIGN §9): the caller's acknowledged writes that the search index has
+    not taken yet when the search ran, read from the table (the source of truth), counted up to
+    ``PENDING_INDEX_LIMIT``. ``included`` is true when the search asked for ``consistent: true`` and
+    matched and ranked them with the indexed ones; otherwise a note or item that the answer lacks
+    may be one of them: not yet searchable rather than absent."""
+
+    writes: int = Field(ge=0)
+    included: bool = False

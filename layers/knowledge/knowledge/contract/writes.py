@@ -246,6 +246,10 @@ class KnowledgeItemResponse(BaseModel):
     latest_revision_id: str
     version: int
     external_id: str | None
+    indexed: bool = True
+    """Whether searches already reflect the item as answered: the search index holds its current
+    revision (false after a publish until the indexer takes it), or it has nothing to search (no
+    published revision) or is archived (every search leaves an archived item out at once)."""
 
     @classmethod
     def of(cls, item: KnowledgeItem) -> KnowledgeItemResponse:
@@ -433,4 +437,7 @@ def _item_fields(item: KnowledgeItem) -> dict[str, Any]:
         "latest_revision_id": item.latest_revision_id,
         "version": item.version,
         "external_id": item.external_id,
+        "indexed": item.status is ItemStatus.ARCHIVED
+        or item.current_revision_id is None
+        or item.indexed_revision_id == item.current_revision_id,
     }

@@ -15,6 +15,13 @@ with its validity interval, ``NoteFilter.as_of``), expiry is judged at that mome
 check reads the versions themselves (``domain.as_of.held_at``): the version was the note's then and
 admitted then, the note still exists unredacted, and the caller may see it today.
 
+Read-your-own-writes: the caller's notes written but not indexed yet (``NoteStore.
+list_unindexed_notes``, up to ``PENDING_INDEX_LIMIT``) are counted in every answer
+(``pending_index``); with ``consistent: true`` those the filter admits also join each round, scored
+by the index's own rules (``NoteIndex.score_notes``: its analysis and BM25 statistics, the cosine of
+their embeddings, which are computed for them) and merged into each leg in place of whatever older
+version the index holds, before fusion and the same truth check.
+
 A hybrid search whose semantic leg fails (the embedder, or the index's k-NN leg) is answered by its
 lexical leg alone with ``degraded: true``, as ``search_knowledge`` is.
 
@@ -29,17 +36,27 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from knowledge.contract.memory import MemorySearchResponse, MemorySearchResult, SearchMemoryArguments
-from knowledge.contract.search import MAX_RESULTS_MAX, MAX_RESULTS_MIN
+from knowledge.contract.search import MAX_RESULTS_MAX, MAX_RESULTS_MIN, PENDING_INDEX_LIMIT, PendingIndex
 from knowledge.domain.as_of import held_at, resolve_as_of
 from knowledge.domain.memory.notes import MemoryType, Note, normalize_path
 from knowledge.domain.memory.pins import pins_at
-from knowledge.domain.memory.retrieval import FusedNote, NoteFilter, NoteLegHits, NoteQuery, fuse_notes, holds
+from knowledge.domain.memory.retrieval import (
+    FusedNote,
+    NoteFilter,
+    NoteLegHits,
+    NoteQuery,
+    admits,
+    fuse_notes,
+    holds,
+    with_unindexed,
+)
 from knowledge.domain.models import Permission, Principal, Scope
-from knowledge.domain.retrieval.hits import SearchMode
-from knowledge.errors import MemoryInvalidRequestError, RuntimeDisabledError
+from knowledge.domain.retrieval.hits import Leg, SearchMode
+from knowledge.errors import DependencyUnavailableError, MemoryInvalidRequestError, RuntimeDisabledError
 from knowledge.observability import logger
 from knowledge.ports import Clock, Embedder, MemoryStore, NoteIndex, RuntimeSwitch
 from knowledge.services.access import require_scope
+from knowledge.services.note_indexing import indexed_note
 from knowledge.services.notes import view
 from knowledge.services.retrieval import Round, legs_for, normalize_mode, retrieve, scores_of
 
@@ -96,7 +113,12 @@ class MemorySearchService:
             now=now,
             as_of=as_of,
         )
-        accepted, degraded = self.ranked(query, note_filter, mode, alpha, arguments.limit)
+        pending = self.unindexed(principal)
+        # As of a past moment, notes not indexed yet are newer than it: consistent adds nothing.
+        included = arguments.consistent and as_of is None
+        accepted, degraded = self.ranked(
+            query, note_filter, mode, alpha, arguments.limit, pending if included else ()
+        )
         if as_of is not None:
             pinned = self.pinned_at(principal.tenant_id, as_of)
             accepted = [
@@ -114,6 +136,14 @@ class MemorySearchService:
             results=results,
             degraded=degraded,
             as_of=as_of,
+            pending_index=PendingIndex(writes=len(pending), included=included),
+        )
+
+    def unindexed(self, principal: Principal) -> list[Note]:
+        """The caller's own notes the index has not taken at their current version yet, as stored
+        now (up to ``PENDING_INDEX_LIMIT``)."""
+        return self._store.list_unindexed_notes(
+            principal.tenant_id, principal.subject_id, limit=PENDING_INDEX_LIMIT
         )
 
     def pinned_at(self, tenant_id: str, moment: datetime) -> set[str]:
@@ -127,26 +157,40 @@ class MemorySearchService:
         mode: SearchMode,
         alpha: float,
         wanted: int,
+        unindexed: Sequence[Note] = (),
     ) -> tuple[list[tuple[FusedNote, Note]], bool]:
         """The best ``wanted`` notes for ``query`` (non-blank) under ``note_filter`` (whose caller it
         names), truth-checked against the store, with their fused scores, best first; and whether
         the search degraded: a hybrid search whose semantic leg failed (the embedder, or the index's
         k-NN leg) is answered by its lexical leg alone, ``(notes, True)`` (``retrieval.retrieve``).
-        With ``note_filter.as_of``, the notes are the versions current then (the history index)."""
+        With ``note_filter.as_of``, the notes are the versions current then (the history index).
+        ``unindexed`` notes (stored, not indexed yet) that the filter admits are ranked with the
+        indexed ones (see the module docs)."""
         index = self.index_for(note_filter)
         page_type = NotePage if note_filter.as_of is None else AsOfNotePage
+        pending = [note for note in unindexed if admits(note_filter, note)]
+        vectors: dict[str, list[float]] = {}
 
         def search(round_: Round) -> NoteLegHits:
-            return index.search(
-                NoteQuery(
-                    text=query,
-                    vector=round_.vector,
-                    filter=note_filter,
-                    k=round_.k,
-                    legs=round_.legs,
-                    tolerate=round_.tolerate,
-                )
+            note_query = NoteQuery(
+                text=query,
+                vector=round_.vector,
+                filter=note_filter,
+                k=round_.k,
+                legs=round_.legs,
+                tolerate=round_.tolerate,
             )
+            hits = index.search(note_query)
+            if not pending:
+                return hits
+            legs = note_query.legs - {hits.failed} if hits.failed is not None else note_query.legs
+            if Leg.SEMANTIC in legs and not vectors:
+                vectors.update(self._embedded(pending))
+            scored = index.score_notes(
+                note_query.model_copy(update={"legs": legs}),
+                [indexed_note(note, vectors.get(note.note_id, [])) for note in pending],
+            )
+            return with_unindexed(hits, scored, {note.note_id for note in pending}, note_query.k)
 
         retrieval = retrieve(
             self._embedder,
@@ -167,6 +211,17 @@ class MemorySearchService:
         if self._history is None:
             raise ValueError("answers as of a moment need a note history index")
         return self._history()
+
+    def _embedded(self, notes: Sequence[Note]) -> dict[str, list[float]]:
+        """The embeddings of ``notes``' contents by note id; an embedder failure is the semantic
+        leg's (``details.leg``), so a hybrid search degrades to its lexical leg."""
+        try:
+            vectors = self._embedder.embed([note.content for note in notes])
+        except DependencyUnavailableError as error:
+            raise DependencyUnavailableError(
+                "The embedding model could not embed the unindexed notes.", {"leg": Leg.SEMANTIC.value}
+            ) from error
+        return {note.note_id: vector for note, vector in zip(notes, vectors, strict=True)}
 
 
 class NotePage:

@@ -195,7 +195,7 @@ class NoteIndexingService:
             return IndexAction.SUPERSEDED
         # the note may have moved on meanwhile: its own change re-indexes it
         with suppress(ConflictError, ResourceUnavailableError):
-            self._store.set_note_indexed_version(tenant_id, note_id, note.version)
+            self._store.set_note_indexed_version(tenant_id, note_id, note.version, owner_id=note.owner_id)
         return IndexAction.INDEXED
 
     def _known(self, change: StoreChange) -> Note | None:
@@ -269,7 +269,9 @@ class NoteIndexingService:
             # a note that moved on meanwhile keeps its mark: its own change re-indexes it
             try:
                 self._store.set_notes_indexed_versions(
-                    tenant_id, [(entry.note_id, entry.version) for entry in entries]
+                    tenant_id,
+                    [(entry.note_id, entry.version) for entry in entries],
+                    owners={entry.note_id: entry.owner_id for entry in entries},
                 )
             except Exception as error:
                 outcomes.update({(tenant_id, entry.note_id): error for entry in entries})

@@ -178,7 +178,7 @@ class NoteService:
             merged = _merged(target, draft, arguments)
             self.require_rights(principal, target, merged.scope)
             if is_unchanged(target, merged, [note.note_id for note in supersedes]):
-                return MemoryResponse(result="unchanged", note=view(target))
+                return MemoryResponse(result="unchanged", note=view(target), indexed=is_indexed(target))
             note = revised_note(target, merged, supersedes=[n.note_id for n in supersedes], now=now)
             writes = [self._replacing(target, note)]
             result: Literal["created", "updated"] = "updated"
@@ -189,7 +189,7 @@ class NoteService:
             )
             duplicate = self._holder(principal, content_claim(candidate))
             if duplicate is not None:
-                return MemoryResponse(result="duplicate", note=view(duplicate))
+                return MemoryResponse(result="duplicate", note=view(duplicate), indexed=is_indexed(duplicate))
             note = candidate
             writes = [NoteWrite(previous=None, note=note, claim=tuple(claims_of(note)))]
             result = "created"
@@ -202,7 +202,7 @@ class NoteService:
         )
         self._commit(tenant, writes, target, retryable=arguments.expected_version is None)
         logger.info("note remembered", extra={"tenant_id": tenant, "note_id": note.note_id, "result": result})
-        return MemoryResponse(result=result, note=view(note))
+        return MemoryResponse(result=result, note=view(note), indexed=False)
 
     def _draft(self, principal: Principal, arguments: RememberArguments) -> NoteDraft:
         now = self._clock()
@@ -349,7 +349,7 @@ class NoteService:
             "note forgotten",
             extra={"tenant_id": principal.tenant_id, "note_id": note.note_id, "mode": mode.value},
         )
-        return MemoryForgottenResponse(note_id=note.note_id, mode=mode.value)
+        return MemoryForgottenResponse(note_id=note.note_id, mode=mode.value, indexed=True)
 
     def restore(self, principal: Principal, note_id: str) -> MemoryResponse:
         """Make a softly forgotten note active again (a new version). An active note is answered
@@ -360,7 +360,7 @@ class NoteService:
         if note.status is NoteStatus.ACTIVE:
             if not note.is_readable(self._clock()):
                 raise MemoryUnavailableError()
-            return MemoryResponse(result="unchanged", note=view(note))
+            return MemoryResponse(result="unchanged", note=view(note), indexed=is_indexed(note))
         if note.forgotten_mode is not ForgetMode.SOFT:
             raise MemoryInvalidRequestError(
                 "Only a softly forgotten memory can be restored.", {"mode": "redact"}
@@ -373,7 +373,7 @@ class NoteService:
             raise MemoryConflictError(
                 "Another current memory now holds this content or key.", current_version=note.version
             ) from error
-        return MemoryResponse(result="restored", note=view(restored))
+        return MemoryResponse(result="restored", note=view(restored), indexed=False)
 
     def _drop_pin(self, tenant_id: str, note_id: str) -> None:
         pin = self._store.get_pin(tenant_id, note_id)
@@ -486,6 +486,12 @@ def view(note: Note) -> NoteView:
         created_at=note.created_at,
         updated_at=note.updated_at,
     )
+
+
+def is_indexed(note: Note) -> bool:
+    """Whether searches reflect ``note`` as stored: the index holds its current version, or it is
+    forgotten (every read leaves a forgotten note out, whatever the index still holds)."""
+    return note.status is NoteStatus.FORGOTTEN or note.indexed_version == note.version
 
 
 def _merged(note: Note, draft: NoteDraft, arguments: RememberArguments) -> NoteDraft:

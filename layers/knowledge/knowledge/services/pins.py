@@ -50,7 +50,7 @@ from knowledge.errors import (
 )
 from knowledge.observability import logger
 from knowledge.ports import Clock, MemoryStore
-from knowledge.services.notes import NoteService, Remembered
+from knowledge.services.notes import NoteService, Remembered, is_indexed
 
 ATTEMPTS = 4
 _SCAN_PAGE = 100
@@ -86,7 +86,11 @@ class PinService:
         note = remembered.response.note
         self.pin(principal, PinMemoryArguments(note_id=note.note_id))
         pinned = note.model_copy(update={"pinned": True})
-        return Remembered(MemoryResponse(result=remembered.response.result, note=pinned))
+        return Remembered(
+            MemoryResponse(
+                result=remembered.response.result, note=pinned, indexed=remembered.response.indexed
+            )
+        )
 
     def pin(self, principal: Principal, arguments: PinMemoryArguments) -> Pinned:
         self._notes.authorize(principal, Permission.MEMORY_WRITE)
@@ -134,11 +138,13 @@ class PinService:
                 if name in given and getattr(arguments, name) != getattr(stored, name)
             }
             if not changes:
-                return Pinned(pin_view(stored), created=False)
+                return Pinned(pin_view(stored, indexed=is_indexed(note)), created=False)
             pin = stored.model_copy(update={**changes, "updated_at": now})
         self._store.put_pin(pin, previous=stored)
         logger.info("note pinned", extra={"tenant_id": pin.tenant_id, "note_id": pin.note_id})
-        return Pinned(pin_view(pin), created=stored is None or stored.pin_id != pin.pin_id)
+        return Pinned(
+            pin_view(pin, indexed=is_indexed(note)), created=stored is None or stored.pin_id != pin.pin_id
+        )
 
     def unpin(self, principal: Principal, arguments: UnpinMemoryArguments) -> UnpinnedResponse:
         self._notes.authorize(principal, Permission.MEMORY_WRITE)
@@ -147,13 +153,13 @@ class PinService:
             self._notes.require_rights(principal, note)
             stored = self._store.get_pin(principal.tenant_id, note.note_id)
             if stored is None:
-                return UnpinnedResponse(note_id=note.note_id, removed=False)
+                return UnpinnedResponse(note_id=note.note_id, removed=False, indexed=is_indexed(note))
             try:
                 self._store.delete_pin(principal.tenant_id, note.note_id, pin_id=stored.pin_id)
             except ConflictError:
                 continue
             logger.info("note unpinned", extra={"tenant_id": principal.tenant_id, "note_id": note.note_id})
-            return UnpinnedResponse(note_id=note.note_id, removed=True)
+            return UnpinnedResponse(note_id=note.note_id, removed=True, indexed=is_indexed(note))
         raise RetryableMemoryConflictError(
             "Other writers keep changing this pin; retry.", current_version=None
         )
@@ -229,8 +235,10 @@ class PinService:
         return kept
 
 
-def pin_view(pin: Pin) -> PinView:
+def pin_view(pin: Pin, *, indexed: bool | None = None) -> PinView:
+    """The public shape of ``pin``; ``indexed`` (``pin_memory``'s answer only) as ``PinView`` says."""
     return PinView(
+        indexed=indexed,
         pin_id=pin.pin_id,
         note_id=pin.note_id,
         reason=pin.reason,

@@ -1,6 +1,10 @@
 """The ``recall_context`` use case (DESIGN §9): a context pack of the caller's notes inside a token
 budget, never knowledge.
 
+Read-your-own-writes: ``pending_index`` counts the caller's notes the index has not taken yet; with
+``consistent: true`` they join the ranked candidates by ``search_memory``'s rules (with a query) or
+by importance and recency (without one).
+
 Candidates: every pin that applies to the caller under the arguments' filters (``PinService.
 pinned_notes``, in pin order), then the best ``RECALL_CANDIDATES`` (50) other notes: with a
 ``query``, by ``search_memory``'s hybrid ranking (same legs, fusion and truth check); without one,
@@ -24,6 +28,7 @@ Errors: ``RuntimeDisabledError``, ``InsufficientScopeError`` (``memory:read``),
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from knowledge.contract.memory import (
@@ -35,6 +40,7 @@ from knowledge.contract.memory import (
     RecallContextArguments,
     recall_problems,
 )
+from knowledge.contract.search import PendingIndex
 from knowledge.domain.as_of import held_at, resolve_as_of, version_at
 from knowledge.domain.memory.context_pack import TOKENIZER, Candidate, TokenCounter, pack
 from knowledge.domain.memory.notes import VERSIONS_LIMIT_MAX, Note
@@ -105,7 +111,15 @@ class RecallService:
         else:
             pinned = self._pinned_at(note_filter)
         query = (arguments.query or "").strip()
-        ranked = self._ranked(query, note_filter, exclude={note.note_id for note in pinned})
+        unindexed = self._search.unindexed(principal)
+        # As of a past moment, notes not indexed yet are newer than it: consistent adds nothing.
+        included = arguments.consistent and as_of is None
+        ranked = self._ranked(
+            query,
+            note_filter,
+            exclude={note.note_id for note in pinned},
+            unindexed=unindexed if included else (),
+        )
         vectors = self._embedder.embed(
             [note.content for note in pinned] + [note.content for note, _ in ranked]
         )
@@ -160,6 +174,7 @@ class RecallService:
                 dropped=[DroppedNote(note_id=note_id, reason=reason) for note_id, reason in result.dropped],
             ),
             as_of=as_of,
+            pending_index=PendingIndex(writes=len(unindexed), included=included),
         )
 
     def _pinned_at(self, note_filter: NoteFilter) -> list[Note]:
@@ -194,33 +209,44 @@ class RecallService:
             if next_token is None:
                 return versions
 
-    def _ranked(self, query: str, note_filter: NoteFilter, exclude: set[str]) -> list[tuple[Note, float]]:
-        """The best ``RECALL_CANDIDATES`` notes that are not among ``exclude``, with their scores."""
+    def _ranked(
+        self, query: str, note_filter: NoteFilter, exclude: set[str], unindexed: Sequence[Note]
+    ) -> list[tuple[Note, float]]:
+        """The best ``RECALL_CANDIDATES`` notes that are not among ``exclude``, with their scores;
+        ``unindexed`` notes (stored, not indexed yet) join the candidates by the same rules."""
         wanted = RECALL_CANDIDATES + len(exclude)
         if query:
-            hits, _ = self._search.ranked(query, note_filter, SearchMode.HYBRID, HYBRID_ALPHA, wanted)
+            hits, _ = self._search.ranked(
+                query, note_filter, SearchMode.HYBRID, HYBRID_ALPHA, wanted, unindexed
+            )
             ranked = [(note, hit.final) for hit, note in hits]
         else:
-            ranked = self._browsed(note_filter, wanted)
+            ranked = self._browsed(note_filter, wanted, unindexed)
         return [(note, score) for note, score in ranked if note.note_id not in exclude][:RECALL_CANDIDATES]
 
-    def _browsed(self, note_filter: NoteFilter, wanted: int) -> list[tuple[Note, float]]:
+    def _browsed(
+        self, note_filter: NoteFilter, wanted: int, unindexed: Sequence[Note]
+    ) -> list[tuple[Note, float]]:
         """Without a query: admitted notes by importance, then recency, then id, as stored now (the
-        index held their current version)."""
+        index held their current version, or they are among ``unindexed`` and admitted)."""
         if note_filter.as_of is not None:
             hits = self._search.index_for(note_filter).browse(note_filter, wanted)
-            held = held_versions(self._store, note_filter, [(hit.note_id, hit.version) for hit in hits])
-            found = [version for hit in hits if (version := held.get(hit.note_id)) is not None]
+            held_then = held_versions(self._store, note_filter, [(hit.note_id, hit.version) for hit in hits])
+            found = [version for hit in hits if (version := held_then.get(hit.note_id)) is not None]
             found.sort(key=_importance_then_recency)
             return [(version, version.importance) for version in found]
-        hits = self._index.browse(note_filter, wanted)
-        notes = self._store.get_notes(note_filter.tenant_id, [hit.note_id for hit in hits])
+        pending = {note.note_id: note for note in unindexed if holds(note_filter, note)}
+        hits = self._index.browse(note_filter, wanted + len(pending))
+        held = [hit for hit in hits if hit.note_id not in pending]
+        notes = self._store.get_notes(note_filter.tenant_id, [hit.note_id for hit in held])
         kept = [
             note
-            for hit in hits
+            for hit in held
             if (note := notes.get(hit.note_id)) is not None and holds(note_filter, note, hit.version)
         ]
+        kept.extend(pending.values())
         kept.sort(key=_importance_then_recency)
+        del kept[wanted:]
         return [(note, note.importance) for note in kept]
 
 

@@ -2,16 +2,19 @@
 
     knowledge remember "fact" [--path --type --scope --team --key --agent --importance --ttl --supersedes
                                --pin]
-    knowledge memories "query" [--mode --limit --path --type --scope --include-superseded --as-of]
+    knowledge memories "query" [--mode --limit --path --type --scope --include-superseded --as-of
+                                --consistent]
     knowledge recall ["query"] [--max-tokens --max-items --path-prefix --type --scope --team --agent
-                                --as-of]
+                                --as-of --consistent]
     knowledge forget NOTE_ID [--mode soft|redact|hard]
     knowledge pin NOTE_ID [--order --reason --expires-at]
     knowledge unpin NOTE_ID
     knowledge pins
 
 ``remember`` prints what happened (created, updated, unchanged, duplicate) and the note id (and
-``pinned`` with ``--pin``); ``memories`` one line per note (rank, score, note id, path, content);
+``pinned`` with ``--pin``, ``not indexed yet`` until search finds it); ``memories`` one line per note
+(rank, score, note id, path, content), then, on stderr, how many of the caller's notes the index
+has not taken yet, when any (``--consistent`` includes them);
 ``recall`` the context pack's text on stdout, as an agent would paste it, then one summary line on
 stderr (notes, tokens used of the budget, what was dropped and why); ``pin`` the pin (``pinned`` or
 ``already pinned``), ``unpin`` whether a pin was removed, ``pins`` one line per pin, every page of
@@ -71,9 +74,10 @@ def _remember(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
         return 0
     note = answer["note"]
     pinned = ", pinned" if note.get("pinned") else ""
+    unindexed = ", not indexed yet" if answer.get("indexed") is False else ""
     print(
         f"{answer['result']}: {note['note_id']} "
-        f"(version {note['version']}, {note['scope']}, {note['path']}{pinned})"
+        f"(version {note['version']}, {note['scope']}, {note['path']}{pinned}{unindexed})"
     )
     return 0
 
@@ -89,11 +93,18 @@ def _memories(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
         scope=arguments.scope,
         include_superseded=arguments.include_superseded or None,
         as_of=arguments.as_of,
+        consistent=arguments.consistent or None,
     )
     if arguments.json:
         print(json.dumps(answer, indent=2, ensure_ascii=False))
         return 0
     results: list[dict[str, Any]] = answer.get("results") or []
+    pending = answer.get("pending_index") or {}
+    if pending.get("writes") and not pending.get("included"):
+        print(
+            f"{pending['writes']} of your notes are not indexed yet; --consistent includes them.",
+            file=sys.stderr,
+        )
     if not results:
         print("No memories.")
         return 0
@@ -125,6 +136,7 @@ def _recall(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
         team_id=arguments.team,
         agent_id=arguments.agent,
         as_of=arguments.as_of,
+        consistent=arguments.consistent or None,
     )
     if arguments.json:
         _print_json(answer)
@@ -259,6 +271,9 @@ def add_commands(commands: Any, shared: Sequence[argparse.ArgumentParser]) -> No
     memories.add_argument("--scope", choices=NOTE_SCOPES, help="only notes of this scope")
     memories.add_argument("--include-superseded", action="store_true", help="also superseded notes")
     memories.add_argument("--as-of", type=moment, help=AS_OF_HELP)
+    memories.add_argument(
+        "--consistent", action="store_true", help="also your notes written but not indexed yet"
+    )
     memories.add_argument("--json", action="store_true", help="print the API's JSON answer")
     memories.set_defaults(run=_memories)
 
@@ -278,6 +293,9 @@ def add_commands(commands: Any, shared: Sequence[argparse.ArgumentParser]) -> No
     recall.add_argument("--team", help="only notes of this team")
     recall.add_argument("--agent", help="only notes about this agent")
     recall.add_argument("--as-of", type=moment, help=AS_OF_HELP)
+    recall.add_argument(
+        "--consistent", action="store_true", help="also your notes written but not indexed yet"
+    )
     recall.add_argument("--json", action="store_true", help="print the API's JSON answer")
     recall.set_defaults(run=_recall)
 

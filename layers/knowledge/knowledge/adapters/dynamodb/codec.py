@@ -73,6 +73,7 @@ class Entity(StrEnum):
     ITEM_STATE = "item_state"
     QUOTA = "quota"
     EXPIRY_COUNTED = "expiry_counted"
+    UNINDEXED_NOTE = "unindexed_note"
 
 
 def timestamp(moment: datetime) -> str:
@@ -340,6 +341,22 @@ def encode_note_claim(note: Note, claim: NoteClaim) -> RawItem:
             "tenant_id": note.tenant_id,
             "note_id": note.note_id,
             "kind": claim.kind,
+            "expiration": expiration(note.expires_at),
+        }
+    )
+
+
+def encode_unindexed_note(note: Note) -> RawItem:
+    """The mark that ``note`` is at a version the note index has not taken yet, under its owner
+    (``keys.unindexed_note_key``); it expires with the note."""
+    table_key = keys.unindexed_note_key(note.tenant_id, note.owner_id, note.note_id)
+    return serialize(
+        {
+            "PK": table_key.pk,
+            "SK": table_key.sk,
+            "entity": Entity.UNINDEXED_NOTE.value,
+            "note_id": note.note_id,
+            "version": note.version,
             "expiration": expiration(note.expires_at),
         }
     )

@@ -20,6 +20,7 @@
 | sync job          | ``T#{tenant}#DS#{ds}``                    | ``JOB#{job}``            |
 | synced object     | ``T#{tenant}#DS#{ds}``                    | ``OBJ#{s3 key}``         |
 | bucket's source   | ``S3BUCKET#{bucket}``                     | ``T#{tenant}#DS#{ds}``   |
+| unindexed note    | ``T#{tenant}#UNINDEXED#{sha256(owner)}``  | ``NOTE#{note}``          |
 
 GSI1 lists the items of a base (``GSI1PK = T#{tenant}#KB#{kb}``, ``GSI1SK = ITEM#{item}``), the
 bases of a tenant (``GSI1PK = T#{tenant}#BASES``, ``GSI1SK = KB#{kb}``), the tokens of a tenant in
@@ -53,7 +54,9 @@ ITEM_STATE_PREFIX = "STATE#"
 PIN = "PIN"
 EXPIRY_COUNTED = "EXPIRY_COUNTED"
 STORED_ITEMS = "STORED_ITEMS"
+RATE_PREFIX = "RATE#"
 PIN_INDEX_PREFIX = "PIN#"
+UNINDEXED_NOTE_PREFIX = "NOTE#"
 MAX_PAGE_NUMBER = 999_999
 """Page numbers are zero-padded to six digits so that they sort as numbers."""
 MAX_NOTE_VERSION = 999_999
@@ -137,7 +140,7 @@ def token_key(token_hash: str) -> TableKey:
 def quota_key(tenant_id: str, quota: str) -> TableKey:
     """``T#{tenant}#QUOTA`` / ``RATE#{quota}``: one tenant's theoretical arrival time for one rate
     quota (``knowledge.domain.access.rates``)."""
-    return TableKey(f"T#{_part(tenant_id)}#QUOTA", f"RATE#{_part(quota)}")
+    return TableKey(f"T#{_part(tenant_id)}#QUOTA", f"{RATE_PREFIX}{_part(quota)}")
 
 
 def stored_items_key(tenant_id: str) -> TableKey:
@@ -284,3 +287,14 @@ def item_state_key(tenant_id: str, knowledge_item_id: str, version: int) -> Tabl
     if not 1 <= version <= MAX_NOTE_VERSION:
         raise ValueError(f"item version must be within 1..{MAX_NOTE_VERSION}")
     return TableKey(item_partition(tenant_id, knowledge_item_id), f"{ITEM_STATE_PREFIX}{version:06d}")
+
+
+def unindexed_partition(tenant_id: str, owner_id: str) -> str:
+    """``T#{tenant}#UNINDEXED#{sha256(owner)}``: the notes of one owner written since the index last
+    took them (read-your-own-writes, DESIGN §9). The owner is hashed, so any subject id works."""
+    return f"T#{_part(tenant_id)}#UNINDEXED#{_digest(owner_id)}"
+
+
+def unindexed_note_key(tenant_id: str, owner_id: str, note_id: str) -> TableKey:
+    """The mark that ``note_id`` has a version the note index has not taken yet, under its owner."""
+    return TableKey(unindexed_partition(tenant_id, owner_id), UNINDEXED_NOTE_PREFIX + _part(note_id))

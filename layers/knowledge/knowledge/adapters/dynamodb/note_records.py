@@ -9,6 +9,14 @@ this note's (or gone), and for new notes the tenant's stored items count grown u
 (``StoredItemsQuotaError`` refuses the whole commit). A hard delete removes ``META`` and takes one
 off the count in one transaction.
 
+Read-your-own-writes (DESIGN §9): every commit of an active note also puts the mark
+``T#{tenant}#UNINDEXED#{sha256(owner)}`` / ``NOTE#{note}`` naming the version written (a commit that
+forgets a note deletes it), and the indexer's ``indexed_version`` mark deletes it in the same
+transaction, conditioned, as the mark itself, on the note still being at the version indexed. So one
+strongly consistent Query of the owner's partition lists the notes the index has not taken yet; a
+mark left behind (a note deleted or expired meanwhile) is checked against the note and removed by
+the read that finds it.
+
 A note removed by its expiry (TTL deletes ``META`` with no transaction) is taken off the count by
 the stream consumer (``release_expired_note``): one transaction puts the write-once mark
 ``EXPIRY_COUNTED`` beside the note and takes one off the count while it is above 0. A redelivered
@@ -19,7 +27,7 @@ or replayed record meets the mark, so the count moves once per note. The mark ca
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -34,16 +42,18 @@ from knowledge.adapters.dynamodb.quota_records import (
 )
 from knowledge.adapters.dynamodb.table import EXISTS, VERSION_IS_EXPECTED, TableRecords, all_of
 from knowledge.domain.memory.lifecycle import MAX_NOTE_WRITES, NoteWrite, redacted
-from knowledge.domain.memory.notes import Note, NoteClaim, expiration
+from knowledge.domain.memory.notes import Note, NoteClaim, NoteStatus, expiration
 from knowledge.domain.models import Page
 from knowledge.errors import ConflictError, ResourceUnavailableError, StoredItemsQuotaError
 from knowledge.observability import logger
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef, UpdateTypeDef
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
 
-MAX_MARKS_PER_TRANSACTION = 100
+MAX_ACTIONS_PER_TRANSACTION = 100
 """DynamoDB's limit of actions in one ``TransactWriteItems``."""
+MAX_MARKS_PER_TRANSACTION = MAX_ACTIONS_PER_TRANSACTION // 2
+"""Indexed marks per transaction: each mark also deletes the note's unindexed mark."""
 CLAIM_IS_TAKEABLE = "attribute_not_exists(PK) OR #note_id = :note_id OR #expiration <= :now"
 """Condition clause of a claim to take: free, this note's, or held by a note that has expired."""
 
@@ -88,10 +98,16 @@ class DynamoDBNoteStore(TableRecords):
             transaction.append(self._table.put_new_write(codec.encode_note_version(note)))
             transaction.extend(self._claim_put(note, claim, now) for claim in write.claim)
             transaction.extend(self._claim_delete(note, claim) for claim in write.release)
+            if note.superseded_by is None:
+                # A note written as superseded leaves default searches at once (the read-time
+                # truth check); marking it too could pass the 100 actions of a transaction.
+                transaction.append(self._unindexed_write(note))
         created = sum(1 for write in writes if write.previous is None)
         if created:
             refuse_over_limit(created, self._stored_items_limit)
-            transaction.append(stored_items_write(self._table, tenant_id, created, self._stored_items_limit))
+            transaction.append(
+                stored_items_write(self._table, tenant_id, created, self._stored_items_limit, notes=True)
+            )
         try:
             self._table.transact(transaction)
         except CounterFullError:
@@ -102,48 +118,130 @@ class DynamoDBNoteStore(TableRecords):
                 extra={"tenant_id": tenant_id, "note_id": write.note.note_id, "version": write.note.version},
             )
 
-    def set_note_indexed_version(self, tenant_id: str, note_id: str, version: int) -> None:
-        change = codec.update({"indexed_version": version})
-        self._table.update(
-            {
-                "TableName": self._table.name,
-                "Key": codec.key(keys.note_key(tenant_id, note_id)),
-                "UpdateExpression": change.expression,
-                "ConditionExpression": all_of(EXISTS, VERSION_IS_EXPECTED),
-                "ExpressionAttributeNames": {**change.names, "#version": "version"},
-                "ExpressionAttributeValues": {**change.values, **codec.serialize({":expected": version})},
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            }
-        )
+    def set_note_indexed_version(
+        self, tenant_id: str, note_id: str, version: int, *, owner_id: str | None = None
+    ) -> None:
+        if owner_id is None:
+            change = codec.update({"indexed_version": version})
+            self._table.update(
+                {
+                    "TableName": self._table.name,
+                    "Key": codec.key(keys.note_key(tenant_id, note_id)),
+                    "UpdateExpression": change.expression,
+                    "ConditionExpression": all_of(EXISTS, VERSION_IS_EXPECTED),
+                    "ExpressionAttributeNames": {**change.names, "#version": "version"},
+                    "ExpressionAttributeValues": {
+                        **change.values,
+                        **codec.serialize({":expected": version}),
+                    },
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                }
+            )
+            return
+        self._table.transact(self._indexed_mark(tenant_id, note_id, version, owner_id))
 
-    def set_notes_indexed_versions(self, tenant_id: str, marks: Sequence[tuple[str, int]]) -> None:
+    def set_notes_indexed_versions(
+        self,
+        tenant_id: str,
+        marks: Sequence[tuple[str, int]],
+        *,
+        owners: Mapping[str, str] | None = None,
+    ) -> None:
         """One ``TransactWriteItems`` per ``MAX_MARKS_PER_TRANSACTION`` marks; when one of them is
         refused (a note moved on or is gone), the marks of that transaction are written one by one
         and the refused ones skipped."""
+        owners = owners or {}
         unique = list(dict.fromkeys(marks))
         for start in range(0, len(unique), MAX_MARKS_PER_TRANSACTION):
             chunk = unique[start : start + MAX_MARKS_PER_TRANSACTION]
             if len(chunk) > 1:
                 try:
-                    self._table.transact([{"Update": self._indexed_mark(tenant_id, *mark)} for mark in chunk])
+                    self._table.transact(
+                        [
+                            action
+                            for note_id, version in chunk
+                            for action in self._indexed_mark(tenant_id, note_id, version, owners.get(note_id))
+                        ]
+                    )
                     continue
                 except (ConflictError, ResourceUnavailableError):
                     pass
             for note_id, version in chunk:
                 with suppress(ConflictError, ResourceUnavailableError):
-                    self.set_note_indexed_version(tenant_id, note_id, version)
+                    self.set_note_indexed_version(tenant_id, note_id, version, owner_id=owners.get(note_id))
 
-    def _indexed_mark(self, tenant_id: str, note_id: str, version: int) -> UpdateTypeDef:
-        """The conditional update of the note's ``indexed_version`` to ``version``, in a transaction."""
+    def _indexed_mark(
+        self, tenant_id: str, note_id: str, version: int, owner_id: str | None
+    ) -> list[TransactWriteItemTypeDef]:
+        """The conditional update of the note's ``indexed_version`` to ``version`` and, with
+        ``owner_id``, the removal of its unindexed mark, as transaction actions. The mark needs no
+        condition of its own: while the note is at ``version`` (the update's condition), the mark
+        names that version, as both are written in one commit."""
         change = codec.update({"indexed_version": version})
-        return {
-            "TableName": self._table.name,
-            "Key": codec.key(keys.note_key(tenant_id, note_id)),
-            "UpdateExpression": change.expression,
-            "ConditionExpression": all_of(EXISTS, VERSION_IS_EXPECTED),
-            "ExpressionAttributeNames": {**change.names, "#version": "version"},
-            "ExpressionAttributeValues": {**change.values, **codec.serialize({":expected": version})},
-        }
+        actions: list[TransactWriteItemTypeDef] = [
+            {
+                "Update": {
+                    "TableName": self._table.name,
+                    "Key": codec.key(keys.note_key(tenant_id, note_id)),
+                    "UpdateExpression": change.expression,
+                    "ConditionExpression": all_of(EXISTS, VERSION_IS_EXPECTED),
+                    "ExpressionAttributeNames": {**change.names, "#version": "version"},
+                    "ExpressionAttributeValues": {
+                        **change.values,
+                        **codec.serialize({":expected": version}),
+                    },
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                }
+            }
+        ]
+        if owner_id is not None:
+            actions.append(
+                {
+                    "Delete": {
+                        "TableName": self._table.name,
+                        "Key": codec.key(keys.unindexed_note_key(tenant_id, owner_id, note_id)),
+                    }
+                }
+            )
+        return actions
+
+    def list_unindexed_notes(self, tenant_id: str, owner_id: str, *, limit: int) -> list[Note]:
+        """The owner's ``limit`` unindexed marks of the newest notes (note ids descending), checked
+        against the notes in one batched read: the active, unsuperseded notes at a version the index
+        has not taken. A mark the note contradicts (indexed, forgotten, superseded or gone) is
+        removed, while it still names that version."""
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        records = self._table.query_first(
+            keys.unindexed_partition(tenant_id, owner_id),
+            keys.UNINDEXED_NOTE_PREFIX,
+            limit,
+            newest_first=True,
+        )
+        marks = {str(record["note_id"]["S"]): int(record["version"]["N"]) for record in records}
+        notes = self.get_notes(tenant_id, list(marks))
+        pending: list[Note] = []
+        for note_id, version in marks.items():
+            note = notes.get(note_id)
+            if (
+                note is not None
+                and note.status is NoteStatus.ACTIVE
+                and note.superseded_by is None
+                and note.indexed_version != note.version
+            ):
+                pending.append(note)
+                continue
+            with suppress(ConflictError, ResourceUnavailableError):
+                self._table.delete(
+                    {
+                        "TableName": self._table.name,
+                        "Key": codec.key(keys.unindexed_note_key(tenant_id, owner_id, note_id)),
+                        "ConditionExpression": "#version = :version",
+                        "ExpressionAttributeNames": {"#version": "version"},
+                        "ExpressionAttributeValues": codec.serialize({":version": version}),
+                    }
+                )
+        return pending
 
     def list_note_versions(
         self, tenant_id: str, note_id: str, *, limit: int, next_token: str | None
@@ -191,7 +289,7 @@ class DynamoDBNoteStore(TableRecords):
                             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                         }
                     },
-                    stored_items_write(self._table, tenant_id, -1, self._stored_items_limit),
+                    stored_items_write(self._table, tenant_id, -1, self._stored_items_limit, notes=True),
                 ]
             )
         partition = keys.note_partition(tenant_id, note_id)
@@ -237,6 +335,14 @@ class DynamoDBNoteStore(TableRecords):
             return False
         logger.info("expired note counted out", extra={"tenant_id": tenant_id, "note_id": note_id})
         return True
+
+    def _unindexed_write(self, note: Note) -> TransactWriteItemTypeDef:
+        """The note's unindexed mark at its new version (an active note), or its removal (a forgotten
+        one: the index only has to drop it, which read-time truth checks already do)."""
+        if note.status is NoteStatus.ACTIVE:
+            return {"Put": {"TableName": self._table.name, "Item": codec.encode_unindexed_note(note)}}
+        table_key = keys.unindexed_note_key(note.tenant_id, note.owner_id, note.note_id)
+        return {"Delete": {"TableName": self._table.name, "Key": codec.key(table_key)}}
 
     def _note_put(self, note: Note, previous: Note | None) -> TransactWriteItemTypeDef:
         if previous is None:

@@ -17,7 +17,8 @@ right (a failed condition is still a write), two when it is wrong; a concurrent 
 
 The stored items count (``STORED_ITEMS``, no TTL) is one ``Update`` inside the transaction that
 creates or removes items (``stored_items_write``), or that marks a note removed by its expiry as
-counted out (``stored_items_release``).
+counted out (``stored_items_release``). The same record counts the notes among them (``notes``,
+moved by the same updates), so ``GET /v1/usage`` tells items from notes with one read.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from knowledge.adapters.dynamodb import codec, keys
 from knowledge.adapters.dynamodb.table import DynamoDBTable, TableRecords
-from knowledge.domain.access.rates import Rate, RateDecision
+from knowledge.domain.access.rates import QuotaCounters, Rate, RateDecision
 from knowledge.errors import StoredItemsQuotaError
 
 if TYPE_CHECKING:
@@ -97,24 +98,45 @@ class DynamoDBQuotaStore(TableRecords):
         # Every attempt lost a race with another writer: refused, and admitted again at once.
         return RateDecision(admitted=False, tat=now + rate.tolerance + 1)
 
+    def read_counters(self, tenant_id: str) -> QuotaCounters:
+        """One strongly consistent Query of ``T#{tenant}#QUOTA`` from ``RATE#`` to ``STORED_ITEMS``:
+        every rate record and the stored items count (its ``notes`` clamped to ``0..count``)."""
+        arrivals: dict[str, int] = {}
+        stored = notes = 0
+        partition = keys.stored_items_key(tenant_id).pk
+        for record in self._table.query_range(partition, keys.RATE_PREFIX, keys.STORED_ITEMS):
+            sort_key = record["SK"]["S"]
+            if sort_key == keys.STORED_ITEMS:
+                stored = max(0, int(record.get("count", {}).get("N", "0")))
+                notes = min(stored, max(0, int(record.get("notes", {}).get("N", "0"))))
+            elif sort_key.startswith(keys.RATE_PREFIX) and "tat" in record:
+                arrivals[sort_key.removeprefix(keys.RATE_PREFIX)] = int(record["tat"]["N"])
+        return QuotaCounters(arrivals=arrivals, stored=stored, notes=notes)
+
 
 def stored_items_write(
-    table: DynamoDBTable, tenant_id: str, delta: int, limit: int
+    table: DynamoDBTable, tenant_id: str, delta: int, limit: int, *, notes: bool = False
 ) -> TransactWriteItemTypeDef:
     """The change of ``tenant_id``'s stored items count by ``delta``, as one write of the transaction
     that creates (``delta > 0``) or removes (``delta < 0``) the items, so the count moves exactly
-    when they do. A growth is conditioned on leaving the count at most ``limit`` (0: no limit); the
-    transaction is then refused with ``CounterFullError``.
+    when they do; with ``notes``, the items are notes and the notes count moves too. A growth is
+    conditioned on leaving the count at most ``limit`` (0: no limit); the transaction is then
+    refused with ``CounterFullError``.
     """
     values: dict[str, AttributeValueTypeDef] = {
         ":delta": {"N": str(delta)},
         ":entity": {"S": codec.Entity.QUOTA.value},
     }
+    names = {"#count": "count", "#entity": "entity"}
+    added = "#count :delta"
+    if notes:
+        names["#notes"] = "notes"
+        added += ", #notes :delta"
     update: UpdateTypeDef = {
         "TableName": table.name,
         "Key": codec.key(keys.stored_items_key(tenant_id)),
-        "UpdateExpression": "ADD #count :delta SET #entity = :entity",
-        "ExpressionAttributeNames": {"#count": "count", "#entity": "entity"},
+        "UpdateExpression": f"ADD {added} SET #entity = :entity",
+        "ExpressionAttributeNames": names,
         "ExpressionAttributeValues": values,
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
     }
@@ -125,15 +147,16 @@ def stored_items_write(
 
 
 def stored_items_release(table: DynamoDBTable, tenant_id: str) -> TransactWriteItemTypeDef:
-    """One off ``tenant_id``'s stored items count, conditioned on the count being above 0, so it
-    never goes below (a record stored before the counter existed is not in it)."""
+    """One note off ``tenant_id``'s stored items count (and its notes count), conditioned on the
+    count being above 0, so it never goes below (a record stored before the counter existed is not
+    in it)."""
     return {
         "Update": {
             "TableName": table.name,
             "Key": codec.key(keys.stored_items_key(tenant_id)),
-            "UpdateExpression": "ADD #count :minus_one",
+            "UpdateExpression": "ADD #count :minus_one, #notes :minus_one",
             "ConditionExpression": "#count > :zero",
-            "ExpressionAttributeNames": {"#count": "count"},
+            "ExpressionAttributeNames": {"#count": "count", "#notes": "notes"},
             "ExpressionAttributeValues": {":minus_one": {"N": "-1"}, ":zero": {"N": "0"}},
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }

@@ -198,6 +198,24 @@ class DynamoDBTable:
                 return records
             query["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
+    def query_first(
+        self, partition: str, sort_prefix: str, limit: int, *, newest_first: bool = False
+    ) -> list[RawItem]:
+        """The first ``limit`` records of ``partition`` whose sort keys start ``sort_prefix``,
+        ascending (descending with ``newest_first``), strongly consistent; one Query (at most 1 MB
+        of results)."""
+        query: QueryInputTypeDef = {
+            "TableName": self.name,
+            "KeyConditionExpression": "PK = :pk AND begins_with(SK, :prefix)",
+            "ExpressionAttributeValues": serialize({":pk": partition, ":prefix": sort_prefix}),
+            "ConsistentRead": True,
+            "Limit": limit,
+            "ScanIndexForward": not newest_first,
+        }
+        with translated_errors():
+            response = self._client.query(**query)
+        return list(response.get("Items", []))
+
     def query_listing(
         self,
         listing: Listing,

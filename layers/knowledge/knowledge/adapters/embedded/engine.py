@@ -29,6 +29,9 @@ ANALYZER = "analyzed_english_stem"
 """The name the stemming analyzer is registered under in each tantivy index."""
 FREQ = "freq"
 """Index option of the BM25 fields: term frequencies, not positions."""
+BM25_K1 = 1.2
+BM25_B = 0.75
+"""Tantivy's BM25 parameters (fixed in tantivy; Lucene's defaults too)."""
 
 
 def stemmer() -> tantivy.TextAnalyzer:

@@ -27,7 +27,9 @@ note and keeps a tombstone, so a late write of an older version never brings one
 
 from __future__ import annotations
 
+import math
 import threading
+from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -37,6 +39,8 @@ import tantivy
 
 from knowledge.adapters.embedded.engine import (
     ANALYZER,
+    BM25_B,
+    BM25_K1,
     FREQ,
     VectorSpace,
     Version,
@@ -57,10 +61,20 @@ if TYPE_CHECKING:
 
 _Key = tuple[str, str]  # tenant, note
 _COLUMNS = ("tenant", "owner", "scope", "team", "agent", "type")
+_STEMMED = stemmer()
 
 
 def _joined(tenant_id: str, note_id: str) -> str:
     return f"{tenant_id}\x1f{note_id}"
+
+
+class _Added:
+    """The statistics that documents of ``documents`` (each a list of terms) add to the index's."""
+
+    def __init__(self, documents: Sequence[Sequence[str]]) -> None:
+        self.documents = len(documents)
+        self.length = sum(len(document) for document in documents)
+        self.frequencies: Counter[str] = Counter(term for document in documents for term in set(document))
 
 
 def _sort_key(hit: NoteHit) -> tuple[float, str]:
@@ -101,6 +115,8 @@ class EmbeddedNoteIndex:
         self._valid_from: npt.NDArray[np.float64] = np.zeros(0, np.float64)
         self._valid_to: npt.NDArray[np.float64] = np.zeros(0, np.float64)
         self._prefix_rows: dict[tuple[str, str], set[int]] = {}
+        self._lengths: dict[int, int] = {}
+        self._total_length = 0
 
     def ensure_ready(self, *, model_id: str, dimension: int) -> None:
         """Record the embedding model and dimension on first use; ``IndexConfigurationError`` when a
@@ -180,6 +196,61 @@ class EmbeddedNoteIndex:
                 else []
             )
             return NoteLegHits(lexical=lexical, semantic=semantic)
+
+    def score_notes(self, query: NoteQuery, notes: Sequence[IndexedNote]) -> NoteLegHits:
+        """BM25 as tantivy computes it (k1 = 1.2, b = 0.75; idf from the document count and each
+        term's document frequency in the whole index, as its searcher does), summed over the query's
+        terms, with the index's average length: the statistics the index scores its own hits with
+        in the same search, so both rank alike (an empty index: the statistics of ``notes``);
+        lengths are exact term counts, where tantivy quantizes them (``fieldnorm``), so a score may
+        differ from the one the indexed note gets once its length passes 40 terms, by a few percent
+        at most; and tantivy keeps replaced documents in its statistics until their segments merge,
+        where these count the live ones. Semantic: cosine, as ``search``."""
+        with self._lock:
+            lexical: list[NoteHit] = []
+            semantic: list[NoteHit] = []
+            if Leg.LEXICAL in query.legs:
+                terms = index_terms(query.text, query=True)
+                documents = [index_terms(note.content) for note in notes]
+                added = _Added(documents)
+                for note, document in zip(notes, documents, strict=True):
+                    score = self._bm25(terms, document, added)
+                    if score is not None:
+                        lexical.append(NoteHit(note_id=note.note_id, version=note.version, score=score))
+            if Leg.SEMANTIC in query.legs and notes:
+                if query.vector is None:
+                    raise ValueError("the semantic leg needs a query vector")
+                target = self._space.unit(query.vector)
+                for note in notes:
+                    cosine = float(self._space.unit(note.vector) @ target)
+                    semantic.append(
+                        NoteHit(note_id=note.note_id, version=note.version, score=max(-1.0, min(1.0, cosine)))
+                    )
+            return NoteLegHits(
+                lexical=sorted(lexical, key=_sort_key)[: query.k],
+                semantic=sorted(semantic, key=_sort_key)[: query.k],
+            )
+
+    def _bm25(self, query_terms: Sequence[str], document: Sequence[str], added: _Added) -> float | None:
+        """Tantivy's BM25 of a document of ``document`` terms with this index's statistics (those of
+        the ``added`` documents while the index holds none); ``None`` when it shares no term with
+        the query."""
+        frequencies = Counter(document)
+        if not any(term in frequencies for term in query_terms):
+            return None
+        held = self._searcher.num_docs
+        documents, total = (held, self._total_length) if held else (added.documents, added.length)
+        average = max(total / documents, 1.0)
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * len(document) / average)
+        score = 0.0
+        for term in query_terms:
+            tf = frequencies.get(term, 0)
+            if tf == 0:
+                continue
+            df = self._searcher.doc_freq("content", term) if held else added.frequencies[term]
+            idf = math.log(1 + (documents - df + 0.5) / (df + 0.5))
+            score += idf * (1 + BM25_K1) * tf / (tf + norm)
+        return score
 
     def browse(self, note_filter: NoteFilter, k: int) -> list[NoteHit]:
         """Up to ``k`` admitted notes by importance, then update time (newest first), then id."""
@@ -334,8 +405,12 @@ class EmbeddedNoteIndex:
         self._valid_to[row] = note.valid_to.timestamp() if note.valid_to else np.inf
         for prefix in path_ancestors(note.path):
             self._prefix_rows.setdefault((note.tenant_id, prefix), set()).add(row)
+        text = analyzed(note.content)
+        length = len(_STEMMED.analyze(text))
+        self._lengths[row] = length
+        self._total_length += length
         document = tantivy.Document()
-        document.add_text("content", analyzed(note.content))
+        document.add_text("content", text)
         document.add_text("note_key", _joined(*key))
         document.add_text("tenant", note.tenant_id)
         document.add_unsigned("row", row)
@@ -349,6 +424,7 @@ class EmbeddedNoteIndex:
         for prefix in path_ancestors(note.path):
             self._prefix_rows[key[0], prefix].discard(row)
         self._notes[row] = None
+        self._total_length -= self._lengths.pop(row, 0)
         self._alive[row] = False
         self._free_rows.append(row)
         self._writer.delete_documents_by_term("note_key", _joined(*key))

@@ -6,14 +6,14 @@ note's ``pinned`` is read from its pin, as the DynamoDB store reads it."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from knowledge.adapters import next_tokens
 from knowledge.adapters.in_process.listing import found, page
 from knowledge.domain.memory.lifecycle import MAX_NOTE_WRITES, NoteWrite, redacted
-from knowledge.domain.memory.notes import Note, NoteClaim
+from knowledge.domain.memory.notes import Note, NoteClaim, NoteStatus
 from knowledge.domain.memory.pins import Pin, PinChange
 from knowledge.domain.models import Page
 from knowledge.errors import ClaimTakenError, ConflictError, ResourceUnavailableError, StoredItemsQuotaError
@@ -86,7 +86,9 @@ class InProcessNoteStore:
                 for claim in write.claim:
                     self._claims[tenant_id, claim.digest] = _Claim(note.note_id, note.expires_at)
 
-    def set_note_indexed_version(self, tenant_id: str, note_id: str, version: int) -> None:
+    def set_note_indexed_version(
+        self, tenant_id: str, note_id: str, version: int, *, owner_id: str | None = None
+    ) -> None:
         with self._lock:
             note = self._notes.get((tenant_id, note_id))
             if note is None:
@@ -95,12 +97,33 @@ class InProcessNoteStore:
                 raise ConflictError(_RACE_LOST, current_version=note.version)
             self._notes[tenant_id, note_id] = note.model_copy(update={"indexed_version": version})
 
-    def set_notes_indexed_versions(self, tenant_id: str, marks: Sequence[tuple[str, int]]) -> None:
+    def set_notes_indexed_versions(
+        self,
+        tenant_id: str,
+        marks: Sequence[tuple[str, int]],
+        *,
+        owners: Mapping[str, str] | None = None,
+    ) -> None:
         with self._lock:
             for note_id, version in marks:
                 note = self._notes.get((tenant_id, note_id))
                 if note is not None and note.version == version:
                     self._notes[tenant_id, note_id] = note.model_copy(update={"indexed_version": version})
+
+    def list_unindexed_notes(self, tenant_id: str, owner_id: str, *, limit: int) -> list[Note]:
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        with self._lock:
+            pending = [
+                self._with_pin(note)
+                for (tenant, _), note in sorted(self._notes.items(), reverse=True)
+                if tenant == tenant_id
+                and note.owner_id == owner_id
+                and note.status is NoteStatus.ACTIVE
+                and note.superseded_by is None
+                and note.indexed_version != note.version
+            ]
+            return pending[:limit]
 
     def list_note_versions(
         self, tenant_id: str, note_id: str, *, limit: int, next_token: str | None

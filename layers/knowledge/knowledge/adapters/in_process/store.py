@@ -23,7 +23,7 @@ from knowledge.adapters.in_process.listing import found as _found
 from knowledge.adapters.in_process.listing import page as _page
 from knowledge.adapters.in_process.notes import InProcessNoteStore
 from knowledge.domain import ids, lifecycle
-from knowledge.domain.access.rates import Rate, RateDecision
+from knowledge.domain.access.rates import QuotaCounters, Rate, RateDecision
 from knowledge.domain.as_of import ItemState, item_state
 from knowledge.domain.models import (
     BaseStatus,
@@ -378,6 +378,24 @@ class InProcessKnowledgeStore(InProcessNoteStore):
             if decision.admitted:
                 self._quotas[(tenant_id, quota)] = (decision.tat, expires_at)
             return decision
+
+    def read_counters(self, tenant_id: str) -> QuotaCounters:
+        """The kept arrival times (unexpired) and counts; a note counts until it is deleted or its
+        expiry is counted out, as on the table."""
+        with self._lock:
+            seconds = self._clock().timestamp()
+            arrivals = {
+                quota: tat
+                for (tenant, quota), (tat, expiry) in self._quotas.items()
+                if tenant == tenant_id and expiry >= seconds
+            }
+            stored = max(0, self._stored_items.get(tenant_id, 0))
+            notes = sum(
+                1
+                for (tenant, note_id) in self._notes
+                if tenant == tenant_id and (tenant, note_id) not in self._expiry_counted
+            )
+            return QuotaCounters(arrivals=arrivals, stored=stored, notes=min(stored, notes))
 
     # Internals (callers hold the lock)
 

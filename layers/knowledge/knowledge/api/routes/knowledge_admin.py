@@ -22,6 +22,7 @@
 | ``DELETE /v1/knowledge-bases/{kb}/data-sources/{ds}`` | write | 204 (items stay) |
 | ``POST /v1/knowledge-bases/{kb}/data-sources/{ds}/sync`` | write | 202 sync job (``queued``) |
 | ``GET /v1/knowledge-bases/{kb}/sync-jobs/{job}`` | read | 200 sync job |
+| ``GET /v1/usage`` | any | 200 the caller's tenant: stored counts, each quota and what is left |
 | ``GET /v1/health`` | none | 200 ``{status, runtime_enabled}`` |
 
 Scopes are ``knowledge:<scope>``. Every write (``POST``, ``PATCH``, ``DELETE``) is registered with
@@ -48,6 +49,7 @@ from knowledge.api.query_parameters import CANONICAL_INTEGER, NextToken
 from knowledge.api.services import (
     Curation,
     DataSources,
+    Quotas,
     Tokens,
     curation_service,
     data_source_service,
@@ -60,6 +62,7 @@ from knowledge.contract.data_sources import (
     DataSourceResponse,
     SyncJobResponse,
 )
+from knowledge.contract.usage import UsageResponse
 from knowledge.contract.writes import (
     LIST_LIMIT_DEFAULT,
     LIST_LIMIT_MAX,
@@ -100,6 +103,7 @@ SYNC_JOB_PATH = "/v1/knowledge-bases/<knowledge_base_id>/sync-jobs/<sync_job_id>
 TOKENS_PATH = "/v1/tokens"
 TOKEN_PATH = "/v1/tokens/<token_id>"
 HEALTH_PATH = "/v1/health"
+USAGE_PATH = "/v1/usage"
 
 TAG = "knowledge"
 
@@ -610,6 +614,27 @@ def list_tokens(
 def revoke_token(token_id: str, principal: CallerPrincipal, tokens: Tokens) -> Response[None]:
     tokens.revoke(principal, token_id)
     return Response(status_code=204)
+
+
+@router.get(
+    USAGE_PATH,
+    operation_id="get_usage",
+    summary="What the caller's tenant stores and how much of each quota is left.",
+    description=(
+        "Any valid token; always the caller's own tenant. `stored`: live knowledge items and notes "
+        "against the stored items quota (`limit` and `remaining` null when it is off). `rates`: "
+        "each rate quota (requests and writes per second, GCRA: a burst of `limit`, then one use "
+        "every 1/`limit` s) with `used` (of the burst), `remaining` (admitted at once now) and "
+        "`reset_seconds` (until the whole burst is back); null figures for a quota that is off. "
+        "This request counts as one. Every REST answer also carries the requests quota in "
+        "`RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` "
+        "(draft-ietf-httpapi-ratelimit-headers-06)."
+    ),
+    tags=[TAG],
+    responses=_responses(200, "The tenant's usage.", 401, 429, 500, 503),
+)
+def get_usage(principal: CallerPrincipal, quotas: Quotas) -> UsageResponse:
+    return quotas.usage(principal.tenant_id)
 
 
 @router.get(

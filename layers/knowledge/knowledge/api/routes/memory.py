@@ -158,7 +158,10 @@ REMEMBER = Tool(
         "supersedes retires older notes from search; expires_at or ttl_seconds makes a note expire; "
         "pin true also pins it. Your own private notes need memory:write; a team or tenant note (one "
         "others see) also needs memory:share, and another principal's note memory:admin. "
-        'Returns JSON text {"type":"memory","result":"created|updated|unchanged|duplicate","note":{...}}.'
+        "indexed says whether search already finds this version (false until the indexer takes it: "
+        "search_memory with consistent true finds it meanwhile). "
+        'Returns JSON text {"type":"memory","result":"created|updated|unchanged|duplicate","note":{...},'
+        '"indexed":true|false}.'
     ),
     service=pin_service,
     run=lambda pins, principal, arguments: pins.remember(principal, arguments),
@@ -184,9 +187,13 @@ SEARCH_MEMORY = Tool(
         "vector search with filters by scope, team_id, agent_id, memory_type and path_prefix. Expired, "
         "forgotten and (unless include_superseded) superseded notes never appear. as_of (ISO-8601 with "
         "a zone, not in the future) answers as of that moment: the note versions current and unexpired "
-        "then, with today's visibility; hard-forgotten and redacted notes never come back. Returns JSON "
-        'text {"type":"memory_search","results":[{note_id, version, content, path, ..., score}]} '
-        "(with as_of echoed when given)."
+        "then, with today's visibility; hard-forgotten and redacted notes never come back. A note you "
+        "just wrote is searchable once the indexer takes it (seconds); consistent true also matches your "
+        "own notes not indexed yet, read from the store and ranked by the same rules (it adds nothing "
+        "with as_of). pending_index counts those (writes) and says whether they were included, so an "
+        "empty answer with writes > 0 may mean not indexed yet rather than not found. Returns JSON text "
+        '{"type":"memory_search","results":[{note_id, version, content, path, ..., score}],'
+        '"pending_index":{writes, included}} (with as_of echoed when given).'
     ),
     service=memory_search_service,
     run=lambda memory_search, principal, arguments: memory_search.search_memory(principal, arguments),
@@ -211,10 +218,11 @@ RECALL_CONTEXT = Tool(
         "max_tokens (cl100k_base tokens). Each block's header says whose note it is: own, or shared by "
         "its owner (weigh shared text accordingly). as_of (ISO-8601 with a zone) builds the pack the "
         "caller would have got then: pins as they stood, note versions current then, today's "
-        "visibility. Returns JSON text "
+        "visibility. consistent true also considers your own notes not indexed yet (pending_index "
+        "counts them, as in search_memory). Returns JSON text "
         '{"type":"memory_context","text","items":[{note_id, version, path, memory_type, scope, owner_id, '
         'own, pinned, tokens, score}],"budget":{max_tokens, used_tokens, tokenizer, max_items},'
-        '"coverage":{candidates, included, dropped:[{note_id, reason}]}}.'
+        '"coverage":{candidates, included, dropped:[{note_id, reason}]},"pending_index":{writes, included}}.'
     ),
     service=recall_service,
     run=lambda recall, principal, arguments: recall.recall_context(principal, arguments),
@@ -236,7 +244,8 @@ PIN_MEMORY = Tool(
         "Pin a note so recall_context always brings it first, for everyone who can see the note; order "
         "(0 first) then pin time decide among pins. Pinning again returns the same pin. A team or tenant "
         "note also needs memory:share, and another principal's note memory:admin. Returns JSON "
-        'text {"type":"pin","pin_id","note_id","reason","order","expires_at","created_at"}.'
+        'text {"type":"pin","pin_id","note_id","reason","order","expires_at","created_at","indexed"} '
+        "(indexed: whether search already holds the note at its current version)."
     ),
     service=pin_service,
     run=lambda pins, principal, arguments: pins.pin(principal, arguments),
@@ -258,8 +267,8 @@ UNPIN_MEMORY = Tool(
     summary="Remove a note's pin.",
     description=(
         "Remove a note's pin (a team or tenant note also needs memory:share, and another principal's note "
-        'memory:admin). Returns JSON text {"type":"unpinned","note_id","removed"} (removed is '
-        "false when the note had no pin)."
+        'memory:admin). Returns JSON text {"type":"unpinned","note_id","removed","indexed"} (removed is '
+        "false when the note had no pin; indexed as for pin_memory)."
     ),
     service=pin_service,
     run=lambda pins, principal, arguments: pins.unpin(principal, arguments),
@@ -281,7 +290,8 @@ FORGET_MEMORY = Tool(
         "Forget one note: soft hides it (restorable), redact replaces the content of every version with "
         "[redacted], hard deletes it with its versions and index entries. A team or tenant note also "
         "needs memory:share, and another principal's note memory:admin. Returns JSON text "
-        '{"type":"memory_forgotten","note_id","mode"}.'
+        '{"type":"memory_forgotten","note_id","mode","indexed":true} (every search leaves a forgotten '
+        "note out at once)."
     ),
     service=note_service,
     run=lambda notes, principal, arguments: notes.forget(principal, arguments),

@@ -57,3 +57,38 @@ class Rate:
     def admitted_from(self, tat: int) -> int:
         """The first instant (epoch microseconds) a use is admitted, given ``tat``."""
         return tat - self.tolerance
+
+    def state(self, tat: int | None, now: int) -> RateState:
+        """What is left of the quota at ``now`` given the stored ``tat`` (``None``: never used):
+        the uses admitted at once from now (the burst left, 0 to ``limit``), those spent in the
+        last second (``limit`` minus the burst left), and the whole seconds until the full burst
+        is back (0 when it is)."""
+        if tat is None or tat <= now:
+            return RateState(limit=self.limit, remaining=self.limit, used=0, reset_seconds=0)
+        ahead = now + self.tolerance - tat
+        remaining = max(0, min(self.limit, ahead // self.interval + 1)) if ahead >= 0 else 0
+        reset = -(-(tat - now) // MICROS)
+        return RateState(
+            limit=self.limit, remaining=remaining, used=self.limit - remaining, reset_seconds=reset
+        )
+
+
+class RateState(NamedTuple):
+    """A quota as a client sees it (the fields of the IETF RateLimit header draft): ``limit`` uses
+    per second, ``remaining`` admitted at once, ``used`` of the burst, and ``reset_seconds`` until
+    the whole burst is back."""
+
+    limit: int
+    remaining: int
+    used: int
+    reset_seconds: int
+
+
+class QuotaCounters(NamedTuple):
+    """What the store counts for one tenant: the theoretical arrival time of each rate quota that
+    has one (epoch microseconds), the stored items (knowledge items and notes together) and, of
+    them, the notes."""
+
+    arrivals: dict[str, int]
+    stored: int
+    notes: int

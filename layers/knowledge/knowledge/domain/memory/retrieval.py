@@ -9,6 +9,7 @@ slot.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -128,6 +129,22 @@ class NoteLegHits(_Frozen):
     lexical: list[NoteHit] = []
     semantic: list[NoteHit] = []
     failed: Leg | None = None
+
+
+def with_unindexed(hits: NoteLegHits, scored: NoteLegHits, unindexed: set[str], k: int) -> NoteLegHits:
+    """One round's ``hits`` with ``scored`` (the hits of stored notes the index has not taken yet,
+    ``NoteIndex.score_notes``) merged into each leg: any hit of a note among ``unindexed`` (an
+    older version) gives way, the leg is ordered by score, then note id, and cut at ``k``."""
+
+    def merged(held: Sequence[NoteHit], added: Sequence[NoteHit]) -> list[NoteHit]:
+        kept = [hit for hit in held if hit.note_id not in unindexed] + list(added)
+        return sorted(kept, key=lambda hit: (-hit.score, hit.note_id))[:k]
+
+    return NoteLegHits(
+        lexical=merged(hits.lexical, scored.lexical),
+        semantic=merged(hits.semantic, scored.semantic),
+        failed=hits.failed,
+    )
 
 
 class FusedNote(_Frozen):
