@@ -2,7 +2,8 @@
 next ``search_memory`` with ``consistent: true``, however far behind the indexer is; without it the
 answer says how many of the caller's writes the index has not taken (``pending_index``).
 
-The first test probes the session runtime 1,000 times while other writers keep its indexer busy.
+The first test probes the session runtime 1,000 times under ``make fuzz`` (``KNOWLEDGE_FUZZ=long``),
+100 times in the gate, while other writers keep its indexer busy.
 A probe's marker is one word, so its note is the only lexical hit; in the default hybrid mode it
 can share the top score with the probe's semantically closest older note once the semantic leg's
 200 candidates no longer reach it, which the index path does alike, so the test asks for the note
@@ -23,9 +24,10 @@ import httpx2
 import pytest
 
 from tests.e2e.runtime_process import RuntimeProcess, start_runtime
+from tests.support.fuzzing import budget
 from tests.support.template import ROOT, TEMPLATE
 
-PROBES = 1_000
+PROBES = budget(fast=100, long=1_000)
 LOAD_WRITERS = 2
 
 
