@@ -367,3 +367,52 @@ def test_search_memory_and_recall_as_of_answer_the_version_then_over_http(
     assert error_body(400, "as_of_invalid", naive)["details"]["as_of"] == "2026-01-01T00:00:00"
     assert "now" in error_body(400, "as_of_invalid", future)["details"]
     error_body(400, "validation_error", number)
+
+
+def test_list_notes_gives_visible_notes_under_a_path_most_important_first(
+    world: SearchWorld, alice: str, stream: StreamReader
+) -> None:
+    _created(alice, stream, "Runbooks live in the ops wiki.", path="/ops/wiki", importance=0.2)
+    _created(alice, stream, "The pager rotation changes on Monday.", path="/ops/pager", importance=0.9)
+    _created(alice, stream, "Alice prefers tea.", path="/personal", memory_type="preference")
+    bob = memory_token(world, "bob", scopes=SHARING)
+    _created(bob, stream, "Bob's private ops note.", path="/ops/bob")
+
+    under_ops = call("GET", "/v1/notes", None, alice, query={"path_prefix": "/ops"})
+    preferences = call("GET", "/v1/notes", None, alice, query={"memory_type": "preference"})
+    one = call("GET", "/v1/notes", None, alice, query={"limit": "1"})
+
+    assert under_ops.status == 200
+    assert under_ops.body["type"] == "notes"
+    assert [note["content"] for note in under_ops.body["notes"]] == [
+        "The pager rotation changes on Monday.",
+        "Runbooks live in the ops wiki.",
+    ]
+    assert [note["content"] for note in preferences.body["notes"]] == ["Alice prefers tea."]
+    assert len(one.body["notes"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("query", "code"),
+    [
+        ({"limit": "0"}, "memory_invalid_request"),
+        ({"limit": "201"}, "memory_invalid_request"),
+        ({"memory_type": "gossip"}, "validation_error"),
+        ({"scope": "everyone"}, "validation_error"),
+        ({"limit": "two"}, "validation_error"),
+    ],
+)
+def test_list_notes_bad_parameter_is_400(alice: str, query: dict[str, str], code: str) -> None:
+    reply = call("GET", "/v1/notes", None, alice, query=query)
+
+    assert reply.status == 400
+    assert reply.body["error"]["code"] == code
+
+
+def test_list_notes_without_memory_read_is_403(world: SearchWorld) -> None:
+    writer = memory_token(world, "writer", scopes=["memory:write"])
+
+    reply = call("GET", "/v1/notes", None, writer)
+
+    assert reply.status == 403
+    assert reply.body["error"]["code"] == "insufficient_scope"

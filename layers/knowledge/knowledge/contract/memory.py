@@ -329,6 +329,18 @@ class MemoryForgottenResponse(BaseModel):
     the write took the note out of search, which every read applies at once."""
 
 
+NOTES_LIMIT_MAX = 200
+"""``GET /v1/notes`` answers at most this many notes."""
+
+
+class NoteListResponse(BaseModel):
+    """``GET /v1/notes``: the caller's visible notes as the note index holds them, most important
+    first, then most recently written, then by id; each at its current version."""
+
+    type: Literal["notes"] = "notes"
+    notes: list[NoteView]
+
+
 class NoteVersionsResponse(BaseModel):
     """``GET /v1/notes/{note}/versions``: newest first, ``next_token`` while more follow."""
 

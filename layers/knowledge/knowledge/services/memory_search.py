@@ -35,7 +35,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from knowledge.contract.memory import MemorySearchResponse, MemorySearchResult, SearchMemoryArguments
+from knowledge.contract.memory import (
+    NOTES_LIMIT_MAX,
+    MemorySearchResponse,
+    MemorySearchResult,
+    NoteListResponse,
+    SearchMemoryArguments,
+)
 from knowledge.contract.search import MAX_RESULTS_MAX, MAX_RESULTS_MIN, PENDING_INDEX_LIMIT, PendingIndex
 from knowledge.domain.as_of import held_at, resolve_as_of
 from knowledge.domain.memory.notes import MemoryType, Note, normalize_path
@@ -137,6 +143,48 @@ class MemorySearchService:
             degraded=degraded,
             as_of=as_of,
             pending_index=PendingIndex(writes=len(pending), included=included),
+        )
+
+    def list_notes(
+        self,
+        principal: Principal,
+        *,
+        path_prefix: str | None = None,
+        memory_type: str | None = None,
+        scope: str | None = None,
+        include_superseded: bool = False,
+        limit: int = NOTES_LIMIT_MAX,
+    ) -> NoteListResponse:
+        """Up to ``limit`` (1–200) of the caller's visible notes under the filters, as the note index
+        holds them (``NoteIndex.browse``: importance, then recency, then id), each checked against
+        the store at its current version as a search's results are. Raises ``RuntimeDisabledError``,
+        ``InsufficientScopeError`` (``memory:read``), ``MemoryInvalidRequestError`` (``limit``)."""
+        if not self._switch.is_enabled():
+            raise RuntimeDisabledError()
+        require_scope(principal, Permission.MEMORY_READ)
+        if not 1 <= limit <= NOTES_LIMIT_MAX:
+            raise MemoryInvalidRequestError(
+                "A notes listing argument is out of bounds.",
+                {"fields": [{"field": "limit", "problem": f"must be between 1 and {NOTES_LIMIT_MAX}"}]},
+            )
+        note_filter = note_filter_for(
+            principal,
+            scope=scope,
+            team_id=None,
+            agent_id=None,
+            memory_type=memory_type,
+            path_prefix=path_prefix,
+            include_superseded=include_superseded,
+            now=self._clock(),
+        )
+        hits = self._index.browse(note_filter, limit)
+        notes = self._store.get_notes(principal.tenant_id, [hit.note_id for hit in hits])
+        return NoteListResponse(
+            notes=[
+                view(note)
+                for hit in hits
+                if (note := notes.get(hit.note_id)) is not None and holds(note_filter, note, hit.version)
+            ]
         )
 
     def unindexed(self, principal: Principal) -> list[Note]:

@@ -41,6 +41,7 @@ from knowledge.api.idempotency import Answer
 from knowledge.api.principal import CallerPrincipal
 from knowledge.api.query_parameters import CANONICAL_INTEGER, NextToken
 from knowledge.api.services import (
+    MemorySearch,
     Notes,
     Pins,
     memory_search_service,
@@ -51,11 +52,14 @@ from knowledge.api.services import (
 from knowledge.api.tools import Tool, Write, tool_route
 from knowledge.api.writes import IdempotencyKey, write_route
 from knowledge.contract.memory import (
+    NOTES_LIMIT_MAX,
     ForgetMemoryArguments,
     MemoryContextResponse,
     MemoryForgottenResponse,
     MemoryResponse,
     MemorySearchResponse,
+    MemoryTypeName,
+    NoteListResponse,
     NoteVersionsResponse,
     NoteView,
     PinMemoryArguments,
@@ -63,11 +67,12 @@ from knowledge.contract.memory import (
     PinView,
     RecallContextArguments,
     RememberArguments,
+    ScopeName,
     SearchMemoryArguments,
     UnpinMemoryArguments,
     UnpinnedResponse,
 )
-from knowledge.domain.memory.notes import VERSIONS_LIMIT_MAX
+from knowledge.domain.memory.notes import PATH_MAX_CHARS, VERSIONS_LIMIT_MAX
 from knowledge.domain.memory.pins import PINS_LIMIT_MAX
 from knowledge.domain.models import Permission, Principal
 from knowledge.errors import MemoryInvalidRequestError
@@ -75,6 +80,7 @@ from knowledge.errors import MemoryInvalidRequestError
 REMEMBER_PATH = "/v1/tools/remember"
 SEARCH_MEMORY_PATH = "/v1/tools/search_memory"
 FORGET_MEMORY_PATH = "/v1/tools/forget_memory"
+NOTES_PATH = "/v1/notes"
 NOTE_PATH = "/v1/notes/<note_id>"
 NOTE_VERSIONS_PATH = "/v1/notes/<note_id>/versions"
 NOTE_RESTORE_PATH = "/v1/notes/<note_id>/restore"
@@ -100,6 +106,10 @@ READ_ERRORS = (400, 401, 403, 404, 500, 503)
 Limit = Annotated[
     Annotated[int, Field(ge=1, le=VERSIONS_LIMIT_MAX), CANONICAL_INTEGER] | None,
     Query(description=f"Page size, 1 to {VERSIONS_LIMIT_MAX}."),
+]
+NotesLimit = Annotated[
+    Annotated[int, Field(ge=1, le=NOTES_LIMIT_MAX), CANONICAL_INTEGER] | None,
+    Query(description=f"At most this many notes, 1 to {NOTES_LIMIT_MAX} (default {NOTES_LIMIT_MAX})."),
 ]
 PinsLimit = Annotated[
     Annotated[int, Field(ge=1, le=PINS_LIMIT_MAX), CANONICAL_INTEGER] | None,
@@ -326,6 +336,39 @@ unpin_memory = tool_route(unpin_memory_router, UNPIN_MEMORY)
 )
 def get_note(note_id: str, principal: CallerPrincipal, notes: Notes) -> NoteView:
     return notes.get_note(principal, note_id)
+
+
+@search_memory_router.get(
+    NOTES_PATH,
+    operation_id="list_notes",
+    summary="The caller's visible notes, most important first (as the note index holds them).",
+    description=(
+        "Each note at its current version, checked against the store as search results are; a note "
+        "written a moment ago appears once the indexer takes it. Filters: `path_prefix`, "
+        "`memory_type`, `scope`, `include_superseded`."
+    ),
+    tags=[TAG],
+    responses=_responses(200, "The notes.", *READ_ERRORS),
+)
+def list_notes(
+    principal: CallerPrincipal,
+    memory_search: MemorySearch,
+    path_prefix: Annotated[
+        str | None, Query(max_length=PATH_MAX_CHARS, description="Only notes at this path or below it.")
+    ] = None,
+    memory_type: Annotated[MemoryTypeName | None, Query(description="Only notes of this type.")] = None,
+    scope: Annotated[ScopeName | None, Query(description="Only notes of this scope.")] = None,
+    include_superseded: Annotated[bool, Query(description="Also superseded notes.")] = False,
+    limit: NotesLimit = None,
+) -> NoteListResponse:
+    return memory_search.list_notes(
+        principal,
+        path_prefix=path_prefix,
+        memory_type=memory_type,
+        scope=scope,
+        include_superseded=include_superseded,
+        limit=limit or NOTES_LIMIT_MAX,
+    )
 
 
 @search_memory_router.get(
