@@ -11,6 +11,7 @@ from typing import Any
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from knowledge.api import console
 from knowledge.api.http import build_resolver
 from knowledge.api.routes.knowledge_admin import router
 from knowledge.observability import logger, metrics, tracer
@@ -18,7 +19,7 @@ from knowledge.observability import logger, metrics, tracer
 MAX_BODY_BYTES = 6 * 1024 * 1024
 """Lambda's synchronous request payload limit."""
 
-app = build_resolver(router, max_body_bytes=MAX_BODY_BYTES)
+app = build_resolver(router, console.router, max_body_bytes=MAX_BODY_BYTES)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)

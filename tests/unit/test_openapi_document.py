@@ -53,13 +53,13 @@ def test_openapi_route_answers_document_without_authorizer_context() -> None:
 
 def _template_http_routes() -> set[tuple[str, str]]:
     """(method, path) of every ``HttpApi`` event of ``template.yaml``, but the MCP endpoint's (it
-    speaks MCP's streamable HTTP, not REST)."""
+    speaks MCP's streamable HTTP, not REST) and the console's files (a web page, not an API)."""
     routes: set[tuple[str, str]] = set()
     for logical_id, resource in load_template()["Resources"].items():
         if resource["Type"] != "AWS::Serverless::Function" or logical_id == "McpFunction":
             continue
         for event in (resource["Properties"].get("Events") or {}).values():
-            if event["Type"] == "HttpApi":
+            if event["Type"] == "HttpApi" and not event["Properties"]["Path"].startswith("/console"):
                 routes.add((event["Properties"]["Method"].upper(), event["Properties"]["Path"]))
     return routes
 
