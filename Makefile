@@ -17,8 +17,10 @@ export AWS_ACCOUNT_ID_ENDPOINT_MODE := disabled
 export PYTHONDONTWRITEBYTECODE := 1
 
 OPENSEARCH_NODE := $(BIN)/python -m knowledge_local.opensearch_node
+# The console's browser tests drive Debian's Chromium (Playwright's own download is not reachable).
+CHROMIUM := /usr/bin/chromium
 
-.PHONY: help install test lint typecheck unit fuzz run opensearch lint-template pr bench bench-install bench-relevance bench-memory bench-ingest bench-efficiency bench-fairness bench-durability bench-failover bench-conversion bench-model clean
+.PHONY: help install browser console-screenshots test lint typecheck unit fuzz run opensearch lint-template pr bench bench-install bench-relevance bench-memory bench-ingest bench-efficiency bench-fairness bench-durability bench-failover bench-conversion bench-model clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -44,8 +46,18 @@ typecheck: install  ## mypy on the package, the local runtime, the handlers and 
 	@# every handler is a module named `app`: check them one by one
 	@for handler in functions/*/app.py; do $(BIN)/mypy --no-error-summary $$handler || exit 1; done
 
-test: lint typecheck lint-template  ## every gate: ruff, mypy, cfn-lint, sam validate, pytest with branch coverage (on a real OpenSearch node it starts)
+test: lint typecheck lint-template browser  ## every gate: ruff, mypy, cfn-lint, sam validate, pytest with branch coverage (on a real OpenSearch node it starts)
 	$(OPENSEARCH_NODE) exec -- $(BIN)/pytest --numprocesses=2 --dist=loadfile --cov --cov-fail-under=$(COVERAGE_FLOOR)
+
+browser: $(CHROMIUM)  ## Debian's headless Chromium for the console's browser tests (apt, once)
+
+$(CHROMIUM):
+	@echo "==> installing Debian's chromium for the console's browser tests"
+	@if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium; \
+	else sudo apt-get update -qq && sudo apt-get install -y -qq --no-install-recommends chromium; fi
+
+console-screenshots: install browser  ## run the console's browser tests, saving their screenshots into docs/console (docs/console.md shows them)
+	CONSOLE_SCREENSHOTS_DIR=$(CURDIR)/docs/console $(BIN)/pytest -q -p no:cacheprovider tests/e2e/test_console.py
 
 unit: install $(SAM_STAMP)  ## unit tests only
 	$(BIN)/pytest tests/unit -q

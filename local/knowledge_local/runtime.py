@@ -226,6 +226,7 @@ def _print_endpoints(endpoints: Endpoints, state_dir: Path, *, persist: bool) ->
     )
     rows = [
         ("API", f"{endpoints.api_url}  (REST /v1/..., MCP /mcp)"),
+        ("console", f"{endpoints.api_url.rstrip('/')}/console  (sign in with the dev token below)"),
         ("AWS endpoint", f"{endpoints.aws_endpoint_url}  (moto: DynamoDB, DynamoDB Streams, SQS, S3)"),
         ("table", endpoints.table_name),
         ("ingest queue", endpoints.ingest_queue_url or "-"),
