@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
+from knowledge.contract.deletion import DeletionReceipt
 from knowledge.contract.search import (
     AS_OF_DESCRIPTION,
     MAX_RESULTS_MAX,
@@ -235,6 +236,10 @@ class ForgetMemoryArguments(_Arguments):
         description="soft: hidden, restorable; redact: every version's content replaced and out of the "
         "index; hard: the note, its versions, its pin and its index entry deleted.",
     )
+    dry_run: bool = Field(
+        default=False,
+        description="true: answer what the call would remove (the receipt, dry_run true) and write nothing.",
+    )
 
 
 class NoteView(BaseModel):
@@ -302,9 +307,14 @@ class MemorySearchResponse(BaseModel):
 
 
 class MemoryForgottenResponse(BaseModel):
+    """``forget_memory``: the note, the mode and the receipt of what went (or, for a dry run, what
+    would go), per store (``knowledge.contract.deletion``)."""
+
     type: Literal["memory_forgotten"] = "memory_forgotten"
     note_id: str
     mode: str
+    dry_run: bool = False
+    receipt: DeletionReceipt
 
 
 class NoteVersionsResponse(BaseModel):
