@@ -75,6 +75,12 @@ def _seed(world: MemoryWorld, *, soft_first: bool = False) -> str:
 def test_forget_dry_run_writes_nothing_and_lists_what_the_real_call_removes(
     world: MemoryWorld, mode: str, soft_first: bool
 ) -> None:
+    check_forget_receipt(world, mode, soft_first=soft_first)
+
+
+def check_forget_receipt(world: MemoryWorld, mode: str, *, soft_first: bool) -> None:
+    """Dry run, then the real call, of forgetting a pinned two-version note in ``mode``: the dry
+    run changes nothing, the lists are equal, and every store lost exactly what the receipt names."""
     note_id = _seed(world, soft_first=soft_first)
     before = _state(world)
 
@@ -93,6 +99,7 @@ def test_forget_dry_run_writes_nothing_and_lists_what_the_real_call_removes(
     assert pin_ids == _ids(receipt, "pins", "pin")
     assert before["cache"] - after["cache"] == len(_ids(receipt, "embedding_cache", "cached_vector"))
     assert receipt.queued_messages == []
+    assert after["index"] or after["history"]  # the unrelated note stays
 
 
 def test_forget_hard_receipt_names_every_version_claim_and_cached_text(world: MemoryWorld) -> None:
