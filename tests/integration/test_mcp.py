@@ -389,6 +389,20 @@ def test_mcp_remember_pinned_tenant_note_with_memory_write_alone_is_insufficient
     assert body == remember(writer, **arguments).body
 
 
+def test_mcp_forget_memory_dry_run_answers_the_receipt_and_keeps_the_note(
+    gateway: Gateway, world: SearchWorld
+) -> None:
+    writer = memory_token(world, "dora")
+    note = remember(writer, "The MCP dry run keeps this fact.").body["note"]
+    arguments = {"note_id": note["note_id"], "mode": "hard", "dry_run": True}
+
+    body = payload(call_tool(gateway, writer, arguments, name="forget_memory"))
+
+    assert (body["type"], body["dry_run"], body["receipt"]["dry_run"]) == ("memory_forgotten", True, True)
+    assert {entry["kind"] for entry in body["receipt"]["table"]} == {"note", "note_version", "note_claim"}
+    assert world.store.get_note("acme", note["note_id"]) is not None
+
+
 @pytest.mark.parametrize(
     ("arguments", "code"),
     [

@@ -208,10 +208,14 @@ def test_forget_soft_then_restore_over_rest(alice: str, stream: StreamReader) ->
 
     forgotten = forget(alice, note["note_id"], "soft")
     drain(stream)
-    assert (forgotten.status, forgotten.body) == (
-        200,
-        {"type": "memory_forgotten", "note_id": note["note_id"], "mode": "soft", "indexed": True},
-    )
+    assert forgotten.status == 200
+    assert {key: forgotten.body[key] for key in ("type", "note_id", "mode", "dry_run", "indexed")} == {
+        "type": "memory_forgotten",
+        "note_id": note["note_id"],
+        "mode": "soft",
+        "dry_run": False,
+        "indexed": True,
+    }
     assert found(alice, "garage code") == []
 
     restored = call("POST", f"/v1/notes/{note['note_id']}/restore", None, alice)
@@ -416,3 +420,50 @@ def test_list_notes_without_memory_read_is_403(world: SearchWorld) -> None:
 
     assert reply.status == 403
     assert reply.body["error"]["code"] == "insufficient_scope"
+
+
+@pytest.mark.parametrize("mode", ["soft", "redact", "hard"])
+def test_forget_dry_run_over_rest_changes_nothing_and_its_receipt_is_the_real_calls(
+    world: SearchWorld, alice: str, stream: StreamReader, mode: str
+) -> None:
+    note = _created(alice, stream, "The dry run fact about herons.", semantic_key="herons")
+    _created(alice, stream, "The dry run fact about herons, second version.", semantic_key="herons")
+    container: Any = world.container
+    versions = world.store.list_note_versions("acme", note["note_id"], limit=10, next_token=None).entries
+    indexed = container.note_index.document_ids("acme"), container.note_history_index.document_ids("acme")
+
+    preview = call(
+        "POST", "/v1/tools/forget_memory", {"note_id": note["note_id"], "mode": mode, "dry_run": True}, alice
+    )
+    drain(stream)
+    assert (preview.status, preview.body["dry_run"], preview.body["receipt"]["dry_run"]) == (200, True, True)
+    assert (
+        world.store.list_note_versions("acme", note["note_id"], limit=10, next_token=None).entries == versions
+    )
+    assert (
+        container.note_index.document_ids("acme"),
+        container.note_history_index.document_ids("acme"),
+    ) == indexed
+    assert found(alice, "herons") != []
+
+    real = forget(alice, note["note_id"], mode)
+    drain(stream)
+
+    assert (real.status, real.body["dry_run"]) == (200, False)
+    stores = ("table", "index", "pins", "embedding_cache", "queued_messages")
+    assert {store: real.body["receipt"][store] for store in stores} == {
+        store: preview.body["receipt"][store] for store in stores
+    }
+    gone = {entry["kind"]: set(entry["ids"]) for entry in real.body["receipt"]["index"]}
+    assert indexed[0] - container.note_index.document_ids("acme") == gone.get("note", set())
+    assert indexed[1] - container.note_history_index.document_ids("acme") == gone.get("note_history", set())
+    assert found(alice, "herons") == []
+
+
+def test_forget_dry_run_that_is_not_a_boolean_is_refused(alice: str, stream: StreamReader) -> None:
+    note = _created(alice, stream, "A fact that a bad dry run keeps.")
+
+    reply = call("POST", "/v1/tools/forget_memory", {"note_id": note["note_id"], "dry_run": "yes"}, alice)
+
+    assert error_body(400, "validation_error", reply)["details"]["fields"][0]["field"] == "dry_run"
+    assert found(alice, "bad dry run") == ["A fact that a bad dry run keeps."]

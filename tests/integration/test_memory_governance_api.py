@@ -127,9 +127,12 @@ def test_a_tenant_memory_admin_can_hard_forget_another_agents_shared_note(
     answer = forget(moderator, note_id, "hard")
     drain(stream)
 
-    assert (answer.status, answer.body) == (
+    assert (answer.status, answer.body["type"], answer.body["note_id"], answer.body["mode"]) == (
         200,
-        {"type": "memory_forgotten", "note_id": note_id, "mode": "hard", "indexed": True},
+        "memory_forgotten",
+        note_id,
+        "hard",
     )
+    assert [entry["kind"] for entry in answer.body["receipt"]["pins"]] == ["pin"]
     assert "SYSTEM" not in _pack_texts(reader)
     error_body(404, "memory_unavailable", call("GET", f"/v1/notes/{note_id}", None, author))

@@ -212,3 +212,12 @@ def test_queue_messages_refuse_identifiers_with_refused_characters(
 )
 def test_is_tenant_id_refuses_control_and_invisible_characters(value: str, valid: bool) -> None:
     assert is_tenant_id(value) is valid
+
+
+def test_queue_forget_message_with_dry_run_is_refused_and_without_it_is_a_real_forget() -> None:
+    with pytest.raises(ValidationError) as raised:
+        INGEST_MESSAGE.validate_python({"op": "forget", "note_id": "nt_1", "dry_run": True})
+
+    assert [error["loc"] for error in raised.value.errors()] == [("forget", "dry_run")]
+    message: Any = INGEST_MESSAGE.validate_python({"op": "forget", "note_id": "nt_1", "mode": "hard"})
+    assert message.arguments().dry_run is False

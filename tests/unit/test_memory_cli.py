@@ -392,3 +392,48 @@ def test_usage_json_prints_the_answer(api: FakeApi, capsys: pytest.CaptureFixtur
     assert run("usage", "--json") == 0
 
     assert json.loads(capsys.readouterr().out) == USAGE
+
+
+def _receipt(dry_run: bool) -> dict[str, Any]:
+    return {
+        "type": "memory_forgotten",
+        "note_id": NOTE,
+        "mode": "hard",
+        "dry_run": dry_run,
+        "receipt": {
+            "dry_run": dry_run,
+            "table": [
+                {"kind": "note_version", "ids": [f"{NOTE}@1", f"{NOTE}@2"], "count": 2, "state": "purged"}
+            ],
+            "index": [{"kind": "note", "ids": [NOTE], "count": 1, "state": "scheduled"}],
+            "pins": [],
+            "embedding_cache": [],
+            "queued_messages": [],
+        },
+    }
+
+
+def test_forget_dry_run_sends_dry_run_and_prints_what_would_go(
+    api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    api.reply("POST", "/v1/tools/forget_memory", 200, _receipt(True))
+
+    assert run("forget", NOTE, "--mode", "hard", "--dry-run") == 0
+
+    assert capsys.readouterr().out.splitlines() == [
+        f"would forget (hard): {NOTE}",
+        "  table note_version: 2 purged",
+        "  index note: 1 scheduled",
+    ]
+    assert api.bodies("/v1/tools/forget_memory") == [{"note_id": NOTE, "mode": "hard", "dry_run": True}]
+
+
+def test_forget_json_prints_the_answer_with_its_receipt(
+    api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    api.reply("POST", "/v1/tools/forget_memory", 200, _receipt(False))
+
+    assert run("forget", NOTE, "--mode", "hard", "--json") == 0
+
+    assert json.loads(capsys.readouterr().out) == _receipt(False)
+    assert api.bodies("/v1/tools/forget_memory") == [{"note_id": NOTE, "mode": "hard"}]

@@ -11,7 +11,7 @@
     knowledge token rotate                       (``make run`` only: a new dev token, the old revoked)
     knowledge remember "fact" [--path --type --scope --key ...]   (``commands.memory``)
     knowledge memories "query" [--mode --limit --path --type --scope]
-    knowledge forget NOTE_ID [--mode soft|redact|hard]
+    knowledge forget NOTE_ID [--mode soft|redact|hard] [--dry-run]
     knowledge recall ["query"] [--max-tokens --max-items --path-prefix --type]
     knowledge pin NOTE_ID [--order --reason] / knowledge unpin NOTE_ID / knowledge pins
     knowledge usage [--json]                     the tenant's stored counts and quotas left

@@ -104,9 +104,11 @@ class RememberMessage(RememberArguments, _Writer):
 
 
 class ForgetMessage(ForgetMemoryArguments, _Writer):
-    """``forget_memory`` as the token's subject; a note already gone or forgotten is a no-op."""
+    """``forget_memory`` as the token's subject; a note already gone or forgotten is a no-op. A
+    queued message has nobody to answer, so ``dry_run`` may only be ``false``."""
 
     op: Literal["forget"]
+    dry_run: Literal[False] = False
 
     def arguments(self) -> ForgetMemoryArguments:
         return ForgetMemoryArguments.model_validate(

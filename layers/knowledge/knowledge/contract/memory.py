@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
+from knowledge.contract.deletion import DeletionReceipt
 from knowledge.contract.search import (
     AS_OF_DESCRIPTION,
     MAX_RESULTS_MAX,
@@ -248,6 +249,10 @@ class ForgetMemoryArguments(_Arguments):
         description="soft: hidden, restorable; redact: every version's content replaced and out of the "
         "index; hard: the note, its versions, its pin and its index entry deleted.",
     )
+    dry_run: bool = Field(
+        default=False,
+        description="true: answer what the call would remove (the receipt, dry_run true) and write nothing.",
+    )
 
 
 class NoteView(BaseModel):
@@ -320,6 +325,9 @@ class MemorySearchResponse(BaseModel):
 
 
 class MemoryForgottenResponse(BaseModel):
+    """``forget_memory``: the note, the mode and the receipt of what went (or, for a dry run, what
+    would go), per store (``knowledge.contract.deletion``)."""
+
     type: Literal["memory_forgotten"] = "memory_forgotten"
     note_id: str
     mode: str
@@ -327,6 +335,8 @@ class MemoryForgottenResponse(BaseModel):
     """Whether searches already reflect this write: the search index holds the note at this
     version (false until the indexer takes it; ``consistent: true`` searches find it meanwhile), or
     the write took the note out of search, which every read applies at once."""
+    dry_run: bool = False
+    receipt: DeletionReceipt
 
 
 NOTES_LIMIT_MAX = 200

@@ -22,11 +22,13 @@ Errors: ``RuntimeDisabledError``, ``InsufficientScopeError`` (``memory:write`` /
 from __future__ import annotations
 
 import contextlib
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from knowledge.contract.deletion import DeletionReceipt, records
 from knowledge.contract.memory import (
     TTL_MAX_SECONDS,
     ForgetMemoryArguments,
@@ -38,6 +40,7 @@ from knowledge.contract.memory import (
     remember_problems,
 )
 from knowledge.domain import ids
+from knowledge.domain.as_of import note_history
 from knowledge.domain.memory.lifecycle import (
     NoteDraft,
     NoteWrite,
@@ -328,7 +331,9 @@ class NoteService:
     def forget(self, principal: Principal, arguments: ForgetMemoryArguments) -> MemoryForgottenResponse:
         """Forget a note ``soft`` (hidden, restorable), ``redact`` (content of every version replaced)
         or ``hard`` (deleted with its versions, pin and cached embeddings; the stream removes its
-        index entry). A softly forgotten or expired note can still be redacted or deleted."""
+        index entries). A softly forgotten or expired note can still be redacted or deleted. The
+        answer's receipt lists what went, per store; with ``dry_run`` nothing is written and the
+        receipt lists what would go (the same lists, for the same state)."""
         self.authorize(principal, Permission.MEMORY_WRITE)
         mode = ForgetMode(arguments.mode)
         note = self._visible(principal, arguments.note_id)
@@ -336,20 +341,70 @@ class NoteService:
         if mode is ForgetMode.SOFT and not note.is_readable(now):
             raise MemoryUnavailableError()  # already forgotten or expired: unavailable, as for a read
         self.require_rights(principal, note)
-        if mode is ForgetMode.SOFT:
-            self._commit(principal.tenant_id, [self._forgetting(note, mode, now)], note)
-        elif mode is ForgetMode.REDACT:
-            if note.forgotten_mode is not ForgetMode.REDACT:
+        versions = self._all_versions(principal.tenant_id, note.note_id)
+        receipt = self._receipt(note, versions, mode, dry_run=arguments.dry_run)
+        if not arguments.dry_run:
+            if mode is ForgetMode.SOFT:
                 self._commit(principal.tenant_id, [self._forgetting(note, mode, now)], note)
-            self._store.redact_note_versions(principal.tenant_id, note.note_id)
-            self._drop_pin(principal.tenant_id, note.note_id)  # a redacted note never comes back
-        else:
-            self._delete(principal.tenant_id, note)
+            elif mode is ForgetMode.REDACT:
+                if note.forgotten_mode is not ForgetMode.REDACT:
+                    self._commit(principal.tenant_id, [self._forgetting(note, mode, now)], note)
+                self._store.redact_note_versions(principal.tenant_id, note.note_id)
+                self._drop_pin(principal.tenant_id, note.note_id)  # a redacted note never comes back
+            else:
+                self._delete(principal.tenant_id, note, versions)
         logger.info(
             "note forgotten",
-            extra={"tenant_id": principal.tenant_id, "note_id": note.note_id, "mode": mode.value},
+            extra={
+                "tenant_id": principal.tenant_id,
+                "note_id": note.note_id,
+                "mode": mode.value,
+                "dry_run": arguments.dry_run,
+            },
         )
-        return MemoryForgottenResponse(note_id=note.note_id, mode=mode.value, indexed=True)
+        return MemoryForgottenResponse(
+            note_id=note.note_id, mode=mode.value, indexed=True, dry_run=arguments.dry_run, receipt=receipt
+        )
+
+    def _receipt(
+        self, note: Note, versions: Sequence[Note], mode: ForgetMode, *, dry_run: bool
+    ) -> DeletionReceipt:
+        """What forgetting ``note`` (whose versions are ``versions``) in ``mode`` removes: the plan
+        the call follows, answered before it runs (see ``knowledge.contract.deletion``)."""
+        note_id = note.note_id
+        # The note index holds the note while it is active (an expired note stays until forgotten).
+        current = records("note", [note_id] if note.status is NoteStatus.ACTIVE else [], "scheduled")
+        if mode is ForgetMode.SOFT:
+            return DeletionReceipt(dry_run=dry_run, table=records("note", [note_id], "hidden"), index=current)
+        history = records(
+            "note_history",
+            [f"{note_id}@{version.version}" for version, _, _ in note_history(versions)],
+            "scheduled",
+        )
+        pin = self._store.get_pin(note.tenant_id, note_id)
+        pins = records("pin", [pin.pin_id] if pin is not None else [], "purged")
+        numbers = [version.version for version in versions]
+        if mode is ForgetMode.REDACT:
+            if note.forgotten_mode is not ForgetMode.REDACT:
+                numbers.append(note.version + 1)  # the forgetting version, written redacted
+            return DeletionReceipt(
+                dry_run=dry_run,
+                table=records("note_version", [f"{note_id}@{number}" for number in numbers], "redacted"),
+                index=current + history,
+                pins=pins,
+            )
+        texts = [version.content for version in versions if version.content != REDACTED]
+        return DeletionReceipt(
+            dry_run=dry_run,
+            table=records("note", [note_id], "purged")
+            + records("note_version", [f"{note_id}@{number}" for number in numbers], "purged")
+            + records("note_claim", [claim.digest for claim in self._held(note)], "purged"),
+            index=current + history,
+            pins=pins,
+            embedding_cache=records(
+                "cached_vector", [hashlib.sha256(text.encode()).hexdigest() for text in texts], "purged"
+            ),
+        )
 
     def restore(self, principal: Principal, note_id: str) -> MemoryResponse:
         """Make a softly forgotten note active again (a new version). An active note is answered
@@ -383,17 +438,20 @@ class NoteService:
             with contextlib.suppress(ConflictError):
                 self._store.delete_pin(tenant_id, note_id, pin_id=pin.pin_id)
 
-    def _delete(self, tenant_id: str, note: Note) -> None:
-        texts: list[str] = []
+    def _all_versions(self, tenant_id: str, note_id: str) -> list[Note]:
+        versions: list[Note] = []
         next_token: str | None = None
         while True:
             page = self._store.list_note_versions(
-                tenant_id, note.note_id, limit=VERSIONS_LIMIT_MAX, next_token=next_token
+                tenant_id, note_id, limit=VERSIONS_LIMIT_MAX, next_token=next_token
             )
-            texts.extend(version.content for version in page.entries if version.content != REDACTED)
+            versions.extend(page.entries)
             next_token = page.next_token
             if next_token is None:
-                break
+                return versions
+
+    def _delete(self, tenant_id: str, note: Note, versions: Sequence[Note]) -> None:
+        texts = [version.content for version in versions if version.content != REDACTED]
         try:
             self._store.delete_note(
                 tenant_id, note.note_id, claims=claims_of(note), expected_version=note.version

@@ -6,7 +6,7 @@
                                 --consistent]
     knowledge recall ["query"] [--max-tokens --max-items --path-prefix --type --scope --team --agent
                                 --as-of --consistent]
-    knowledge forget NOTE_ID [--mode soft|redact|hard]
+    knowledge forget NOTE_ID [--mode soft|redact|hard] [--dry-run]
     knowledge pin NOTE_ID [--order --reason --expires-at]
     knowledge unpin NOTE_ID
     knowledge pins
@@ -17,8 +17,10 @@
 has not taken yet, when any (``--consistent`` includes them);
 ``recall`` the context pack's text on stdout, as an agent would paste it, then one summary line on
 stderr (notes, tokens used of the budget, what was dropped and why); ``pin`` the pin (``pinned`` or
-``already pinned``), ``unpin`` whether a pin was removed, ``pins`` one line per pin, every page of
-them. ``--json`` prints the API's answer instead (``pins --json``: ``{"pins": [...]}``, all pages).
+``already pinned``), ``unpin`` whether a pin was removed, ``forget`` the mode and one line per
+store and kind of its receipt (``--dry-run``: what would go, nothing changed), ``pins`` one line per
+pin, every page of them. ``--json`` prints the API's answer instead (``pins --json``:
+``{"pins": [...]}``, all pages).
 Errors and exit statuses are those of ``knowledge_local.cli.main``: an error answer's ``details`` (the
 fields out of bounds, the current version...) follow its message, one indented line each.
 """
@@ -119,9 +121,26 @@ def _memories(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
 
 
 def _forget(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
-    answer = client.call_tool("forget_memory", note_id=arguments.note, mode=arguments.mode)
-    print(f"forgotten ({answer['mode']}): {answer['note_id']}")
+    answer = client.call_tool(
+        "forget_memory", note_id=arguments.note, mode=arguments.mode, dry_run=arguments.dry_run or None
+    )
+    if arguments.json:
+        _print_json(answer)
+        return 0
+    verb = "would forget" if answer.get("dry_run") else "forgotten"
+    print(f"{verb} ({answer['mode']}): {answer['note_id']}")
+    for line in receipt_lines(answer.get("receipt") or {}):
+        print(line)
     return 0
+
+
+def receipt_lines(receipt: dict[str, Any]) -> list[str]:
+    """One line per store and kind of a deletion receipt: ``"  index note: 1 scheduled"``."""
+    lines: list[str] = []
+    for store in ("table", "index", "pins", "embedding_cache", "queued_messages"):
+        for entry in receipt.get(store) or []:
+            lines.append(f"  {store} {entry['kind']}: {entry['count']} {entry['state']}")
+    return lines
 
 
 def _recall(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
@@ -304,6 +323,10 @@ def add_commands(commands: Any, shared: Sequence[argparse.ArgumentParser]) -> No
     forget.add_argument(
         "--mode", choices=FORGET_MODES, default="soft", help="soft (restorable), redact or hard"
     )
+    forget.add_argument(
+        "--dry-run", action="store_true", help="print what would be removed, per store; change nothing"
+    )
+    forget.add_argument("--json", action="store_true", help="print the API's JSON answer")
     forget.set_defaults(run=_forget)
 
     pin = commands.add_parser("pin", help="pin a note: recall always brings it first", parents=shared)

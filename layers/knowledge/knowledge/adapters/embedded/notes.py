@@ -276,6 +276,15 @@ class EmbeddedNoteIndex:
         with self._lock:
             return len(self._rows)
 
+    def document_ids(self, tenant_id: str) -> set[str]:
+        """The documents held for ``tenant_id``: note ids, or ``<note_id>@<version>`` in a history
+        index (the names a deletion receipt gives them)."""
+        with self._lock:
+            held = [note for note in self._notes if note is not None and note.tenant_id == tenant_id]
+            if self._history:
+                return {f"{note.note_id}@{note.version}" for note in held}
+            return {note.note_id for note in held}
+
     def _admitted(self, note_filter: NoteFilter) -> npt.NDArray[np.bool_]:
         size = len(self._notes)
         column = {name: values[:size] for name, values in self._columns.items()}

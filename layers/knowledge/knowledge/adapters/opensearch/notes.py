@@ -545,6 +545,17 @@ class OpenSearchNoteIndex:
         with translated("refresh"):
             self._client.indices.refresh(index=self._name)
 
+    def document_ids(self, tenant_id: str) -> set[str]:
+        """The live documents held for ``tenant_id`` (tombstones left out): note ids, or
+        ``<note_id>@<version>`` in a history index (the names a deletion receipt gives them); at
+        most 10,000, as of the last refresh."""
+        live = {"bool": {"filter": [{"term": {"tenant_id": tenant_id}}, {"term": {"removed": False}}]}}
+        with translated("document_ids"):
+            answer = self._client.search(
+                index=self._name, body={"size": 10_000, "_source": False, "query": live}, routing=tenant_id
+            )
+        return {str(hit["_id"]) for hit in answer["hits"]["hits"]}
+
 
 def build(settings: Settings) -> OpenSearchNoteIndex:
     """The notes' index ``OPENSEARCH_NOTES_INDEX`` on the cluster of ``settings``

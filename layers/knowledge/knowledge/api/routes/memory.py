@@ -299,9 +299,12 @@ FORGET_MEMORY = Tool(
     description=(
         "Forget one note: soft hides it (restorable), redact replaces the content of every version with "
         "[redacted], hard deletes it with its versions and index entries. A team or tenant note also "
-        "needs memory:share, and another principal's note memory:admin. Returns JSON text "
-        '{"type":"memory_forgotten","note_id","mode","indexed":true} (every search leaves a forgotten '
-        "note out at once)."
+        "needs memory:share, and another principal's note memory:admin. dry_run true changes nothing and "
+        "answers what would go. Returns JSON text "
+        '{"type":"memory_forgotten","note_id","mode","indexed":true,"dry_run","receipt"}: the receipt '
+        "lists per store (table, index, pins, embedding_cache, queued_messages) the records that went (or "
+        "would), with ids, count and state (index documents are scheduled: the indexer removes them; "
+        "every search leaves a forgotten note out at once)."
     ),
     service=note_service,
     run=lambda notes, principal, arguments: notes.forget(principal, arguments),
