@@ -10,11 +10,14 @@ OpenSearch node in ``tests/integration/test_as_of_ranked_opensearch.py``.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from hypothesis import HealthCheck, event, given, settings
 
+from knowledge.domain.changes import ChangeKind, StoreChange
 from knowledge.domain.models import BaseStatus, Scope, Source
+from knowledge.domain.retrieval.chunking import Chunker
+from knowledge.services.indexing import IndexingService
 from tests.support.fuzzing import budget
 from tests.support.knowledge_history import (
     OWNER,
@@ -113,3 +116,64 @@ def test_as_of_ranked_random_histories_equal_their_replay(history: list[Op]) -> 
                 assert run.world.found(principal, as_of=at, mode=mode) == expected, (moment, mode)
             if principal is OWNER and expected != final:
                 event("a moment answered other items or revisions than now")
+
+
+def _three_revisions(world: KnowledgeWorld, *, sync: bool) -> tuple[str, list[tuple[datetime, str, int]]]:
+    """An item published three times, one second apart: its id, and (moment, revision, item version)
+    of each write."""
+    store = world.store
+    base = store.create_base(TENANT, name="Handbook", owner_id="alice", scope=Scope.TENANT, team_id=None)
+    world.clock.advance(1)
+    item, revision = store.create_item(
+        TENANT,
+        base.knowledge_base_id,
+        title="Runbook",
+        content=f"{WORD} one",
+        source=Source(),
+        external_id=None,
+        publish=True,
+    )
+    written = [(world.clock.now, revision.knowledge_revision_id, item.version)]
+    for content in (f"{WORD} two", f"{WORD} three"):
+        if sync:
+            world.indexing.sync_item(TENANT, item.knowledge_item_id, last_known_version=item.version)
+        world.clock.advance(1)
+        item, revision = store.add_revision(
+            TENANT,
+            item.knowledge_item_id,
+            content=content,
+            title=None,
+            source=None,
+            publish=True,
+            expected_version=item.version,
+        )
+        written.append((world.clock.now, revision.knowledge_revision_id, item.version))
+    world.clock.advance(1)
+    return item.knowledge_item_id, written
+
+
+def test_sync_history_change_writes_only_its_transition() -> None:
+    world = KnowledgeWorld()
+    item_id, written = _three_revisions(world, sync=True)
+
+    # The third write closes the second state and opens its own: two entries, not three.
+    assert world.indexing.sync_history(TENANT, item_id, since_version=written[2][2]) == 2
+    assert world.indexing.sync_history(TENANT, "ki_absent", since_version=1) == 0
+    without = IndexingService(
+        world.store, world.index, world.embedder, Chunker(max_tokens=64, overlap_tokens=8)
+    )
+    assert without.sync_history(TENANT, item_id, since_version=1) == 0
+    for at, revision_id, _ in written:
+        assert world.found(READER, as_of=at) == {(item_id, revision_id)}
+
+
+def test_apply_item_inserted_past_version_one_records_its_whole_history() -> None:
+    world = KnowledgeWorld()
+    item_id, written = _three_revisions(world, sync=False)
+    item = world.store.get_item(TENANT, item_id)
+    assert item is not None
+
+    world.indexing.apply(StoreChange(ChangeKind.INSERT, None, item))
+
+    for at, revision_id, _ in written:
+        assert world.found(READER, as_of=at) == {(item_id, revision_id)}

@@ -187,13 +187,25 @@ class IndexingService:
             return self._apply_base_change(change.kind, *bases, seen)
         return IndexAction.IGNORED
 
-    def sync_item(self, tenant_id: str, knowledge_item_id: str, *, last_known_version: int) -> IndexAction:
+    def sync_item(
+        self,
+        tenant_id: str,
+        knowledge_item_id: str,
+        *,
+        last_known_version: int,
+        history_since: int | None = None,
+    ) -> IndexAction:
         """Make the index hold what the store says of one item now (see the module docs).
 
         ``last_known_version`` tombstones an item that no longer exists in the store, and names the
-        write whose transition the history index records (``sync_history``).
+        write whose transition the history index records (``sync_history``), unless
+        ``history_since`` names an earlier state to record from.
         """
-        self.sync_history(tenant_id, knowledge_item_id, since_version=last_known_version)
+        self.sync_history(
+            tenant_id,
+            knowledge_item_id,
+            since_version=last_known_version if history_since is None else history_since,
+        )
         item = self._store.get_item(tenant_id, knowledge_item_id)
         if item is None:
             self._index.remove_item(tenant_id, knowledge_item_id, version=last_known_version)
@@ -381,10 +393,13 @@ class IndexingService:
         key = (known.tenant_id, known.knowledge_item_id)
         if key in synced:
             return IndexAction.SUPERSEDED
+        # An item inserted past its first version is a table restored (the local runtime replays
+        # its stream): its whole history is recorded, not only its last transition.
         action = self.sync_item(
             known.tenant_id,
             known.knowledge_item_id,
             last_known_version=max(record.version for record in (old, new) if record is not None),
+            history_since=1 if old is None else None,
         )
         synced.add(key)
         return action
