@@ -10,6 +10,7 @@ OpenSearch node in ``tests/integration/test_as_of_ranked_opensearch.py``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from hypothesis import HealthCheck, event, given, settings
@@ -17,6 +18,7 @@ from hypothesis import HealthCheck, event, given, settings
 from knowledge.domain.changes import ChangeKind, StoreChange
 from knowledge.domain.models import BaseStatus, Scope, Source
 from knowledge.domain.retrieval.chunking import Chunker
+from knowledge.domain.retrieval.index_work import PART_TARGET_CHARS, IndexWork
 from knowledge.services.indexing import IndexingService
 from tests.support.fuzzing import budget
 from tests.support.knowledge_history import (
@@ -177,3 +179,43 @@ def test_apply_item_inserted_past_version_one_records_its_whole_history() -> Non
 
     for at, revision_id, _ in written:
         assert world.found(READER, as_of=at) == {(item_id, revision_id)}
+
+
+class _SentWork:
+    def __init__(self) -> None:
+        self.sent: list[IndexWork] = []
+
+    def send(self, work: Sequence[IndexWork]) -> None:
+        self.sent.extend(work)
+
+
+def test_sync_history_with_work_queue_leaves_out_a_revision_of_several_parts() -> None:
+    world = KnowledgeWorld()
+    queue = _SentWork()
+    chunker = Chunker(max_tokens=64, overlap_tokens=8)
+    queued = IndexingService(
+        world.store, world.index, world.embedder, chunker, work=queue, history=world.history
+    )
+    base = world.store.create_base(TENANT, name="Log", owner_id="alice", scope=Scope.TENANT, team_id=None)
+    world.clock.advance(1)
+    small, _ = world.store.create_item(
+        TENANT,
+        base.knowledge_base_id,
+        title="Small",
+        content=f"{WORD} small",
+        source=Source(),
+        external_id=None,
+        publish=True,
+    )
+    large, _ = world.store.create_item(
+        TENANT,
+        base.knowledge_base_id,
+        title="Large",
+        content=f"{WORD} " + "x " * (PART_TARGET_CHARS + 10),
+        source=Source(),
+        external_id=None,
+        publish=True,
+    )
+
+    assert queued.sync_history(TENANT, large.knowledge_item_id, since_version=1) == 0
+    assert queued.sync_history(TENANT, small.knowledge_item_id, since_version=1) == 1

@@ -201,11 +201,16 @@ class IndexingService:
         write whose transition the history index records (``sync_history``), unless
         ``history_since`` names an earlier state to record from.
         """
+        # The live index first: what is searchable now must not wait for the history.
+        action = self._sync_live(tenant_id, knowledge_item_id, last_known_version=last_known_version)
         self.sync_history(
             tenant_id,
             knowledge_item_id,
             since_version=last_known_version if history_since is None else history_since,
         )
+        return action
+
+    def _sync_live(self, tenant_id: str, knowledge_item_id: str, *, last_known_version: int) -> IndexAction:
         item = self._store.get_item(tenant_id, knowledge_item_id)
         if item is None:
             self._index.remove_item(tenant_id, knowledge_item_id, version=last_known_version)
@@ -227,7 +232,8 @@ class IndexingService:
         the store does not hold (or whose base it does not), or with no such state.
 
         One state listing of the item, and per revision involved one revision read, one content read
-        and one embedding call (the embedding cache answers for a revision seen before).
+        and one embedding call (the embedding cache answers for a revision seen before). With a work
+        queue, a revision of more than one part is left out (``_deferred``).
         """
         if self._history is None:
             return 0
@@ -249,7 +255,9 @@ class IndexingService:
             if revision_id not in built:
                 revision = self._store.get_revision(tenant_id, knowledge_item_id, revision_id)
                 built[revision_id] = (
-                    None if revision is None else self._indexed_revision(item, base, revision)
+                    None
+                    if revision is None or self._deferred(revision)
+                    else self._indexed_revision(item, base, revision)
                 )
             entry = built[revision_id]
             if entry is None:
@@ -272,6 +280,17 @@ class IndexingService:
             extra={"tenant_id": tenant_id, "knowledge_item_id": knowledge_item_id, "entries": len(entries)},
         )
         return len(entries)
+
+    def _deferred(self, revision: Revision) -> bool:
+        """True for a revision the stream consumer leaves out of the history index: with a work
+        queue, one of several parts, whose embedding would hold up the stream (DESIGN §11)."""
+        if self._work is None or part_count(revision.total_chars) == 1:
+            return False
+        logger.warning(
+            "revision left out of the history index",
+            extra={"knowledge_revision_id": revision.knowledge_revision_id, "chars": revision.total_chars},
+        )
+        return True
 
     def index_part(self, work: IndexWork) -> IndexAction:
         """Index one part (the work consumer's step): read the part's pages, chunk and embed them,
