@@ -223,6 +223,7 @@ class LocalStack:
                     container.note_index,
                     container.embedder,
                     container.note_history_index,
+                    container.history_index,
                 )
             if get_settings().embedder == "local":
                 self._load_model(container.embedder)

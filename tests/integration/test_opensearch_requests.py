@@ -11,6 +11,7 @@ import json
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -295,6 +296,56 @@ def test_search_title_boost_sets_multi_match_field_weight(
     ]
 
 
+def test_search_as_of_filters_both_legs_by_validity_interval(
+    index: OpenSearchIndex, wire: RecordingConnection
+) -> None:
+    wire.answers.append((200, {"responses": [search_answer(), search_answer()]}))
+    moment = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+    index.search(both_legs_query().model_copy(update={"as_of": moment}))
+
+    lines = wire.requests[0].lines()
+    lexical_filter = lines[1]["query"]["bool"]["filter"][0]["bool"]["filter"]
+    semantic_filter = lines[3]["query"]["knn"]["vector"]["filter"]["bool"]["filter"]
+    interval = [
+        {"range": {"valid_from": {"lte": "2026-03-01T12:00:00+00:00"}}},
+        {
+            "bool": {
+                "should": [
+                    {"bool": {"must_not": [{"exists": {"field": "valid_to"}}]}},
+                    {"range": {"valid_to": {"gt": "2026-03-01T12:00:00+00:00"}}},
+                ],
+                "minimum_should_match": 1,
+            }
+        },
+    ]
+    assert lexical_filter[-2:] == interval
+    assert semantic_filter[-2:] == interval
+
+
+def test_span_action_history_entry_carries_its_interval() -> None:
+    start, end = datetime(2026, 3, 1, tzinfo=UTC), datetime(2026, 3, 2, tzinfo=UTC)
+    entry = item("ki_1@3", ["x"]).model_copy(update={"valid_from": start, "valid_to": end})
+
+    chunk, passage = (dsl.span_action("h", entry, span) for span in (entry.chunks[0], entry.passages[0]))
+    live = dsl.span_action("c", item("ki_1", ["x"]), entry.chunks[0])
+
+    assert chunk["_source"]["valid_from"] == passage["_source"]["valid_from"] == start.isoformat()
+    assert chunk["_source"]["valid_to"] == end.isoformat()
+    assert "valid_from" not in live["_source"]
+    assert "valid_to" not in live["_source"]
+
+
+def test_search_without_as_of_has_no_interval_filter(
+    index: OpenSearchIndex, wire: RecordingConnection
+) -> None:
+    wire.answers.append((200, {"responses": [search_answer(), search_answer()]}))
+
+    index.search(both_legs_query())
+
+    assert "valid_from" not in json.dumps(wire.requests[0].lines())
+
+
 def test_search_parses_documented_msearch_answer_bm25_and_cosine(
     index: OpenSearchIndex, wire: RecordingConnection
 ) -> None:
@@ -485,6 +536,8 @@ def test_ensure_ready_missing_index_creates_knn_mapping_with_meta(
                 "end": {"type": "integer"},
                 "item_version": {"type": "long"},
                 "removed": {"type": "boolean"},
+                "valid_from": {"type": "date"},
+                "valid_to": {"type": "date"},
                 "vector": {
                     "type": "knn_vector",
                     "dimension": 384,

@@ -10,10 +10,18 @@ import tiktoken
 from tiktoken_ext.openai_public import cl100k_base
 
 from knowledge.adapters import runtime_switch
+from knowledge.adapters.embedded.passages import EmbeddedIndex
 from knowledge.adapters.opensearch.notes import OpenSearchNoteIndex
 from knowledge.adapters.opensearch.passages import OpenSearchIndex
 from knowledge.adapters.runtime_switch import ParameterRuntimeSwitch, StaticRuntimeSwitch
-from knowledge.bootstrap import embedder_for, get_container, index_for, note_index_for, use_container
+from knowledge.bootstrap import (
+    embedder_for,
+    get_container,
+    history_index_for,
+    index_for,
+    note_index_for,
+    use_container,
+)
 from knowledge.services.notes import NoteService
 from knowledge.settings import Settings, get_settings
 from knowledge.vocab import seed_tiktoken
@@ -53,6 +61,23 @@ def test_index_for_opensearch_names_the_configured_index() -> None:
 
     assert isinstance(index, OpenSearchIndex)
     assert index.index_name == "knowledge-chunks-test"
+
+
+def test_history_index_for_names_the_history_index_of_each_engine() -> None:
+    opensearch = Settings(
+        table_name=TABLE_NAME,
+        search_backend="opensearch",
+        opensearch_url="http://127.0.0.1:9",
+        opensearch_index="knowledge-chunks-test",
+    )
+
+    index = history_index_for(opensearch)
+    embedded = history_index_for(Settings(table_name=TABLE_NAME))
+
+    assert isinstance(index, OpenSearchIndex)
+    assert index.index_name == "knowledge-chunks-test-history"
+    assert isinstance(embedded, EmbeddedIndex)
+    assert len(embedded) == 0
 
 
 def test_note_index_for_opensearch_names_the_notes_index() -> None:

@@ -78,6 +78,7 @@ class Container:
         search: SearchService | None = None,
         quotas: QuotaService | None = None,
         note_history_index: NoteIndex | None = None,
+        history_index: SearchIndex | None = None,
     ) -> None:
         self.settings = settings
         given = {
@@ -91,6 +92,7 @@ class Container:
             "search": search,
             "quotas": quotas,
             "note_history_index": note_history_index,
+            "history_index": history_index,
         }
         # ``is None``, not ``or``: an empty index (or any adapter with ``__len__``) is falsy.
         self._built: dict[str, Any] = {name: value for name, value in given.items() if value is not None}
@@ -133,6 +135,14 @@ class Container:
         return self._checked(
             "note_history_index",
             self._once("note_history_index", lambda: note_history_index_for(self.settings)),
+        )
+
+    @property
+    def history_index(self) -> SearchIndex:
+        """Every state of every item with the revision current over its validity interval, for
+        ranked knowledge queries as of a moment (DESIGN §11)."""
+        return self._checked(
+            "history_index", self._once("history_index", lambda: history_index_for(self.settings))
         )
 
     @property
@@ -189,7 +199,14 @@ class Container:
         def build() -> SearchService:
             from knowledge.services.search import SearchService
 
-            return SearchService(self.store, self.index, self.embedder, self.runtime_switch, utc_now)
+            return SearchService(
+                self.store,
+                self.index,
+                self.embedder,
+                self.runtime_switch,
+                utc_now,
+                history=lambda: self.history_index,
+            )
 
         return self._once("search", build)
 
@@ -270,6 +287,7 @@ class Container:
                     self.store, self.note_index, self.embedder, history=self.note_history_index
                 ),
                 work=self.work_queue,
+                history=self.history_index,
             )
 
         return self._once("indexing", build)
@@ -405,6 +423,17 @@ def note_history_index_for(settings: Settings) -> NoteIndex:
     return embedded_notes.build_history(settings)
 
 
+def history_index_for(settings: Settings) -> SearchIndex:
+    """The knowledge history index (DESIGN §11) on the engine ``SEARCH_BACKEND`` names."""
+    if settings.search_backend == "opensearch":
+        from knowledge.adapters.opensearch import passages as opensearch_passages
+
+        return opensearch_passages.build_history(settings)
+    from knowledge.adapters.embedded import passages as embedded_passages
+
+    return embedded_passages.build_history(settings)
+
+
 def embedder_for(settings: Settings) -> Embedder:
     """The model ``EMBEDDER`` names (Bedrock's or the offline one) behind the embedding cache of
     ``settings``."""
@@ -464,6 +493,7 @@ def build_container(
     search: SearchService | None = None,
     quotas: QuotaService | None = None,
     note_history_index: NoteIndex | None = None,
+    history_index: SearchIndex | None = None,
 ) -> Container:
     """The container of ``settings``; any adapter, and the search and quota services, can be passed
     in instead of built (on first use). An index passed in is made ready for the embedder now, so its
@@ -480,6 +510,7 @@ def build_container(
         search=search,
         quotas=quotas,
         note_history_index=note_history_index,
+        history_index=history_index,
     )
     if index is not None:
         container._checked("index", index)
@@ -487,6 +518,8 @@ def build_container(
         container._checked("note_index", note_index)
     if note_history_index is not None:
         container._checked("note_history_index", note_history_index)
+    if history_index is not None:
+        container._checked("history_index", history_index)
     return container
 
 

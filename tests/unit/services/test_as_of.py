@@ -178,7 +178,9 @@ def test_as_of_without_zone_or_in_future_raises_as_of_invalid(
         assert (status, body.error.code) == (400, "as_of_invalid")
 
 
-def test_as_of_with_a_query_raises_invalid_request(search: SearchService, clock: TickingClock) -> None:
+def test_as_of_query_without_history_index_raises_invalid_request(
+    search: SearchService, clock: TickingClock
+) -> None:
     with pytest.raises(InvalidRequestError) as raised:
         search.search_knowledge(READER, SearchKnowledgeArguments(query="zephyr", as_of=clock()))
     assert "as_of" in raised.value.details

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING
 from knowledge.domain.changes import ChangeKind, IndexAction, StoreChange
 from knowledge.domain.models import BaseStatus, ItemStatus, KnowledgeBase, KnowledgeItem, Revision
 from knowledge.domain.retrieval.chunking import Chunker
-from knowledge.domain.retrieval.hits import IndexedItem
+from knowledge.domain.retrieval.hits import IndexedItem, history_key
 from knowledge.domain.retrieval.index_work import (
     FANOUT_WINDOW,
     ORDINAL_STRIDE,
@@ -148,9 +148,12 @@ class IndexingService:
         chunker: Chunker,
         notes: NoteIndexingService | None = None,
         work: WorkQueue | None = None,
+        history: SearchIndex | None = None,
     ) -> None:
         """``notes`` indexes the notes the stream reports (their changes are ignored without it);
-        ``work`` receives the parts to index (without it, they are indexed in process)."""
+        ``work`` receives the parts to index (without it, they are indexed in process); ``history``
+        is the knowledge history index (``sync_history``; none is kept without it)."""
+        self._history = history
         self._notes = notes
         self._work = work
         self._store = store
@@ -184,11 +187,30 @@ class IndexingService:
             return self._apply_base_change(change.kind, *bases, seen)
         return IndexAction.IGNORED
 
-    def sync_item(self, tenant_id: str, knowledge_item_id: str, *, last_known_version: int) -> IndexAction:
+    def sync_item(
+        self,
+        tenant_id: str,
+        knowledge_item_id: str,
+        *,
+        last_known_version: int,
+        history_since: int | None = None,
+    ) -> IndexAction:
         """Make the index hold what the store says of one item now (see the module docs).
 
-        ``last_known_version`` tombstones an item that no longer exists in the store.
+        ``last_known_version`` tombstones an item that no longer exists in the store, and names the
+        write whose transition the history index records (``sync_history``), unless
+        ``history_since`` names an earlier state to record from.
         """
+        # The live index first: what is searchable now must not wait for the history.
+        action = self._sync_live(tenant_id, knowledge_item_id, last_known_version=last_known_version)
+        self.sync_history(
+            tenant_id,
+            knowledge_item_id,
+            since_version=last_known_version if history_since is None else history_since,
+        )
+        return action
+
+    def _sync_live(self, tenant_id: str, knowledge_item_id: str, *, last_known_version: int) -> IndexAction:
         item = self._store.get_item(tenant_id, knowledge_item_id)
         if item is None:
             self._index.remove_item(tenant_id, knowledge_item_id, version=last_known_version)
@@ -199,6 +221,76 @@ class IndexingService:
         if base is None or base.status is not BaseStatus.ACTIVE:
             return IndexAction.SKIPPED
         return self._sync_publishable([(item, base)])[0]
+
+    def sync_history(self, tenant_id: str, knowledge_item_id: str, *, since_version: int) -> int:
+        """Record in the history index (DESIGN §11) the transitions from the item's state
+        ``since_version`` on: the state before it is closed at that state's moment, and each state
+        from it on is written with its interval (open while current). Only published states with a
+        current revision are held; a state's entry is ``{item}@{state version}``, written at the
+        version of the state that closed it (its own while open), so a late open write never
+        reopens a closed one. Returns the entries written; 0 without a history index, for an item
+        the store does not hold (or whose base it does not), or with no such state.
+
+        One state listing of the item, and per revision involved one revision read, one content read
+        and one embedding call (the embedding cache answers for a revision seen before). With a work
+        queue, a revision of more than one part is left out (``_deferred``).
+        """
+        if self._history is None:
+            return 0
+        item = self._store.get_item(tenant_id, knowledge_item_id)
+        if item is None:
+            return 0
+        base = self._store.get_base(tenant_id, item.knowledge_base_id)
+        if base is None:
+            return 0
+        states = sorted(self._store.list_item_states(tenant_id, knowledge_item_id), key=lambda s: s.version)
+        built: dict[str, IndexedItem | None] = {}
+        entries: list[IndexedItem] = []
+        for position, state in enumerate(states):
+            if state.version < since_version - 1:
+                continue
+            if state.status is not ItemStatus.PUBLISHED or state.current_revision_id is None:
+                continue
+            revision_id = state.current_revision_id
+            if revision_id not in built:
+                revision = self._store.get_revision(tenant_id, knowledge_item_id, revision_id)
+                built[revision_id] = (
+                    None
+                    if revision is None or self._deferred(revision)
+                    else self._indexed_revision(item, base, revision)
+                )
+            entry = built[revision_id]
+            if entry is None:
+                continue
+            following = states[position + 1] if position + 1 < len(states) else None
+            entries.append(
+                entry.model_copy(
+                    update={
+                        "knowledge_item_id": history_key(knowledge_item_id, state.version),
+                        "version": following.version if following is not None else state.version,
+                        "valid_from": state.at,
+                        "valid_to": following.at if following is not None else None,
+                    }
+                )
+            )
+        if entries:
+            self._history.upsert_many(entries)
+        logger.info(
+            "item history indexed",
+            extra={"tenant_id": tenant_id, "knowledge_item_id": knowledge_item_id, "entries": len(entries)},
+        )
+        return len(entries)
+
+    def _deferred(self, revision: Revision) -> bool:
+        """True for a revision the stream consumer leaves out of the history index: with a work
+        queue, one of several parts, whose embedding would hold up the stream (DESIGN §11)."""
+        if self._work is None or part_count(revision.total_chars) == 1:
+            return False
+        logger.warning(
+            "revision left out of the history index",
+            extra={"knowledge_revision_id": revision.knowledge_revision_id, "chars": revision.total_chars},
+        )
+        return True
 
     def index_part(self, work: IndexWork) -> IndexAction:
         """Index one part (the work consumer's step): read the part's pages, chunk and embed them,
@@ -320,10 +412,13 @@ class IndexingService:
         key = (known.tenant_id, known.knowledge_item_id)
         if key in synced:
             return IndexAction.SUPERSEDED
+        # An item inserted past its first version is a table restored (the local runtime replays
+        # its stream): its whole history is recorded, not only its last transition.
         action = self.sync_item(
             known.tenant_id,
             known.knowledge_item_id,
             last_known_version=max(record.version for record in (old, new) if record is not None),
+            history_since=1 if old is None else None,
         )
         synced.add(key)
         return action
@@ -438,7 +533,9 @@ class IndexingService:
         return revision
 
     def _indexed_item(self, item: KnowledgeItem, base: KnowledgeBase) -> IndexedItem:
-        revision = self._revision(item)
+        return self._indexed_revision(item, base, self._revision(item))
+
+    def _indexed_revision(self, item: KnowledgeItem, base: KnowledgeBase, revision: Revision) -> IndexedItem:
         return self._build(item, base, revision, self._store.read_all_content(revision), offset=0, part=0)
 
     def _build(

@@ -25,8 +25,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from knowledge.domain.access.visibility import can_see
+from knowledge.domain.as_of import item_state_at
 from knowledge.domain.models import ItemStatus, KnowledgeBase, KnowledgeItem, Principal, Revision
 from knowledge.domain.retrieval.fusion import FusedHit, fuse
 from knowledge.domain.retrieval.hits import LegHits, SearchMode
@@ -77,8 +79,17 @@ class ItemPage:
     the module doc); ``results`` are the page so far, best first."""
 
     def __init__(
-        self, store: CatalogStore, principal: Principal, mode: SearchMode, alpha: float, wanted: int
+        self,
+        store: CatalogStore,
+        principal: Principal,
+        mode: SearchMode,
+        alpha: float,
+        wanted: int,
+        as_of: datetime | None = None,
     ) -> None:
+        """``as_of``: keep the hits whose revision was their item's current published one at that
+        moment (``_verified``) instead of now."""
+        self._as_of = as_of
         self._store = store
         self._principal = principal
         self._mode = mode
@@ -95,14 +106,20 @@ class ItemPage:
             hit for hit in fuse(hits, self._mode, self._alpha) if hit.knowledge_item_id not in self._placed
         ]
         fresh = [hit for hit in fused if passage_key(hit) not in self._earlier_passages]
-        self.results += _page(self._store, self._principal, fresh, self._wanted - len(self.results))
+        self.results += _page(
+            self._store, self._principal, fresh, self._wanted - len(self.results), self._as_of
+        )
         self._placed.update(hit.knowledge_item_id for hit in fused)
         self._earlier_passages.update(result.passage for result in self.results if result.passage)
         return len(self.results)
 
 
 def _page(
-    store: CatalogStore, principal: Principal, fused: Sequence[FusedHit], wanted: int
+    store: CatalogStore,
+    principal: Principal,
+    fused: Sequence[FusedHit],
+    wanted: int,
+    as_of: datetime | None = None,
 ) -> list[Accepted]:
     """Up to ``wanted`` current, visible results from ``fused`` in order, one per passage, each listing
     the visible copies of its passage anywhere in ``fused``; one store read per window (module doc)."""
@@ -119,6 +136,7 @@ def _page(
                 store,
                 principal,
                 [hit for hit in (*candidates, *copies) if hit.knowledge_item_id not in verdicts],
+                as_of,
             )
         )
         for hit in candidates:
@@ -138,10 +156,13 @@ def _page(
 
 
 def _verified(
-    store: CatalogStore, principal: Principal, hits: Sequence[FusedHit]
+    store: CatalogStore, principal: Principal, hits: Sequence[FusedHit], as_of: datetime | None = None
 ) -> dict[str, Accepted | None]:
     """Each hit's item id → the hit accepted, when its base is visible and active, its item published
-    and its revision the item's current one, else ``None`` (DESIGN §4, read-time truth)."""
+    and its revision the item's current one, else ``None`` (DESIGN §4, read-time truth). With
+    ``as_of`` (DESIGN §11) the item's state at that moment must be published with the hit's revision
+    current (``domain.as_of.item_state_at``; one state listing per item whose base passed), the
+    base still visible and active now."""
     if not hits:
         return {}
     records = store.read_candidates(
@@ -161,10 +182,32 @@ def _verified(
             if item is not None
             and base is not None
             and revision is not None
-            and _is_current(principal, hit, item, base)
+            and (
+                _was_current(store, principal, hit, item, base, as_of)
+                if as_of is not None
+                else _is_current(principal, hit, item, base)
+            )
             else None
         )
     return verdicts
+
+
+def _was_current(
+    store: CatalogStore,
+    principal: Principal,
+    hit: FusedHit,
+    item: KnowledgeItem,
+    base: KnowledgeBase,
+    as_of: datetime,
+) -> bool:
+    if item.knowledge_base_id != hit.knowledge_base_id or not can_see(principal, base):
+        return False
+    state = item_state_at(item, store.list_item_states(principal.tenant_id, item.knowledge_item_id), as_of)
+    return (
+        state is not None
+        and state.status is ItemStatus.PUBLISHED
+        and state.current_revision_id == hit.knowledge_revision_id
+    )
 
 
 def _is_current(principal: Principal, hit: FusedHit, item: KnowledgeItem, base: KnowledgeBase) -> bool:

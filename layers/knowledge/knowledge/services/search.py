@@ -14,8 +14,12 @@ the revision has segments (``contract.search.Locator.within``).
 authorization (the base visible and active now): the item's state then (``ItemStore.list_item_states``,
 ``domain.as_of.item_state_at``) must be published, the revision read is the one current then (or
 the one named, when it was published by then), and ``is_current`` / ``current_revision_id`` are as
-of then. A time without a zone or in the future is ``AsOfInvalidError``. A query with ``as_of`` is
-``InvalidRequestError`` (``details.as_of``): the knowledge index holds current revisions only.
+of then. A time without a zone or in the future is ``AsOfInvalidError``. A ranked query with
+``as_of`` (DESIGN §11) searches the knowledge history index (``history``: one entry per item state,
+``{item}@{state version}``, with its validity interval) with ``IndexQuery.as_of``, so both legs keep
+only the entries valid then; hits are mapped back to their item and checked against the item's
+states (``ranking.ItemPage`` with ``as_of``) under today's authorization. Without a history index
+it is ``InvalidRequestError`` (``details.as_of``).
 
 Ranking: ``retrieval.retrieve`` runs the rounds of both legs; ``ranking.ItemPage`` fuses them and
 checks each candidate's truth against the store (windows, duplicates, refill order: ``ranking``).
@@ -29,7 +33,7 @@ lexical leg or of the whole index call is ``DependencyUnavailableError``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from knowledge.contract.search import (
@@ -54,7 +58,14 @@ from knowledge.domain.bounds import INTEGER_MAX, OFFSET_MAX
 from knowledge.domain.models import ItemStatus, KnowledgeBase, Permission, Principal, Revision
 from knowledge.domain.retrieval.analysis import query_terms
 from knowledge.domain.retrieval.excerpts import EXCERPT_MAX_CHARS, citation, make_excerpt, reference
-from knowledge.domain.retrieval.hits import ChunkHit, IndexQuery, Leg, LegHits, SearchMode
+from knowledge.domain.retrieval.hits import (
+    ChunkHit,
+    IndexQuery,
+    Leg,
+    LegHits,
+    SearchMode,
+    item_of_history_key,
+)
 from knowledge.domain.segments import page_offset
 from knowledge.domain.text import is_blank
 from knowledge.errors import (
@@ -83,7 +94,11 @@ class SearchService:
         embedder: Embedder,
         runtime_switch: RuntimeSwitch,
         clock: Clock | None = None,
+        history: Callable[[], SearchIndex] | None = None,
     ) -> None:
+        """``history`` opens the knowledge history index on the first ranked query with ``as_of``
+        (``None``: such a query is refused)."""
+        self._history = history
         self._clock = clock or _utc_now
         self._store = store
         self._index = index
@@ -108,13 +123,13 @@ class SearchService:
             )
         as_of = resolve_as_of(arguments.as_of, self._clock())
         if query:
-            if as_of is not None:
+            if as_of is not None and self._history is None:
                 raise InvalidRequestError(
-                    "as_of is answered for an addressed read (knowledge_item_id); a ranked query "
-                    "searches current revisions only.",
+                    "as_of is answered for an addressed read (knowledge_item_id); this service "
+                    "has no history index for a ranked query.",
                     {"as_of": as_of.isoformat()},
                 )
-            return self._query(principal, arguments, query)
+            return self._query(principal, arguments, query, as_of)
         if arguments.knowledge_revision_id and not arguments.knowledge_item_id:
             raise ItemRequiredError("knowledge_revision_id requires knowledge_item_id.")
         if not arguments.knowledge_item_id:
@@ -124,7 +139,11 @@ class SearchService:
     # -- query mode -------------------------------------------------------------------------------
 
     def _query(
-        self, principal: Principal, arguments: SearchKnowledgeArguments, query: str
+        self,
+        principal: Principal,
+        arguments: SearchKnowledgeArguments,
+        query: str,
+        as_of: datetime | None = None,
     ) -> KnowledgeSearchResponse:
         mode = normalize_mode(arguments.mode)
         alpha = min(1.0, max(0.0, arguments.alpha))
@@ -134,10 +153,11 @@ class SearchService:
         terms = query_terms(query)
         legs = _legs_for(mode, has_terms=bool(terms))
         visibility = VisibilityFilter.for_principal(principal, narrow_to=narrow_to)
-        store, index, wanted = self._store, self._index, arguments.max_results
+        store, wanted = self._store, arguments.max_results
+        index = self._index if as_of is None or self._history is None else self._history()
 
         def search(round_: Round) -> LegHits:
-            return index.search(
+            hits = index.search(
                 IndexQuery(
                     text=query,
                     vector=round_.vector,
@@ -145,8 +165,10 @@ class SearchService:
                     k=round_.k,
                     legs=round_.legs,
                     tolerate=round_.tolerate,
+                    as_of=as_of,
                 )
             )
+            return hits if as_of is None else _items_of_history(hits)
 
         retrieval = retrieve(
             self._embedder,
@@ -154,7 +176,7 @@ class SearchService:
             legs,
             wanted,
             search,
-            lambda: ItemPage(store, principal, mode, alpha, wanted),
+            lambda: ItemPage(store, principal, mode, alpha, wanted, as_of),
         )
         degraded = retrieval.degraded
         if degraded:
@@ -167,6 +189,7 @@ class SearchService:
                 "results": len(results),
                 "lexical_terms": len(terms),
                 "tenant_id": principal.tenant_id,
+                "as_of": as_of is not None,
             },
         )
         return KnowledgeSearchResponse(
@@ -176,6 +199,7 @@ class SearchService:
             results=results,
             legs=_leg_reports(mode, len(terms), retrieval.first),
             degraded=degraded,
+            as_of=as_of,
         )
 
     # -- addressed read ---------------------------------------------------------------------------
@@ -306,6 +330,16 @@ def _leg_reports(mode: SearchMode, terms: int, hits: LegHits) -> LegReports:
         lexical=lexical if Leg.LEXICAL in legs else None,
         semantic=semantic if Leg.SEMANTIC in legs else None,
     )
+
+
+def _items_of_history(hits: LegHits) -> LegHits:
+    """History hits with their item ids in place of their history keys (``{item}@{state}``): at one
+    moment an item has at most one valid state, so an item id stays unique among a leg's items."""
+
+    def mapped(found: Sequence[ChunkHit]) -> list[ChunkHit]:
+        return [hit._replace(knowledge_item_id=item_of_history_key(hit.knowledge_item_id)) for hit in found]
+
+    return LegHits(lexical=mapped(hits.lexical), semantic=mapped(hits.semantic), failed=hits.failed)
 
 
 def _items(hits: Sequence[ChunkHit]) -> int:

@@ -47,6 +47,7 @@ class _Services(BaseManager):
 _Services.register("index")
 _Services.register("note_index")
 _Services.register("note_history_index")
+_Services.register("history_index")
 _Services.register("embedder")
 
 
@@ -103,6 +104,7 @@ def install_container(address: str, authkey: bytes, share_indexes: bool = True) 
     index: Any = services.index() if share_indexes else None  # type: ignore[attr-defined]
     note_index: Any = services.note_index() if share_indexes else None  # type: ignore[attr-defined]
     history: Any = services.note_history_index() if share_indexes else None  # type: ignore[attr-defined]
+    knowledge_history: Any = services.history_index() if share_indexes else None  # type: ignore[attr-defined]
     embedder = RemoteEmbedder(services.embedder())  # type: ignore[attr-defined]
     use_container(
         build_container(
@@ -111,6 +113,7 @@ def install_container(address: str, authkey: bytes, share_indexes: bool = True) 
             note_index=note_index,
             embedder=embedder,
             note_history_index=history,
+            history_index=knowledge_history,
         )
     )
 
@@ -135,13 +138,15 @@ class SharedServices:
         note_index: NoteIndex,
         embedder: Embedder,
         note_history_index: NoteIndex | None = None,
+        history_index: SearchIndex | None = None,
     ) -> None:
-        """Listen and serve ``index``, ``note_index`` (and ``note_history_index``) and ``embedder``
-        in a daemon thread."""
+        """Listen and serve ``index``, ``note_index`` (and ``note_history_index``, ``history_index``)
+        and ``embedder`` in a daemon thread."""
         registry: type[BaseManager] = type("_Served", (BaseManager,), {})
         registry.register("index", callable=lambda: index)
         registry.register("note_index", callable=lambda: note_index)
         registry.register("note_history_index", callable=lambda: note_history_index)
+        registry.register("history_index", callable=lambda: history_index)
         service = _EmbeddingService(embedder)
         registry.register("embedder", callable=lambda: service)
         server = registry(address=self._address, authkey=self._authkey).get_server()

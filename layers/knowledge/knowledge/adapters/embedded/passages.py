@@ -17,6 +17,10 @@
   ``VisibilityFilter.admits`` once per group of its tenant and both legs keep only admitted groups
   *before* ranking (a union of term queries on the group in tantivy, a row mask in numpy), so
   hidden chunks never take a top-k slot.
+- History (DESIGN §11): entries with a validity interval (``IndexedItem.valid_from``/``valid_to``)
+  group by it too, so ``IndexQuery.as_of`` admits the groups valid at that moment in the same
+  place as visibility, before ranking. A history index thus holds about one group per item state;
+  the live index's entries have no interval and group by base as before.
 - Versions: the item version (or tombstone version) of every item ever written is kept in memory,
   and, for an item written in parts (``upsert_part``), which parts of its version are held.
 
@@ -32,8 +36,10 @@ pays for one commit per search, not one per item.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from operator import itemgetter, lt
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -112,7 +118,9 @@ _ITEM_ORDER = itemgetter(1, 3)  # ChunkHit: (knowledge_item_id, ordinal)
 _SCORE = itemgetter(7)  # ChunkHit.score
 
 
-_Group = tuple[str, str, str, str | None, str]  # tenant, base, scope, team, owner
+_Group = tuple[str, str, str, str | None, str, float, float]
+"""tenant, base, scope, team, owner, and the validity interval in POSIX seconds (history entries;
+the live index's entries are valid from -inf to +inf, so they all share their base's group)."""
 _Key = tuple[str, str]  # tenant, item or base
 
 
@@ -308,7 +316,7 @@ class EmbeddedIndex:
         """
         with self._lock:
             self._commit_now()
-            groups = self._admitted_groups(query.visibility)
+            groups = self._admitted_groups(query.visibility, query.as_of)
             lexical: list[ChunkHit] = []
             semantic: list[ChunkHit] = []
             if Leg.SEMANTIC in query.legs:
@@ -317,13 +325,15 @@ class EmbeddedIndex:
                 lexical = self._lexical(query.text, groups, query.k)
             return LegHits(lexical=lexical, semantic=semantic)
 
-    def _admitted_groups(self, visibility: VisibilityFilter) -> list[int]:
+    def _admitted_groups(self, visibility: VisibilityFilter, as_of: datetime | None) -> list[int]:
+        moment = as_of.timestamp() if as_of is not None else None
         return [
             group_id
-            for (tenant_id, base_id, scope, team_id, owner_id), group_id in self._tenant_groups.get(
-                visibility.tenant_id, []
+            for (tenant_id, base_id, scope, team_id, owner_id, valid_from, valid_to), group_id in (
+                self._tenant_groups.get(visibility.tenant_id, [])
             )
-            if visibility.admits(
+            if (moment is None or valid_from <= moment < valid_to)
+            and visibility.admits(
                 tenant_id=tenant_id,
                 knowledge_base_id=base_id,
                 scope=scope,
@@ -420,7 +430,15 @@ class EmbeddedIndex:
         return np.stack([self._space.unit(chunk.vector) for chunk in item.chunks])
 
     def _group(self, item: IndexedItem) -> int:
-        group: _Group = (item.tenant_id, item.knowledge_base_id, item.scope, item.team_id, item.owner_id)
+        group: _Group = (
+            item.tenant_id,
+            item.knowledge_base_id,
+            item.scope,
+            item.team_id,
+            item.owner_id,
+            item.valid_from.timestamp() if item.valid_from is not None else -math.inf,
+            item.valid_to.timestamp() if item.valid_to is not None else math.inf,
+        )
         group_id = self._groups.get(group)
         if group_id is None:
             group_id = self._groups[group] = len(self._groups)
@@ -526,4 +544,10 @@ class EmbeddedIndex:
 
 def build(settings: Settings) -> EmbeddedIndex:
     """A new, empty in-process index (it needs no setting)."""
+    return EmbeddedIndex()
+
+
+def build_history(settings: Settings) -> EmbeddedIndex:
+    """A new, empty in-process knowledge history index (DESIGN §11: one entry per item state with its
+    validity interval, searched with ``IndexQuery.as_of``)."""
     return EmbeddedIndex()

@@ -378,7 +378,7 @@ class OpenSearchIndex:
         it and the other leg answered, reported as ``LegHits.failed``. Raises ``ValueError`` when the
         semantic leg is requested without a vector or with one of the wrong dimension.
         """
-        visibility = query.visibility
+        visibility, as_of = query.visibility, query.as_of
         legs: list[tuple[Leg, BodyAt]] = []
         if Leg.LEXICAL in query.legs and query.text.strip():
             text, boost, tie = query.text, self._title_boost, self._tie_breaker
@@ -386,7 +386,7 @@ class OpenSearchIndex:
                 (
                     Leg.LEXICAL,
                     lambda depth: dsl.lexical_body(
-                        text, visibility, depth, title_boost=boost, tie_breaker=tie
+                        text, visibility, depth, title_boost=boost, tie_breaker=tie, as_of=as_of
                     ),
                 )
             )
@@ -395,7 +395,7 @@ class OpenSearchIndex:
             if vector is None:
                 raise ValueError("the semantic leg needs a query vector")
             check_vector(vector, len(vector) if self._dimension is None else self._dimension)
-            legs.append((Leg.SEMANTIC, lambda depth: dsl.semantic_body(vector, visibility, depth)))
+            legs.append((Leg.SEMANTIC, lambda depth: dsl.semantic_body(vector, visibility, depth, as_of)))
         found = search_legs(
             self._client, self._name, visibility.tenant_id, legs, query.k, _parse_hits, query.tolerate
         )
@@ -415,3 +415,14 @@ def build(settings: Settings) -> OpenSearchIndex:
     """The index ``OPENSEARCH_INDEX`` on the cluster of ``settings`` (``engine.client_of``)."""
     client, name = client_of(settings, "OPENSEARCH_INDEX", settings.opensearch_index)
     return OpenSearchIndex(client, name)
+
+
+HISTORY_SUFFIX = "-history"
+"""The knowledge history index is named after the chunk index: ``{OPENSEARCH_INDEX}-history``."""
+
+
+def build_history(settings: Settings) -> OpenSearchIndex:
+    """The knowledge history index ``{OPENSEARCH_INDEX}-history`` (DESIGN §11): one entry per item
+    state (``{item}@{state version}``) with its validity interval, searched with ``IndexQuery.as_of``."""
+    client, name = client_of(settings, "OPENSEARCH_INDEX", settings.opensearch_index)
+    return OpenSearchIndex(client, name + HISTORY_SUFFIX)

@@ -24,6 +24,7 @@ one shard and never see another tenant's chunks.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any, NamedTuple
 
 from knowledge.domain.access.visibility import VisibilityFilter
@@ -133,6 +134,8 @@ def index_body(*, model_id: str, dimension: int, shards: int | None = None) -> d
             "end": {"type": "integer"},
             "item_version": {"type": "long"},
             "removed": {"type": "boolean"},
+            "valid_from": {"type": "date"},
+            "valid_to": {"type": "date"},
             "vector": {
                 "type": "knn_vector",
                 "dimension": dimension,
@@ -294,6 +297,8 @@ def span_action(
         "start": span.start,
         "end": span.end,
         "item_version": item.version,
+        **({"valid_from": item.valid_from.isoformat()} if item.valid_from is not None else {}),
+        **({"valid_to": item.valid_to.isoformat()} if item.valid_to is not None else {}),
     }
     if isinstance(span, IndexedChunk):
         source.update({"doc_type": CHUNK, "chunk_text": span.text, "vector": span.vector})
@@ -362,9 +367,12 @@ def _tenant_chunks_query(tenant_id: str, field: str, value: str) -> dict[str, An
     return {"query": {"bool": {"filter": clauses}}}
 
 
-def visibility_query(visibility: VisibilityFilter, doc_type: str = CHUNK) -> dict[str, Any]:
+def visibility_query(
+    visibility: VisibilityFilter, doc_type: str = CHUNK, as_of: datetime | None = None
+) -> dict[str, Any]:
     """``VisibilityFilter.admits`` as a filter-context bool query over documents of ``doc_type``
-    (chunks or passages).
+    (chunks or passages); with ``as_of`` (history index), also ``valid_from <= as_of < valid_to``
+    (``valid_to`` absent: still current).
 
     Lists are sorted so equal filters give byte-equal requests (cacheable, testable).
     """
@@ -390,6 +398,20 @@ def visibility_query(visibility: VisibilityFilter, doc_type: str = CHUNK) -> dic
             }
         )
     clauses.append({"bool": {"should": who, "minimum_should_match": 1}})
+    if as_of is not None:
+        moment = as_of.isoformat()
+        clauses.append({"range": {"valid_from": {"lte": moment}}})
+        clauses.append(
+            {
+                "bool": {
+                    "should": [
+                        {"bool": {"must_not": [{"exists": {"field": "valid_to"}}]}},
+                        {"range": {"valid_to": {"gt": moment}}},
+                    ],
+                    "minimum_should_match": 1,
+                }
+            }
+        )
     return {"bool": {"filter": clauses}}
 
 
@@ -400,7 +422,13 @@ _SORT = [{"_score": "desc"}, {"knowledge_item_id": "asc"}, {"ordinal": "asc"}]
 
 
 def lexical_body(
-    text: str, visibility: VisibilityFilter, k: int, *, title_boost: float, tie_breaker: float
+    text: str,
+    visibility: VisibilityFilter,
+    k: int,
+    *,
+    title_boost: float,
+    tie_breaker: float,
+    as_of: datetime | None = None,
 ) -> dict[str, Any]:
     """BM25 leg over passages: ``multi_match`` (``best_fields``: the better of ``title^boost`` and
     ``text``, plus ``tie_breaker`` times the other) scored in ``must``, visibility in ``filter`` (no
@@ -420,7 +448,7 @@ def lexical_body(
                         }
                     }
                 ],
-                "filter": [visibility_query(visibility, PASSAGE)],
+                "filter": [visibility_query(visibility, PASSAGE, as_of)],
             }
         },
         "sort": _SORT,
@@ -429,13 +457,21 @@ def lexical_body(
     }
 
 
-def semantic_body(vector: Sequence[float], visibility: VisibilityFilter, k: int) -> dict[str, Any]:
+def semantic_body(
+    vector: Sequence[float], visibility: VisibilityFilter, k: int, as_of: datetime | None = None
+) -> dict[str, Any]:
     """kNN leg with the visibility filter *inside* the ``knn`` clause (efficient filtering), so hidden
     chunks are skipped during the graph search instead of being cut from its top k afterwards."""
     return {
         "size": k,
         "query": {
-            "knn": {"vector": {"vector": list(vector), "k": k, "filter": visibility_query(visibility)}}
+            "knn": {
+                "vector": {
+                    "vector": list(vector),
+                    "k": k,
+                    "filter": visibility_query(visibility, CHUNK, as_of),
+                }
+            }
         },
         "sort": _SORT,
         "track_scores": True,

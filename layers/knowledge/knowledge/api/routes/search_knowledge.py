@@ -43,9 +43,10 @@ SEARCH_KNOWLEDGE = Tool(
         "reference, and scores. Addressed read returns JSON text with type='knowledge', owner/team/scope, "
         "base/item/revision IDs, title, bounded content, locator, source, reference, content_offset, "
         "content_limit, content_total_chars, and content_truncated. A result's locator.offset is a valid "
-        "offset for a follow-up addressed read. With as_of (ISO-8601 with a zone, not in the future) an "
-        "addressed read answers as of that moment: the revision current then (is_current and "
-        "current_revision_id as of then), with today's authorization; a query does not take as_of. "
+        "offset for a follow-up addressed read. With as_of (ISO-8601 with a zone, not in the future) both "
+        "answer as of that moment, with today's authorization and as_of echoed: a query searches the "
+        "revisions that were current and published then; an addressed read reads the revision current "
+        "then (is_current and current_revision_id as of then). "
         "Errors return JSON text "
         '{"type":"error","error":{"code","message","retryable","details"}} with isError true '
         '({"type":"knowledge_unavailable"} when the knowledge runtime is switched off).'

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 from typing import NamedTuple
 
@@ -77,6 +78,11 @@ class IndexedItem(_Frozen):
 
     ``version`` is the item's version in the store; an index never lets a lower version replace a
     higher one (external versioning), so late or replayed events cannot regress it.
+
+    In the knowledge history index (DESIGN §11) an entry is one state of an item
+    (``knowledge_item_id`` is ``{item}@{state version}``, ``history_key``) holding the revision
+    current over ``[valid_from, valid_to)`` (``valid_to`` ``None``: still current); entries of the
+    live index have neither.
     """
 
     tenant_id: str
@@ -90,6 +96,22 @@ class IndexedItem(_Frozen):
     title: str
     chunks: list[IndexedChunk]
     passages: list[Chunk]
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+
+
+HISTORY_SEPARATOR = "@"
+"""Joins an item id and one of its state versions into a key of the knowledge history index."""
+
+
+def history_key(knowledge_item_id: str, state_version: int) -> str:
+    """The history index key of the item's state ``state_version`` (``{item}@{version}``)."""
+    return f"{knowledge_item_id}{HISTORY_SEPARATOR}{state_version}"
+
+
+def item_of_history_key(key: str) -> str:
+    """The item id of a history index key (the key itself when it names no state)."""
+    return key.split(HISTORY_SEPARATOR, 1)[0]
 
 
 class IndexQuery(_Frozen):
@@ -100,6 +122,9 @@ class IndexQuery(_Frozen):
     ``tolerate`` names the legs whose failure by the engine is reported in the answer
     (``LegHits.failed``, with the other leg's hits) rather than raised as
     ``DependencyUnavailableError``; by default every failure is raised.
+
+    ``as_of`` (history index only) keeps the entries valid at that moment
+    (``valid_from <= as_of < valid_to``) inside both legs, before ranking.
     """
 
     text: str
@@ -108,6 +133,7 @@ class IndexQuery(_Frozen):
     k: int = Field(ge=1)
     legs: frozenset[Leg] = frozenset({Leg.LEXICAL, Leg.SEMANTIC})
     tolerate: frozenset[Leg] = frozenset()
+    as_of: datetime | None = None
 
 
 class ChunkHit(NamedTuple):
