@@ -543,7 +543,7 @@ def test_archive_hides_item_from_readers_and_refuses_later_writes(
 
     archived = writer.ok("POST", _item_path(item, "/archive"), {"expected_version": 1})
 
-    assert set(archived) == ITEM_FIELDS
+    assert set(archived) == ITEM_FIELDS | {"dry_run", "receipt"}
     assert (archived["status"], archived["version"]) == ("archived", 2)
     assert writer.ok("GET", _item_path(item))["status"] == "archived"
     error_body(404, "knowledge_resource_unavailable", reader.call("GET", _item_path(item)))
@@ -1379,3 +1379,33 @@ def test_write_with_body_not_a_json_object_answers_validation_error(
     error = error_body(400, "validation_error", reply)
     assert (error["message"], error["details"]) == (message, details)
     assert admin.ok("GET", "/v1/knowledge-bases")["knowledge_bases"] == [base]
+
+
+def test_archive_dry_run_changes_nothing_and_previews_the_receipt(
+    writer: AdminClient, base: dict[str, Any]
+) -> None:
+    item = _new_item(writer, base, publish=True, external_id="handbook")
+
+    preview = writer.ok("POST", _item_path(item, "/archive"), {"expected_version": 1, "dry_run": True})
+    untouched = writer.ok("GET", _item_path(item))
+    still_held = writer.ok("GET", _items_path(base), external_id="handbook")["items"]
+    stale = writer.call("POST", _item_path(item, "/archive"), {"expected_version": 7, "dry_run": True})
+    archived = writer.ok("POST", _item_path(item, "/archive"), {"expected_version": 1})
+
+    assert (untouched["status"], untouched["version"]) == ("published", 1)
+    assert [held["knowledge_item_id"] for held in still_held] == [item["knowledge_item_id"]]
+    error_body(409, "knowledge_conflict", stale)
+    assert (preview["dry_run"], archived["dry_run"]) == (True, False)
+    assert preview["receipt"]["dry_run"] is True
+    assert {key: value for key, value in preview["receipt"].items() if key != "dry_run"} == {
+        key: value for key, value in archived["receipt"].items() if key != "dry_run"
+    }
+    receipt = archived["receipt"]
+    assert [(entry["kind"], entry["ids"], entry["state"]) for entry in receipt["table"]] == [
+        ("item", [item["knowledge_item_id"]], "archived"),
+        ("external_id", ["handbook"], "purged"),
+    ]
+    assert [(entry["kind"], entry["ids"], entry["state"]) for entry in receipt["index"]] == [
+        ("item_passages", [item["knowledge_revision_id"]], "scheduled")
+    ]
+    assert writer.ok("GET", _items_path(base), external_id="handbook")["items"] == []

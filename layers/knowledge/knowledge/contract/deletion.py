@@ -14,8 +14,13 @@ equal. Each store is a list of ``DeletedRecords`` (one per kind of record):
   text that was never cached is counted too: its row is deleted if present);
 - ``queued_messages``: messages still waiting in a queue (none for a note).
 
+An item archive lists ``table``: the ``item`` record ``archived`` (kept, out of search and reads for
+good) and its ``external_id`` ``purged`` (released for another item), and ``index``: the
+``item_passages`` of its current revision (named by revision id) ``scheduled``.
+
 ``state`` says what happened (or would) to the records: ``purged`` (deleted by the call),
-``redacted`` (kept, content replaced), ``hidden`` (kept, restorable) or ``scheduled`` (the stream-fed
+``redacted`` (kept, content replaced), ``hidden`` (kept, restorable), ``archived`` (kept, never
+searchable again) or ``scheduled`` (the stream-fed
 indexer removes them after the call: the receipt names them, the call did not see them go).
 """
 
@@ -25,7 +30,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-DeletionState = Literal["purged", "redacted", "hidden", "scheduled"]
+DeletionState = Literal["purged", "redacted", "hidden", "archived", "scheduled"]
 
 
 class DeletedRecords(BaseModel):

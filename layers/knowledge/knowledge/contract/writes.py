@@ -28,6 +28,7 @@ from pydantic import (
     model_validator,
 )
 
+from knowledge.contract.deletion import DeletionReceipt
 from knowledge.contract.segments import Segments, to_segments
 from knowledge.domain import ids
 from knowledge.domain.bounds import VERSION_MAX, VERSION_MIN
@@ -174,9 +175,11 @@ class PublishRequest(_Request):
 
 
 class ArchiveRequest(_Request):
-    """``POST /v1/knowledge-items/{item}/archive``."""
+    """``POST /v1/knowledge-items/{item}/archive``; ``dry_run`` changes nothing and answers the
+    receipt the archive would give."""
 
     expected_version: Version
+    dry_run: bool = False
 
 
 class CreateTokenRequest(_Request):
@@ -269,6 +272,14 @@ class CreatedRevisionResponse(KnowledgeItemResponse):
     @classmethod
     def of_item(cls, item: KnowledgeItem, knowledge_revision_id: str) -> CreatedRevisionResponse:
         return cls(**_item_fields(item), knowledge_revision_id=knowledge_revision_id)
+
+
+class ArchivedItemResponse(KnowledgeItemResponse):
+    """An archive's answer: the item as archived (with ``dry_run``: as it stands) and the receipt
+    of what left each store (``knowledge.contract.deletion``)."""
+
+    dry_run: bool = False
+    receipt: DeletionReceipt
 
 
 class KnowledgeItemDetail(KnowledgeItemResponse):

@@ -26,8 +26,10 @@ Errors: ``InsufficientScopeError`` (403), ``ResourceUnavailableError`` (404), ``
 
 from __future__ import annotations
 
+from knowledge.contract.deletion import DeletionReceipt, records
 from knowledge.contract.segments import to_segments
 from knowledge.contract.writes import (
+    ArchivedItemResponse,
     ArchiveRequest,
     CreatedRevisionResponse,
     CreateItemRequest,
@@ -58,7 +60,7 @@ from knowledge.domain.models import (
     Revision,
     Source,
 )
-from knowledge.errors import RequestValidationError, ResourceUnavailableError
+from knowledge.errors import ConflictError, RequestValidationError, ResourceUnavailableError
 from knowledge.ports import CatalogStore, RuntimeSwitch
 from knowledge.services.access import find_base, find_item, require_scope
 from knowledge.services.indexing import IndexingService
@@ -218,13 +220,22 @@ class CurationService:
 
     def archive(
         self, principal: Principal, knowledge_item_id: str, request: ArchiveRequest
-    ) -> KnowledgeItemResponse:
-        """Archive the item: out of search and reads, its ``external_id`` released."""
+    ) -> ArchivedItemResponse:
+        """Archive the item: out of search and reads, its ``external_id`` released; the answer's
+        receipt says what left each store. With ``request.dry_run`` nothing changes and the receipt
+        says what would (a stale ``expected_version`` is ``ConflictError`` either way)."""
         item = self._writable_item(principal, knowledge_item_id)
+        receipt = archive_receipt(item, dry_run=request.dry_run)
+        if request.dry_run:
+            if item.version != request.expected_version:
+                raise ConflictError("The item changed; re-read it before archiving.", item.version)
+            return ArchivedItemResponse(
+                **KnowledgeItemResponse.of(item).model_dump(), dry_run=True, receipt=receipt
+            )
         archived = self._store.archive_item(
             principal.tenant_id, item.knowledge_item_id, expected_version=request.expected_version
         )
-        return KnowledgeItemResponse.of(archived)
+        return ArchivedItemResponse(**KnowledgeItemResponse.of(archived).model_dump(), receipt=receipt)
 
     def get_item(self, principal: Principal, knowledge_item_id: str) -> KnowledgeItemDetail:
         """The item with ``indexed_revision_id`` (without ``knowledge:write``: its published view)."""
@@ -366,3 +377,19 @@ def _may_read(principal: Principal, item: KnowledgeItem) -> bool:
 def _as_seen_by(principal: Principal, item: KnowledgeItem) -> KnowledgeItem:
     """Curators see the item as stored; other readers its published view (no draft revision id)."""
     return item if principal.has_scope(Permission.WRITE) else published_view(item)
+
+
+def archive_receipt(item: KnowledgeItem, *, dry_run: bool) -> DeletionReceipt:
+    """The receipt of archiving ``item``: the item record archived, its external id released, and
+    the passages of its current revision (if any) dropped from the search index by the indexer.
+    Revisions and pages stay in the table: an archive is not a purge."""
+    return DeletionReceipt(
+        dry_run=dry_run,
+        table=records("item", [item.knowledge_item_id], "archived")
+        + records("external_id", [item.external_id] if item.external_id is not None else [], "purged"),
+        index=records(
+            "item_passages",
+            [item.current_revision_id] if item.current_revision_id is not None else [],
+            "scheduled",
+        ),
+    )

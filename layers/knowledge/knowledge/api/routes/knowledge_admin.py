@@ -66,6 +66,7 @@ from knowledge.contract.usage import UsageResponse
 from knowledge.contract.writes import (
     LIST_LIMIT_DEFAULT,
     LIST_LIMIT_MAX,
+    ArchivedItemResponse,
     ArchiveRequest,
     CreatedRevisionResponse,
     CreateItemRequest,
@@ -390,6 +391,12 @@ def publish_knowledge_revision(
     body=ArchiveRequest,
     operation_id="archive_knowledge_item",
     summary="Archive an item: it leaves search and reads, and its external_id is released.",
+    description=(
+        "Needs `knowledge:write`. The answer's `receipt` lists what left each store: the item record "
+        "archived, its external id released (table), and the passages of its current revision, which "
+        "the indexer drops (index, `scheduled`). `dry_run: true` changes nothing and answers the "
+        "receipt the archive would give (a stale `expected_version` is 409 either way)."
+    ),
     tags=[TAG],
     responses=_responses(200, "The archived item.", *WRITE_ERRORS),
 )
@@ -399,7 +406,7 @@ def archive_knowledge_item(
     principal: CallerPrincipal,
     curation: Curation,
     idempotency_key: IdempotencyKey = None,
-) -> Response[KnowledgeItemResponse]:
+) -> Response[ArchivedItemResponse]:
     return _json(200, curation.archive(principal, knowledge_item_id, request))
 
 
