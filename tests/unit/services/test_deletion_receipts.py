@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from knowledge.adapters.embedding_cache import embedding_key
 from knowledge.contract.deletion import DeletionReceipt
 from knowledge.contract.memory import ForgetMemoryArguments
 from knowledge.domain.models import Principal
@@ -120,8 +121,20 @@ def test_forget_hard_receipt_names_every_version_claim_and_cached_text(world: Me
 
 def test_forget_redact_receipt_names_the_forgetting_version_too(world: MemoryWorld) -> None:
     note_id = _seed(world)
+    texts = [
+        version.content
+        for version in world.store.list_note_versions(TENANT, note_id, limit=10, next_token=None).entries
+    ]
+    keys = [embedding_key(world.embedder.model_id, world.embedder.dimension, text) for text in texts]
+    assert len(world.cache.get_many(keys)) == 2
 
     receipt = _forget(world, ALICE, note_id, "redact", dry_run=False)
+
+    # a cached vector of a redacted text would outlive the text: its rows go too
+    assert _ids(receipt, "embedding_cache", "cached_vector") == {
+        hashlib.sha256(text.encode()).hexdigest() for text in texts
+    }
+    assert world.cache.get_many(keys) == {}
 
     assert _ids(receipt, "table", "note_version") == {f"{note_id}@{number}" for number in (1, 2, 3)}
     assert [entry.state for entry in receipt.table] == ["redacted"]

@@ -351,6 +351,7 @@ class NoteService:
                     self._commit(principal.tenant_id, [self._forgetting(note, mode, now)], note)
                 self._store.redact_note_versions(principal.tenant_id, note.note_id)
                 self._drop_pin(principal.tenant_id, note.note_id)  # a redacted note never comes back
+                self._purge_texts(versions)  # a vector of the text would outlive the text
             else:
                 self._delete(principal.tenant_id, note, versions)
         logger.info(
@@ -384,6 +385,11 @@ class NoteService:
         pin = self._store.get_pin(note.tenant_id, note_id)
         pins = records("pin", [pin.pin_id] if pin is not None else [], "purged")
         numbers = [version.version for version in versions]
+        cached = records(
+            "cached_vector",
+            [hashlib.sha256(text.encode()).hexdigest() for text in _cached_texts(versions)],
+            "purged",
+        )
         if mode is ForgetMode.REDACT:
             if note.forgotten_mode is not ForgetMode.REDACT:
                 numbers.append(note.version + 1)  # the forgetting version, written redacted
@@ -392,8 +398,8 @@ class NoteService:
                 table=records("note_version", [f"{note_id}@{number}" for number in numbers], "redacted"),
                 index=current + history,
                 pins=pins,
+                embedding_cache=cached,
             )
-        texts = [version.content for version in versions if version.content != REDACTED]
         return DeletionReceipt(
             dry_run=dry_run,
             table=records("note", [note_id], "purged")
@@ -401,9 +407,7 @@ class NoteService:
             + records("note_claim", [claim.digest for claim in self._held(note)], "purged"),
             index=current + history,
             pins=pins,
-            embedding_cache=records(
-                "cached_vector", [hashlib.sha256(text.encode()).hexdigest() for text in texts], "purged"
-            ),
+            embedding_cache=cached,
         )
 
     def restore(self, principal: Principal, note_id: str) -> MemoryResponse:
@@ -450,8 +454,13 @@ class NoteService:
             if next_token is None:
                 return versions
 
+    def _purge_texts(self, versions: Sequence[Note]) -> None:
+        """Drop the cached embeddings of the versions' texts (``[redacted]`` embeds nothing kept)."""
+        texts = _cached_texts(versions)
+        if texts:
+            self._purge_embeddings(texts)
+
     def _delete(self, tenant_id: str, note: Note, versions: Sequence[Note]) -> None:
-        texts = [version.content for version in versions if version.content != REDACTED]
         try:
             self._store.delete_note(
                 tenant_id, note.note_id, claims=claims_of(note), expected_version=note.version
@@ -460,8 +469,7 @@ class NoteService:
             raise RetryableMemoryConflictError(
                 "The memory changed while it was forgotten; retry.", error.current_version
             ) from error
-        if texts:
-            self._purge_embeddings(list(dict.fromkeys(texts)))
+        self._purge_texts(versions)
 
     # -- reads ------------------------------------------------------------------------------------
 
@@ -571,3 +579,8 @@ def _merged(note: Note, draft: NoteDraft, arguments: RememberArguments) -> NoteD
         changes[name] = getattr(draft, name) if name in given else getattr(kept, name)
     changes["expires_at"] = draft.expires_at if {"expires_at", "ttl_seconds"} & given else kept.expires_at
     return NoteDraft(**changes)
+
+
+def _cached_texts(versions: Sequence[Note]) -> list[str]:
+    """The distinct texts of ``versions`` that may have a cached embedding, in order."""
+    return list(dict.fromkeys(version.content for version in versions if version.content != REDACTED))
