@@ -1,4 +1,4 @@
-"""Prefixed ULIDs (``kb_``, ``ki_``, ``kr_``, ``nt_``, ``pn_``, ``ds_``, ``sj_``): 26 Crockford
+"""Prefixed ULIDs (``kb_``, ``ki_``, ``kr_``, ``nt_``, ``pn_``, ``ds_``, ``sj_``, ``ex_``, ``im_``): 26 Crockford
 base32 characters, sortable by creation time.
 
 ULID spec: 48-bit millisecond timestamp then 80 random bits (https://github.com/ulid/spec).
@@ -25,6 +25,8 @@ NOTE_PREFIX = "nt_"
 PIN_PREFIX = "pn_"
 DATA_SOURCE_PREFIX = "ds_"
 SYNC_JOB_PREFIX = "sj_"
+EXPORT_PREFIX = "ex_"
+IMPORT_PREFIX = "im_"
 
 KINDS = {
     KB_PREFIX: "knowledge base id",
@@ -34,11 +36,13 @@ KINDS = {
     PIN_PREFIX: "pin id",
     DATA_SOURCE_PREFIX: "data source id",
     SYNC_JOB_PREFIX: "sync job id",
+    EXPORT_PREFIX: "export id",
+    IMPORT_PREFIX: "import id",
 }
 """What each prefix names, for error messages."""
 _EXAMPLE_ULID = "01J9Z3K4QW5E6R7T8Y9V0A1B2C"
 
-_ID_RE = re.compile(r"^(kb|ki|kr|nt|pn|ds|sj)_[0-9A-HJKMNP-TV-Z]{26}$")
+_ID_RE = re.compile(r"^(kb|ki|kr|nt|pn|ds|sj|ex|im)_[0-9A-HJKMNP-TV-Z]{26}$")
 
 
 def _encode(value: int) -> str:
@@ -98,6 +102,14 @@ def new_data_source_id() -> str:
 
 def new_sync_job_id() -> str:
     return SYNC_JOB_PREFIX + new_ulid()
+
+
+def new_export_id() -> str:
+    return EXPORT_PREFIX + new_ulid()
+
+
+def new_import_id() -> str:
+    return IMPORT_PREFIX + new_ulid()
 
 
 def is_well_formed(identifier: str, prefix: str) -> bool:
