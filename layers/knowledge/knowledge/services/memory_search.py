@@ -32,7 +32,7 @@ Errors: ``RuntimeDisabledError``, ``InsufficientScopeError`` (``memory:read``),
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 
 from knowledge.contract.memory import (
@@ -177,15 +177,19 @@ class MemorySearchService:
             include_superseded=include_superseded,
             now=self._clock(),
         )
-        hits = self._index.browse(note_filter, limit)
-        notes = self._store.get_notes(principal.tenant_id, [hit.note_id for hit in hits])
-        return NoteListResponse(
-            notes=[
-                view(note)
-                for hit in hits
-                if (note := notes.get(hit.note_id)) is not None and holds(note_filter, note, hit.version)
-            ]
-        )
+        return NoteListResponse(notes=[view(note) for note in self.browsed(note_filter, limit)])
+
+    def browsed(self, note_filter: NoteFilter, k: int, *, skip: Collection[str] = ()) -> list[Note]:
+        """Up to ``k`` notes of the note index's browse order (``NoteIndex.browse``) but those in
+        ``skip``, each as stored now and kept only while the filter admits it and the index held
+        its current version (``holds``)."""
+        hits = [hit for hit in self._index.browse(note_filter, k) if hit.note_id not in skip]
+        notes = self._store.get_notes(note_filter.tenant_id, [hit.note_id for hit in hits])
+        return [
+            note
+            for hit in hits
+            if (note := notes.get(hit.note_id)) is not None and holds(note_filter, note, hit.version)
+        ]
 
     def unindexed(self, principal: Principal) -> list[Note]:
         """The caller's own notes the index has not taken at their current version yet, as stored

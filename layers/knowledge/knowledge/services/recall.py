@@ -236,14 +236,7 @@ class RecallService:
             found.sort(key=_importance_then_recency)
             return [(version, version.importance) for version in found]
         pending = {note.note_id: note for note in unindexed if holds(note_filter, note)}
-        hits = self._index.browse(note_filter, wanted + len(pending))
-        held = [hit for hit in hits if hit.note_id not in pending]
-        notes = self._store.get_notes(note_filter.tenant_id, [hit.note_id for hit in held])
-        kept = [
-            note
-            for hit in held
-            if (note := notes.get(hit.note_id)) is not None and holds(note_filter, note, hit.version)
-        ]
+        kept = self._search.browsed(note_filter, wanted + len(pending), skip=pending.keys())
         kept.extend(pending.values())
         kept.sort(key=_importance_then_recency)
         del kept[wanted:]
