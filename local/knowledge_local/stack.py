@@ -68,6 +68,7 @@ from knowledge_local.emulator import bucket_files, snapshot
 from knowledge_local.emulator.api_gateway.address_throttle import AddressThrottle
 from knowledge_local.emulator.api_gateway.gateway import Gateway
 from knowledge_local.emulator.aws_server import AwsServer
+from knowledge_local.emulator.bucket_files import BUNDLES_FOLDER
 from knowledge_local.emulator.durable_state import DurableState, Restored
 from knowledge_local.emulator.lambda_runtime.invoker import InvocationError, Invoker
 from knowledge_local.emulator.lambda_runtime.shared_services import SharedServices
@@ -76,6 +77,7 @@ from knowledge_local.emulator.pollers.poller import Poller
 from knowledge_local.emulator.pollers.queue_poller import QueuePoller, pollers_for
 from knowledge_local.emulator.pollers.stream_poller import StreamPoller
 from knowledge_local.emulator.provisioning import (
+    BUNDLES_BUCKET,
     DOCUMENTS_BUCKET,
     Provisioned,
     notify_queue,
@@ -416,24 +418,31 @@ class LocalStack:
 
     def _provision_bucket(self, endpoint_url: str, queue_arn: str | None) -> None:
         """The documents bucket, its saved objects put back (``KNOWLEDGE_PERSIST``) before its events
-        go to the document queue, so a restart sends no event."""
+        go to the document queue, so a restart sends no event; and the bundles bucket, its saved
+        bundles put back."""
         provision_bucket(endpoint_url, DOCUMENTS_BUCKET)
+        provision_bucket(endpoint_url, BUNDLES_BUCKET)
         if self.settings.knowledge_persist:
-            restored = bucket_files.restore(endpoint_url, DOCUMENTS_BUCKET, self.settings.knowledge_state_dir)
+            state_dir = self.settings.knowledge_state_dir
+            restored = bucket_files.restore(endpoint_url, DOCUMENTS_BUCKET, state_dir)
             log.info("documents bucket restored", extra={"objects": restored})
+            bundles = bucket_files.restore(endpoint_url, BUNDLES_BUCKET, state_dir, BUNDLES_FOLDER)
+            log.info("bundles bucket restored", extra={"objects": bundles})
         if queue_arn is not None:
             notify_queue(endpoint_url, DOCUMENTS_BUCKET, queue_arn)
 
     def _save_the_bucket(self) -> None:
-        """With ``KNOWLEDGE_PERSIST``, write the documents bucket's objects to the state directory
-        (``bucket_files``); a failure is logged, the stop goes on."""
+        """With ``KNOWLEDGE_PERSIST``, write the documents and bundles buckets' objects to the state
+        directory (``bucket_files``); a failure is logged, the stop goes on."""
         if self._aws is None or self._durable is None or not self._durable.attached:
             return
-        try:
-            saved = bucket_files.save(self._aws.url, DOCUMENTS_BUCKET, self.settings.knowledge_state_dir)
-            log.info("documents bucket saved", extra={"objects": saved})
-        except Exception as error:  # botocore or OS errors alike: the rest of the stop must go on
-            log.error("the documents bucket could not be saved", extra={"error": str(error)})
+        state_dir = self.settings.knowledge_state_dir
+        for bucket, folder in ((DOCUMENTS_BUCKET, bucket_files.FOLDER), (BUNDLES_BUCKET, BUNDLES_FOLDER)):
+            try:
+                saved = bucket_files.save(self._aws.url, bucket, state_dir, folder)
+                log.info("bucket saved", extra={"bucket": bucket, "objects": saved})
+            except Exception as error:  # botocore or OS errors alike: the rest of the stop must go on
+                log.error("a bucket could not be saved", extra={"bucket": bucket, "error": str(error)})
 
     def _compact_the_state(self) -> None:
         """With ``KNOWLEDGE_PERSIST``, fold the journal into a new snapshot (nothing is lost
@@ -500,8 +509,10 @@ class LocalStack:
 
     @staticmethod
     def _configure_documents(document_queue_url: str | None) -> None:
-        """Let data sources read the local bucket and syncs use the document queue."""
+        """Let data sources read the local bucket, exports and imports keep bundles in theirs, and
+        syncs, exports and imports use the document queue."""
         os.environ["DOCUMENT_BUCKETS"] = DOCUMENTS_BUCKET
+        os.environ["BUNDLE_BUCKET"] = BUNDLES_BUCKET
         if document_queue_url is not None:
             os.environ["DOCUMENT_QUEUE_URL"] = document_queue_url
         else:

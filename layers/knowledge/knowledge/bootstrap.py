@@ -28,8 +28,10 @@ if TYPE_CHECKING:
         RuntimeSwitch,
         SearchIndex,
         SyncWorkQueue,
+        VectorCache,
         WorkQueue,
     )
+    from knowledge.services.bundles import BundleService
     from knowledge.services.curation import CurationService
     from knowledge.services.data_sources import DataSourceService
     from knowledge.services.document_sync import DocumentSync
@@ -188,6 +190,13 @@ class Container:
                 index.ensure_ready(model_id=embedder.model_id, dimension=embedder.dimension)
                 self._ready.add(name)
         return index
+
+    def _vector_cache(self) -> VectorCache | None:
+        """The embedder's cache (``None`` for an embedder passed in without one)."""
+        from knowledge.adapters.embedding_cache import CachedEmbedder
+
+        embedder = self.embedder
+        return embedder if isinstance(embedder, CachedEmbedder) else None
 
     def _forget_embeddings(self, texts: Sequence[str]) -> None:
         self.embedder.forget(texts)
@@ -371,9 +380,34 @@ class Container:
                 max_content_chars=self.settings.max_content_chars,
                 page_size=self.settings.sync_page_size,
                 lease_seconds=lease_seconds,
+                bundles=self.bundles(lease_seconds=lease_seconds),
             )
 
         return self._once("document_sync", build)
+
+    def bundles(self, *, lease_seconds: int = 900) -> BundleService:
+        """Export and import jobs (``knowledge.services.bundles``); ``lease_seconds`` is the longest
+        run of one invocation of the worker."""
+
+        def build() -> BundleService:
+            from knowledge.services.bundles import BundleService
+
+            bucket = None
+            if self.settings.bundle_bucket is not None:
+                from knowledge.adapters import s3_bundles
+
+                bucket = s3_bundles.build(self.settings)
+            return BundleService(
+                self.store,
+                bucket,
+                sync_queue_for(self.settings),
+                utc_now,
+                vectors=self._vector_cache,
+                chunker=lambda: self.chunker,
+                lease_seconds=lease_seconds,
+            )
+
+        return self._once("bundles", build)
 
     @property
     def ingest(self) -> IngestService:

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
 
+from knowledge.contract.bundles import BundleWork
 from knowledge.contract.data_sources import SyncWork
 from knowledge.domain.access.rates import QuotaCounters, Rate, RateDecision
 from knowledge.domain.as_of import ItemState
@@ -401,6 +402,82 @@ class QuotaStore(Protocol):
         ...
 
 
+class BundleStore(Protocol):
+    """A tenant's records whole, for export and import (DESIGN §9 "Export and import"): a listing
+    of every note, restores that write records as they were exported (ids, versions and
+    timestamps kept) only where the tenant has none of that id, and the jobs' records.
+
+    A restored record is new to its tenant as a write is: the stream takes it to the indexer,
+    and it counts toward the tenant's stored items (``QuotaExceededError`` past the limit).
+    """
+
+    def list_notes(self, tenant_id: str, *, limit: int, next_token: str | None) -> Page[Note]:
+        """The tenant's notes as stored now (forgotten and superseded ones too), by note id;
+        ``limit`` 1..100."""
+        ...
+
+    def restore_base(self, base: KnowledgeBase) -> bool:
+        """Write ``base`` when its tenant has no base of its id: ``True``; ``False`` (nothing
+        written) when it has one."""
+        ...
+
+    def restore_item(
+        self,
+        item: KnowledgeItem,
+        revisions: Sequence[tuple[Revision, str]],
+        states: Sequence[ItemState],
+    ) -> bool:
+        """Write ``item`` (``indexed_revision_id`` cleared), each ``(revision, content)`` with its
+        content paged as the store pages new revisions (the revision's ``page_size`` and
+        ``page_count`` are the store's own), its state history and its external-id guard, all or
+        nothing, when the tenant has no item of its id: ``True``; ``False`` when it has one.
+        ``ConflictError`` when another item of the base holds its external id;
+        ``ResourceUnavailableError`` when its base is absent."""
+        ...
+
+    def restore_note(self, note: Note, versions: Sequence[Note]) -> bool:
+        """Write ``note`` (its current state; ``indexed_version`` cleared, so the indexer takes it)
+        with every version record and, for a current note with a semantic key, its claim, all or
+        nothing, when the tenant has no note of its id: ``True``; ``False`` when it has one.
+        ``ConflictError`` when another note holds the claim."""
+        ...
+
+    def restore_pin(self, pin: Pin) -> bool:
+        """Write ``pin`` (and a pin change at its ``updated_at``) when its note has no pin and
+        exists: ``True``; ``False`` otherwise."""
+        ...
+
+    def create_bundle_job(self, job: BundleJob) -> None: ...
+
+    def get_bundle_job(self, tenant_id: str, job_id: str) -> BundleJob | None: ...
+
+    def put_bundle_job(self, job: BundleJob, *, expected_version: int) -> BundleJob:
+        """Store ``job`` with ``version`` ``expected_version + 1`` when the stored one has
+        ``expected_version``; ``ConflictError`` otherwise."""
+        ...
+
+
+class BundleBucket(Protocol):
+    """Where bundles are kept (DESIGN §9): S3 on AWS and in the local runtime (moto, saved to the
+    state directory at each clean stop). Keys are the services' own (``bundles/<tenant>/<job>``)."""
+
+    def upload(self, key: str, chunks: Iterable[bytes]) -> int:
+        """Write ``chunks`` as the object ``key`` (multipart past 8 MiB); its size in bytes."""
+        ...
+
+    def lines(self, key: str) -> Iterator[bytes] | None:
+        """The object's lines as they stream in, ``None`` when there is no such object."""
+        ...
+
+    def download_url(self, key: str, *, expires_in: int) -> str:
+        """A presigned GET of ``key``, valid ``expires_in`` seconds."""
+        ...
+
+    def upload_url(self, key: str, *, expires_in: int) -> str:
+        """A presigned PUT of ``key``, valid ``expires_in`` seconds."""
+        ...
+
+
 class CatalogStore(BaseStore, ItemStore, Protocol):
     """Bases with their items and revisions: what the write API and the queue change."""
 
@@ -420,7 +497,7 @@ class MemoryStore(NoteStore, PinStore, Protocol):
     """Notes and their pins: what the memory tools read and write."""
 
 
-class KnowledgeStore(CorpusStore, TokenStore, MemoryStore, QuotaStore, Protocol):
+class KnowledgeStore(CorpusStore, TokenStore, MemoryStore, QuotaStore, BundleStore, Protocol):
     """The source of truth (DESIGN §3): every aggregate in one store, which ``bootstrap`` builds
     once and hands to each service as the narrowest of the ports above that it needs.
 
@@ -447,6 +524,21 @@ class Embedder(Protocol):
         """Drop any cached vector of ``texts`` (a hard forget purges a note's embeddings); an
         embedder without a cache has nothing to drop."""
         ...
+
+
+class VectorCache(Protocol):
+    """An embedder's cached vectors by cache key (``embedding_cache.embedding_key``): what an
+    export carries and a same-model import puts back, so nothing is embedded twice."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    def cached(self, texts: Sequence[str]) -> dict[str, list[float]]: ...
+
+    def keep(self, vectors: Mapping[str, list[float]]) -> int: ...
 
 
 class EmbeddingCache(Protocol):
@@ -614,82 +706,6 @@ class DataSourceStore(Protocol):
     def delete_synced(self, tenant_id: str, data_source_id: str, key: str) -> None: ...
 
 
-class BundleStore(Protocol):
-    """A tenant's records whole, for export and import (DESIGN §9 "Export and import"): a listing
-    of every note, restores that write records as they were exported (ids, versions and
-    timestamps kept) only where the tenant has none of that id, and the jobs' records.
-
-    A restored record is new to its tenant as a write is: the stream takes it to the indexer,
-    and it counts toward the tenant's stored items (``QuotaExceededError`` past the limit).
-    """
-
-    def list_notes(self, tenant_id: str, *, limit: int, next_token: str | None) -> Page[Note]:
-        """The tenant's notes as stored now (forgotten and superseded ones too), by note id;
-        ``limit`` 1..100."""
-        ...
-
-    def restore_base(self, base: KnowledgeBase) -> bool:
-        """Write ``base`` when its tenant has no base of its id: ``True``; ``False`` (nothing
-        written) when it has one."""
-        ...
-
-    def restore_item(
-        self,
-        item: KnowledgeItem,
-        revisions: Sequence[tuple[Revision, str]],
-        states: Sequence[ItemState],
-    ) -> bool:
-        """Write ``item`` (``indexed_revision_id`` cleared), each ``(revision, content)`` with its
-        content paged as the store pages new revisions (the revision's ``page_size`` and
-        ``page_count`` are the store's own), its state history and its external-id guard, all or
-        nothing, when the tenant has no item of its id: ``True``; ``False`` when it has one.
-        ``ConflictError`` when another item of the base holds its external id;
-        ``ResourceUnavailableError`` when its base is absent."""
-        ...
-
-    def restore_note(self, note: Note, versions: Sequence[Note]) -> bool:
-        """Write ``note`` (its current state; ``indexed_version`` cleared, so the indexer takes it)
-        with every version record and, for a current note with a semantic key, its claim, all or
-        nothing, when the tenant has no note of its id: ``True``; ``False`` when it has one.
-        ``ConflictError`` when another note holds the claim."""
-        ...
-
-    def restore_pin(self, pin: Pin) -> bool:
-        """Write ``pin`` (and a pin change at its ``updated_at``) when its note has no pin and
-        exists: ``True``; ``False`` otherwise."""
-        ...
-
-    def create_bundle_job(self, job: BundleJob) -> None: ...
-
-    def get_bundle_job(self, tenant_id: str, job_id: str) -> BundleJob | None: ...
-
-    def put_bundle_job(self, job: BundleJob, *, expected_version: int) -> BundleJob:
-        """Store ``job`` with ``version`` ``expected_version + 1`` when the stored one has
-        ``expected_version``; ``ConflictError`` otherwise."""
-        ...
-
-
-class BundleBucket(Protocol):
-    """Where bundles are kept (DESIGN §9): S3 on AWS and in the local runtime (moto, saved to the
-    state directory at each clean stop). Keys are the services' own (``bundles/<tenant>/<job>``)."""
-
-    def upload(self, key: str, chunks: Iterable[bytes]) -> int:
-        """Write ``chunks`` as the object ``key`` (multipart past 8 MiB); its size in bytes."""
-        ...
-
-    def lines(self, key: str) -> Iterator[bytes] | None:
-        """The object's lines as they stream in, ``None`` when there is no such object."""
-        ...
-
-    def download_url(self, key: str, *, expires_in: int) -> str:
-        """A presigned GET of ``key``, valid ``expires_in`` seconds."""
-        ...
-
-    def upload_url(self, key: str, *, expires_in: int) -> str:
-        """A presigned PUT of ``key``, valid ``expires_in`` seconds."""
-        ...
-
-
 class DocumentBucket(Protocol):
     """Reads S3 buckets (the deployment's credentials).
 
@@ -715,7 +731,7 @@ class DocumentBucket(Protocol):
 class SyncWorkQueue(Protocol):
     """Where the next step of a sync job is sent (the document queue)."""
 
-    def send(self, work: SyncWork) -> None:
+    def send(self, work: SyncWork | BundleWork) -> None:
         """Send one message; ``DependencyUnavailableError`` when the queue refuses."""
         ...
 

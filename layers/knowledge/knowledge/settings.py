@@ -54,6 +54,11 @@ class Settings(BaseSettings):
     sync_page_size: int = Field(default=100, ge=1, le=1000)
     """Objects per listing page; a job stores its progress after each page."""
 
+    # Export and import (DESIGN §9).
+    bundle_bucket: str | None = None
+    """The bucket of export and import bundles (``BundleBucket``: keys ``bundles/<tenant>/<job>.jsonl``,
+    expired after 7 days). Unset, exports and imports answer 503."""
+
     # Search index.
     search_backend: Literal["embedded", "opensearch"] = "embedded"
     opensearch_url: str | None = None

@@ -1,6 +1,6 @@
-"""The local bucket's objects on disk (``KNOWLEDGE_PERSIST``): ``documents-bucket/`` in the state
-directory holds one file per object, named by its key percent-encoded (so no key can name a path
-outside the folder).
+"""The local buckets' objects on disk (``KNOWLEDGE_PERSIST``): a folder of the state directory per
+bucket (``documents-bucket/``, ``bundles-bucket/``) holds one file per object, named by its key
+percent-encoded (so no key can name a path outside the folder).
 
 ``save`` writes the bucket there on a clean stop (into a new folder, then swapped in, so a crash
 while saving keeps the previous copy); ``restore`` puts the files back into the fresh bucket on
@@ -20,14 +20,16 @@ from knowledge_local.account import aws_client
 log = logging.getLogger(__name__)
 
 FOLDER = "documents-bucket"
+BUNDLES_FOLDER = "bundles-bucket"
 _NAME_MAX_BYTES = 250
 
 
-def save(endpoint_url: str, bucket: str, state_dir: Path) -> int:
-    """Write every object of ``bucket`` under ``state_dir``; the number of objects written."""
+def save(endpoint_url: str, bucket: str, state_dir: Path, folder: str = FOLDER) -> int:
+    """Write every object of ``bucket`` into ``folder`` of ``state_dir``; the number of objects
+    written."""
     s3 = aws_client("s3", endpoint_url)
-    target = state_dir / FOLDER
-    fresh = state_dir / f"{FOLDER}.new"
+    target = state_dir / folder
+    fresh = state_dir / f"{folder}.new"
     shutil.rmtree(fresh, ignore_errors=True)
     fresh.mkdir(mode=0o700)
     saved = 0
@@ -43,7 +45,7 @@ def save(endpoint_url: str, bucket: str, state_dir: Path) -> int:
             (fresh / name).write_bytes(body.read())
             (fresh / name).chmod(0o600)
             saved += 1
-    old = state_dir / f"{FOLDER}.old"
+    old = state_dir / f"{folder}.old"
     shutil.rmtree(old, ignore_errors=True)
     if target.exists():
         target.rename(old)
@@ -52,14 +54,15 @@ def save(endpoint_url: str, bucket: str, state_dir: Path) -> int:
     return saved
 
 
-def restore(endpoint_url: str, bucket: str, state_dir: Path) -> int:
-    """Put the saved objects back into ``bucket``; the number of objects restored."""
-    folder = state_dir / FOLDER
-    if not folder.is_dir():
+def restore(endpoint_url: str, bucket: str, state_dir: Path, folder: str = FOLDER) -> int:
+    """Put the objects saved in ``folder`` of ``state_dir`` back into ``bucket``; the number of
+    objects restored."""
+    saved = state_dir / folder
+    if not saved.is_dir():
         return 0
     s3 = aws_client("s3", endpoint_url)
     restored = 0
-    for path in sorted(folder.iterdir()):
+    for path in sorted(saved.iterdir()):
         if path.is_file():
             s3.put_object(Bucket=bucket, Key=unquote(path.name), Body=path.read_bytes())
             restored += 1

@@ -66,6 +66,9 @@ def provision(stack: StackSpec, endpoint_url: str) -> Provisioned:
 
 DOCUMENTS_BUCKET = "knowledge-local-documents"
 """The local bucket data sources read (``documents_bucket`` in ``endpoints.json``)."""
+BUNDLES_BUCKET = "knowledge-local-bundles"
+"""The local bucket of export and import bundles (``BundleBucket``; ``BUNDLE_BUCKET`` of the
+functions): apart from the documents bucket, so no data source ever syncs a bundle."""
 NOTIFIED_EVENTS = ("s3:ObjectCreated:*", "s3:ObjectRemoved:*")
 
 

@@ -383,6 +383,21 @@ class CachedEmbedder:
         # Copies: duplicate texts must not share one mutable list.
         return [list(vectors[key]) for key in keys]
 
+    def cached(self, texts: Sequence[str]) -> dict[str, list[float]]:
+        """The cached vectors of ``texts`` by their cache keys (texts never embedded are left out);
+        nothing is embedded."""
+        model_id, dimension = self._inner.model_id, self._inner.dimension
+        keys = list(dict.fromkeys(embedding_key(model_id, dimension, text) for text in texts))
+        return {key: vector for key, vector in self._cache.get_many(keys).items() if len(vector) == dimension}
+
+    def keep(self, vectors: Mapping[str, list[float]]) -> int:
+        """Store ``vectors`` (cache key → vector of this model's dimension; others are left out)
+        so the texts they embed are not embedded again; the number stored."""
+        kept = {key: vector for key, vector in vectors.items() if len(vector) == self._inner.dimension}
+        if kept:
+            self._cache.put_many(kept)
+        return len(kept)
+
     def forget(self, texts: Sequence[str]) -> None:
         """Drop the cached vectors of ``texts``; the next ``embed`` of them computes them again."""
         model_id, dimension = self._inner.model_id, self._inner.dimension

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from knowledge.contract.bundles import BundleWork
 from knowledge.contract.data_sources import SyncWork
 from knowledge.errors import DependencyUnavailableError
 from knowledge.observability import logger
@@ -24,7 +25,7 @@ class SqsSyncQueue:
         self._url = queue_url
         self._sqs = sqs_client
 
-    def send(self, work: SyncWork) -> None:
+    def send(self, work: SyncWork | BundleWork) -> None:
         try:
             self._sqs.send_message(QueueUrl=self._url, MessageBody=work.model_dump_json())
         except (BotoCoreError, ClientError) as error:

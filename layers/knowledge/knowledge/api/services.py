@@ -20,6 +20,7 @@ from aws_lambda_powertools.event_handler.depends import Depends
 from knowledge.bootstrap import get_container
 
 if TYPE_CHECKING:
+    from knowledge.services.bundles import BundleService
     from knowledge.services.curation import CurationService
     from knowledge.services.data_sources import DataSourceService
     from knowledge.services.memory_search import MemorySearchService
@@ -66,6 +67,11 @@ def data_source_service() -> DataSourceService:
     return get_container().data_sources
 
 
+def bundle_service() -> BundleService:
+    """Export and import jobs of the caller's tenant."""
+    return get_container().bundles()
+
+
 def token_administration() -> TokenAdministration:
     """Issuing, listing and revoking tokens."""
     return get_container().token_admin
@@ -86,6 +92,7 @@ if TYPE_CHECKING:
     Curation = Annotated[CurationService, Depends(curation_service)]
     Tokens = Annotated[TokenAdministration, Depends(token_administration)]
     DataSources = Annotated[DataSourceService, Depends(data_source_service)]
+    Bundles = Annotated[BundleService, Depends(bundle_service)]
 else:  # Powertools reads the dependency, never the type: the service modules stay unimported.
     Quotas = Annotated[Any, Depends(quota_service)]
     Search = Annotated[Any, Depends(search_service)]
@@ -96,3 +103,4 @@ else:  # Powertools reads the dependency, never the type: the service modules st
     Curation = Annotated[Any, Depends(curation_service)]
     Tokens = Annotated[Any, Depends(token_administration)]
     DataSources = Annotated[Any, Depends(data_source_service)]
+    Bundles = Annotated[Any, Depends(bundle_service)]

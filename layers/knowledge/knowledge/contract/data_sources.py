@@ -21,6 +21,7 @@ from urllib.parse import unquote_plus
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
+from knowledge.contract.bundles import BundleWork
 from knowledge.domain import ids
 from knowledge.domain.data_sources import (
     BUCKET_PATTERN,
@@ -195,7 +196,7 @@ class S3TestEvent(_Lenient):
     Event: Literal["s3:TestEvent"]
 
 
-DOCUMENT_MESSAGE: TypeAdapter[SyncWork | S3Notification | S3TestEvent] = TypeAdapter(
-    SyncWork | S3Notification | S3TestEvent
+DOCUMENT_MESSAGE: TypeAdapter[SyncWork | BundleWork | S3Notification | S3TestEvent] = TypeAdapter(
+    SyncWork | BundleWork | S3Notification | S3TestEvent
 )
 """Validates a document queue body: ``DOCUMENT_MESSAGE.validate_json(body)``."""

@@ -1,5 +1,5 @@
-"""Prefixed ULIDs (``kb_``, ``ki_``, ``kr_``, ``nt_``, ``pn_``, ``ds_``, ``sj_``, ``ex_``, ``im_``): 26 Crockford
-base32 characters, sortable by creation time.
+"""Prefixed ULIDs (``kb_``, ``ki_``, ``kr_``, ``nt_``, ``pn_``, ``ds_``, ``sj_``, ``ex_``, ``im_``):
+26 Crockford base32 characters, sortable by creation time.
 
 ULID spec: 48-bit millisecond timestamp then 80 random bits (https://github.com/ulid/spec).
 Within one process, ids from the same millisecond stay increasing (the random part is bumped).

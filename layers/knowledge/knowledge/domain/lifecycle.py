@@ -115,6 +115,21 @@ def new_revision(
     )
 
 
+def repaged_revision(revision: Revision, content: str, page_size: int) -> Revision:
+    """``revision`` (restored from a bundle) paged in ``page_size`` characters, as a store pages a
+    new one. Raises ``ValueError`` when ``content`` is not the revision's (length and SHA-256), past
+    ``MAX_PAGES`` or when its segments do not fit the content."""
+    if not matches(revision, content):
+        raise ValueError("the content is not the revision's (its length or SHA-256 differ)")
+    page_count = -(-len(content) // page_size)
+    if page_count > MAX_PAGES:
+        raise ValueError("content needs more pages than a revision can hold")
+    problem = segments_problem(revision.segments, len(content))
+    if problem is not None:
+        raise ValueError(problem)
+    return revision.model_copy(update={"page_size": page_size, "page_count": page_count})
+
+
 def new_item(revision: Revision, *, external_id: str | None, publish: bool) -> KnowledgeItem:
     """The item at version 1 whose first revision is ``revision`` (current when ``publish``)."""
     return KnowledgeItem(

@@ -38,6 +38,7 @@ from enum import StrEnum
 
 from pydantic import ValidationError
 
+from knowledge.contract.bundles import BundleWork
 from knowledge.contract.data_sources import DOCUMENT_MESSAGE, S3Notification, S3TestEvent, SyncWork
 from knowledge.domain.data_sources import (
     DataSource,
@@ -61,6 +62,7 @@ from knowledge.domain.segments import ConvertedDocument, segments_problem
 from knowledge.errors import (
     ConflictError,
     ConversionError,
+    DependencyUnavailableError,
     DocumentTooLargeError,
     KnowledgeError,
     RequestValidationError,
@@ -75,6 +77,7 @@ from knowledge.ports import (
     DocumentConverter,
     SyncWorkQueue,
 )
+from knowledge.services.bundles import BundleService
 from knowledge.services.data_sources import lease_expired
 from knowledge.services.upsert import MAX_ATTEMPTS, Document, UpsertOutcome, upsert_by_external_id
 
@@ -92,6 +95,10 @@ class DocumentAction(StrEnum):
     """Finished, held by another worker, or gone: nothing to do."""
     EVENT_APPLIED = "event_applied"
     EVENT_IGNORED = "event_ignored"
+    BUNDLE_EXPORTED = "bundle_exported"
+    BUNDLE_IMPORTED = "bundle_imported"
+    BUNDLE_SKIPPED = "bundle_skipped"
+    BUNDLE_FAILED = "bundle_failed"
 
 
 class DocumentMessageRejectedError(RequestValidationError):
@@ -113,7 +120,8 @@ class _Result:
 
 class DocumentSync:
     """Runs the document queue's messages. ``lease_seconds`` must exceed a worker's run (the
-    function's timeout); the queue's visibility timeout must exceed the lease."""
+    function's timeout); the queue's visibility timeout must exceed the lease. Export and import
+    work goes to ``bundles`` (``knowledge.services.bundles``)."""
 
     def __init__(
         self,
@@ -128,7 +136,9 @@ class DocumentSync:
         max_content_chars: int,
         page_size: int,
         lease_seconds: int,
+        bundles: BundleService | None = None,
     ) -> None:
+        self._bundles = bundles
         self._catalog = catalog
         self._sources = sources
         self._bucket = bucket
@@ -170,6 +180,10 @@ class DocumentSync:
             ) from None
         if isinstance(message, SyncWork):
             return self.run(message, seconds_left=seconds_left, give_up=give_up)
+        if isinstance(message, BundleWork):
+            if self._bundles is None:
+                raise DependencyUnavailableError("Exports and imports need BUNDLE_BUCKET.")
+            return DocumentAction(f"bundle_{self._bundles.run(message, give_up=give_up).value}")
         if isinstance(message, S3TestEvent):
             return DocumentAction.EVENT_IGNORED
         return self.apply_events(message, message_id=message_id)

@@ -74,7 +74,7 @@ def _search(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
         mode=arguments.mode,
         alpha=arguments.alpha,
         max_results=arguments.max_results,
-        knowledge_base_id=_base_id(client, arguments.base) if arguments.base else None,
+        knowledge_base_id=base_id(client, arguments.base) if arguments.base else None,
     )
     if arguments.json:
         print(json.dumps(answer, indent=2, ensure_ascii=False))
@@ -153,7 +153,7 @@ def original_place(locator: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def _base_id(client: KnowledgeClient, base: str) -> str:
+def base_id(client: KnowledgeClient, base: str) -> str:
     """``base`` as a knowledge base id: ids pass through (the API checks them), names are looked
     up (``AmbiguousBaseError`` when several bases share one)."""
     if is_well_formed(base, KB_PREFIX):

@@ -13,7 +13,7 @@ from datetime import datetime
 from knowledge.adapters import next_tokens
 from knowledge.adapters.in_process.listing import found, page
 from knowledge.domain.memory.lifecycle import MAX_NOTE_WRITES, NoteWrite, redacted
-from knowledge.domain.memory.notes import Note, NoteClaim, NoteStatus
+from knowledge.domain.memory.notes import Note, NoteClaim, NoteStatus, claims_of
 from knowledge.domain.memory.pins import Pin, PinChange
 from knowledge.domain.models import Page
 from knowledge.errors import ClaimTakenError, ConflictError, ResourceUnavailableError, StoredItemsQuotaError
@@ -184,6 +184,43 @@ class InProcessNoteStore:
             self._count_stored(tenant_id, -1)
             return True
 
+    def list_notes(self, tenant_id: str, *, limit: int, next_token: str | None) -> Page[Note]:
+        with self._lock:
+            notes = [self._with_pin(note) for (tenant, _), note in self._notes.items() if tenant == tenant_id]
+        return page(f"notes:{tenant_id}", notes, _note_id, limit=limit, next_token=next_token)
+
+    def restore_note(self, note: Note, versions: Sequence[Note]) -> bool:
+        tenant_id = note.tenant_id
+        with self._lock:
+            if (tenant_id, note.note_id) in self._notes:
+                return False
+            now = self._clock()
+            claims = claims_of(note) if note.is_current(now) else []
+            for claim in claims:
+                held = self._claims.get((tenant_id, claim.digest))
+                if held is not None and held.note_id != note.note_id:
+                    raise ClaimTakenError("Another note holds this note's semantic key or content.")
+            if note.is_readable(now):
+                self._count_stored(tenant_id, 1)
+            unmarked = {"indexed_version": None, "pinned": False}
+            self._notes[tenant_id, note.note_id] = note.model_copy(update=unmarked)
+            self._note_versions[tenant_id, note.note_id] = {
+                version.version: version.model_copy(update=unmarked) for version in versions
+            }
+            for claim in claims:
+                self._claims[tenant_id, claim.digest] = _Claim(note.note_id, note.expires_at)
+            return True
+
+    def restore_pin(self, pin: Pin) -> bool:
+        with self._lock:
+            key = (pin.tenant_id, pin.note_id)
+            if key in self._pins or key not in self._notes:
+                return False
+            self._pins[key] = pin
+            change = PinChange(tenant_id=pin.tenant_id, note_id=pin.note_id, at=pin.updated_at, pin=pin)
+            self._pin_changes.append(change)
+            return True
+
     def _count_stored(self, tenant_id: str, delta: int) -> None:
         """Move the tenant's stored items count by ``delta``; ``StoredItemsQuotaError`` (nothing
         moves) when a growth would pass the limit. Callers hold the lock."""
@@ -263,3 +300,7 @@ def _version_key(note: Note) -> str:
 def pin_listing_key(pin: Pin) -> str:
     """The pin's place in its tenant's listing: order (six digits), then pin id (a ULID)."""
     return f"{pin.order:06d}#{pin.pin_id}"
+
+
+def _note_id(note: Note) -> str:
+    return note.note_id

@@ -25,6 +25,7 @@ from knowledge.adapters.in_process.notes import InProcessNoteStore
 from knowledge.domain import ids, lifecycle
 from knowledge.domain.access.rates import QuotaCounters, Rate, RateDecision
 from knowledge.domain.as_of import ItemState, item_state
+from knowledge.domain.bundles import BundleJob
 from knowledge.domain.models import (
     BaseStatus,
     ContentWindow,
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from knowledge.ports import KnowledgeStore
 
 _RACE_LOST = "The record was changed by another writer; re-read it and retry with its current version."
+_JOB_RACE_LOST = "The job was changed by another worker; re-read it."
 
 
 def _utc_now() -> datetime:
@@ -77,6 +79,7 @@ class InProcessKnowledgeStore(InProcessNoteStore):
         self._contents: dict[tuple[str, str, str], str] = {}
         self._external_ids: dict[tuple[str, str, str], str] = {}
         self._tokens: dict[str, TokenRecord] = {}
+        self._bundle_jobs: dict[tuple[str, str], BundleJob] = {}
         self._quotas: dict[tuple[str, str], tuple[int, int]] = {}
         """``(tenant, quota)`` → ``(theoretical arrival time, expires_at)``."""
         self._init_notes(stored_items_limit)
@@ -433,6 +436,67 @@ class InProcessKnowledgeStore(InProcessNoteStore):
         """Store ``item`` at its new version with the state it records (callers hold the lock)."""
         self._items[item.tenant_id, item.knowledge_item_id] = item
         self._item_states.setdefault((item.tenant_id, item.knowledge_item_id), []).append(item_state(item))
+
+    # Export and import
+
+    def restore_base(self, base: KnowledgeBase) -> bool:
+        with self._lock:
+            key = (base.tenant_id, base.knowledge_base_id)
+            if key in self._bases:
+                return False
+            self._bases[key] = base
+            return True
+
+    def restore_item(
+        self, item: KnowledgeItem, revisions: Sequence[tuple[Revision, str]], states: Sequence[ItemState]
+    ) -> bool:
+        tenant_id, item_id = item.tenant_id, item.knowledge_item_id
+        with self._lock:
+            if (tenant_id, item_id) in self._items:
+                return False
+            if (tenant_id, item.knowledge_base_id) not in self._bases:
+                raise ResourceUnavailableError()
+            live = item.status is not ItemStatus.ARCHIVED
+            external_id = item.external_id if live else None
+            base_id = item.knowledge_base_id
+            if external_id is not None and self._find_by_external_id(tenant_id, base_id, external_id):
+                raise ConflictError("Another item of the base holds this external_id.", current_version=None)
+            paged = [
+                (lifecycle.repaged_revision(revision, content, self._page_size), content)
+                for revision, content in revisions
+            ]
+            if live:
+                self._count_stored(tenant_id, 1)
+            for revision, content in paged:
+                key = (tenant_id, item_id, revision.knowledge_revision_id)
+                self._revisions[key] = revision
+                self._contents[key] = content
+            self._items[tenant_id, item_id] = item.model_copy(update={"indexed_revision_id": None})
+            self._item_states[tenant_id, item_id] = sorted(states, key=lambda state: state.version)
+            if external_id is not None:
+                self._external_ids[tenant_id, item.knowledge_base_id, external_id] = item_id
+            return True
+
+    def create_bundle_job(self, job: BundleJob) -> None:
+        with self._lock:
+            stored = self._bundle_jobs.setdefault((job.tenant_id, job.job_id), job)
+        if stored is not job:
+            raise ConflictError(_JOB_RACE_LOST, current_version=stored.version)
+
+    def get_bundle_job(self, tenant_id: str, job_id: str) -> BundleJob | None:
+        with self._lock:
+            return self._bundle_jobs.get((tenant_id, job_id))
+
+    def put_bundle_job(self, job: BundleJob, *, expected_version: int) -> BundleJob:
+        with self._lock:
+            stored = self._bundle_jobs.get((job.tenant_id, job.job_id))
+            if stored is None:
+                raise ResourceUnavailableError()
+            if stored.version != expected_version:
+                raise ConflictError(_JOB_RACE_LOST, current_version=stored.version)
+            updated = job.model_copy(update={"version": expected_version + 1})
+            self._bundle_jobs[job.tenant_id, job.job_id] = updated
+            return updated
 
     def list_item_states(self, tenant_id: str, knowledge_item_id: str) -> list[ItemState]:
         with self._lock:

@@ -1,0 +1,663 @@
+"""Export and import (DESIGN §9 "Export and import"): a tenant's knowledge and memory as a JSONL
+bundle (``knowledge.contract.bundles`` gives its lines), taken out with history and provenance and
+put into another tenant or deployment.
+
+Access: both need ``knowledge:admin`` and ``memory:admin`` (``platform:admin`` implies them) and a
+token without a base allow-list: a bundle holds every note and base of the tenant, whoever owns
+them, so only a tenant administrator may take one out or put one in.
+
+Jobs: ``POST /v1/exports`` stores a ``queued`` job and sends ``BundleWork`` to the document queue;
+its consumer (``run``) writes the bundle to the bundle bucket and records counts and size. An
+import is created ``awaiting_upload`` with a presigned PUT; its start queues it, and ``run`` reads
+the bundle line by line. A job is taken by a worker when ``queued``, or ``running`` with its lease
+(``lease_seconds`` from its start) run out; on the message's last delivery a job that still fails is
+marked ``failed``. Both are idempotent: an export run again writes the same bundle, an import run
+again finds what it wrote ``present``.
+
+Import: each record is restored as exported (ids, versions, timestamps kept) when the tenant has
+no record of its id (``BundleStore``), so importing a bundle twice changes nothing the second
+time. A record whose external id or semantic key another record of the tenant holds is a
+conflict: left out and named in the job. Vectors are put in the embedding cache only when the
+bundle's model and dimension are the deployment's; otherwise the indexer embeds the imported
+texts with the deployment's model.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime, timedelta
+from enum import StrEnum
+from functools import partial
+from typing import Any, Protocol, TypeVar
+
+from pydantic import ValidationError
+
+from knowledge.contract.bundles import (
+    BUNDLE_FORMAT_VERSION,
+    CONFLICTS_KEPT,
+    BundleEnd,
+    BundleHeader,
+    BundleJobResponse,
+    BundleWork,
+    ExportRequest,
+)
+from knowledge.domain import ids
+from knowledge.domain.as_of import ItemState
+from knowledge.domain.bundles import BundleJob, BundleJobKind, BundleJobStatus, BundleSelection
+from knowledge.domain.memory.notes import Note, path_ancestors
+from knowledge.domain.memory.pins import Pin
+from knowledge.domain.models import (
+    ItemStatus,
+    KnowledgeBase,
+    KnowledgeItem,
+    Page,
+    Permission,
+    Principal,
+    Revision,
+)
+from knowledge.domain.retrieval.chunking import Chunker, embedding_text
+from knowledge.errors import (
+    ConflictError,
+    DependencyUnavailableError,
+    InsufficientScopeError,
+    InvalidRequestError,
+    ResourceUnavailableError,
+)
+from knowledge.observability import logger
+from knowledge.ports import (
+    BundleBucket,
+    BundleStore,
+    Clock,
+    CorpusStore,
+    MemoryStore,
+    SyncWorkQueue,
+    VectorCache,
+)
+from knowledge.services.access import require_scope
+
+PAGE_LIMIT = 100
+"""Records read per listing call."""
+CHUNK_BYTES = 1 << 20
+"""Bundle bytes handed to the bucket at a time."""
+VECTORS_PER_LINE = 100
+URL_SECONDS = 3600
+"""How long a presigned download or upload stays valid."""
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class PortableStore(CorpusStore, MemoryStore, BundleStore, Protocol):
+    """What export and import read and write."""
+
+
+class BundleAction(StrEnum):
+    """What one bundle work message did."""
+
+    EXPORTED = "exported"
+    IMPORTED = "imported"
+    SKIPPED = "skipped"
+    FAILED = "failed"
+
+
+class BundleFormatError(ValueError):
+    """A bundle that is not what the format says; ``line`` is the 1-based number of the line at
+    fault (0: the bundle itself). The import fails with this message as its ``error``."""
+
+    def __init__(self, message: str, line: int) -> None:
+        super().__init__(f"{message} (line {line})" if line else message)
+        self.line = line
+
+
+class BundleService:
+    """Export and import jobs of the caller's tenant (see the module doc).
+
+    ``vectors`` is the deployment's embedding cache, ``None`` where there is none (vectors are
+    then neither exported nor kept); ``chunker`` splits revisions as the indexer does, so exported
+    vectors are keyed by the texts the indexer embeds. ``bucket`` or ``queue`` ``None``: exports
+    and imports are ``DependencyUnavailableError`` (503).
+    """
+
+    def __init__(
+        self,
+        store: PortableStore,
+        bucket: BundleBucket | None,
+        queue: SyncWorkQueue | None,
+        clock: Clock,
+        *,
+        vectors: Callable[[], VectorCache | None],
+        chunker: Callable[[], Chunker],
+        lease_seconds: int = 900,
+    ) -> None:
+        self._store = store
+        self._bucket = bucket
+        self._queue = queue
+        self._clock = clock
+        self._vectors = vectors
+        self._chunker = chunker
+        self._lease = timedelta(seconds=lease_seconds)
+
+    # -- the API side ------------------------------------------------------------------------------
+
+    def start_export(self, principal: Principal, request: ExportRequest) -> BundleJobResponse:
+        """Store a ``queued`` export and queue it. ``ResourceUnavailableError`` (404) when a chosen
+        base does not exist."""
+        tenant_id = self.authorize(principal)
+        selection = request.selection()
+        if selection.knowledge_base_ids:
+            found = self._store.get_bases(tenant_id, list(selection.knowledge_base_ids))
+            if len(found) != len(selection.knowledge_base_ids):
+                raise ResourceUnavailableError()
+        job_id = ids.new_export_id()
+        job = BundleJob(
+            tenant_id=tenant_id,
+            job_id=job_id,
+            kind=BundleJobKind.EXPORT,
+            status=BundleJobStatus.QUEUED,
+            requested_by=principal.subject_id,
+            selection=selection,
+            object_key=_object_key(tenant_id, job_id),
+            created_at=self._clock(),
+        )
+        queue = self._require_queue()
+        self._store.create_bundle_job(job)
+        queue.send(BundleWork(op="export", tenant_id=tenant_id, job_id=job_id))
+        logger.info("export queued", extra={"tenant_id": tenant_id, "job_id": job_id})
+        return BundleJobResponse.of(job)
+
+    def create_import(self, principal: Principal) -> BundleJobResponse:
+        """Store an import ``awaiting_upload``; the answer's ``upload_url`` takes the bundle (PUT)."""
+        tenant_id = self.authorize(principal)
+        bucket = self._require_bucket()
+        self._require_queue()
+        job_id = ids.new_import_id()
+        now = self._clock()
+        job = BundleJob(
+            tenant_id=tenant_id,
+            job_id=job_id,
+            kind=BundleJobKind.IMPORT,
+            status=BundleJobStatus.AWAITING_UPLOAD,
+            requested_by=principal.subject_id,
+            object_key=_object_key(tenant_id, job_id),
+            created_at=now,
+        )
+        self._store.create_bundle_job(job)
+        return BundleJobResponse.of(
+            job,
+            upload_url=bucket.upload_url(job.object_key, expires_in=URL_SECONDS),
+            url_expires_at=now + timedelta(seconds=URL_SECONDS),
+        )
+
+    def start_import(self, principal: Principal, import_id: str) -> BundleJobResponse:
+        """Queue an import whose bundle was uploaded. Idempotent: a started import answers as it
+        stands. ``InvalidRequestError`` (400) when nothing was uploaded yet."""
+        job = self._job(principal, import_id, BundleJobKind.IMPORT)
+        if job.status is not BundleJobStatus.AWAITING_UPLOAD:
+            return BundleJobResponse.of(job)
+        bucket = self._require_bucket()
+        queue = self._require_queue()
+        if bucket.lines(job.object_key) is None:
+            raise InvalidRequestError(
+                "Upload the bundle to the import's upload_url (PUT) before starting it.",
+                {"import_id": import_id},
+            )
+        job = self._store.put_bundle_job(
+            job.model_copy(update={"status": BundleJobStatus.QUEUED}), expected_version=job.version
+        )
+        queue.send(BundleWork(op="import", tenant_id=job.tenant_id, job_id=job.job_id))
+        logger.info("import queued", extra={"tenant_id": job.tenant_id, "job_id": job.job_id})
+        return BundleJobResponse.of(job)
+
+    def get_job(self, principal: Principal, job_id: str, kind: BundleJobKind) -> BundleJobResponse:
+        """The job; a succeeded export with a fresh ``download_url``, an import awaiting its upload
+        with a fresh ``upload_url``."""
+        job = self._job(principal, job_id, kind)
+        now = self._clock()
+        expires = now + timedelta(seconds=URL_SECONDS)
+        if job.kind is BundleJobKind.EXPORT and job.status is BundleJobStatus.SUCCEEDED:
+            url = self._require_bucket().download_url(job.object_key, expires_in=URL_SECONDS)
+            return BundleJobResponse.of(job, download_url=url, url_expires_at=expires)
+        if job.status is BundleJobStatus.AWAITING_UPLOAD:
+            url = self._require_bucket().upload_url(job.object_key, expires_in=URL_SECONDS)
+            return BundleJobResponse.of(job, upload_url=url, url_expires_at=expires)
+        return BundleJobResponse.of(job)
+
+    # -- the worker side ---------------------------------------------------------------------------
+
+    def run(self, work: BundleWork, *, give_up: bool = False) -> BundleAction:
+        """Run the job ``work`` names (see the module doc). Raises the store's and bucket's errors
+        for a retry, except on the last delivery (``give_up``), where the job is marked ``failed``."""
+        job = self._store.get_bundle_job(work.tenant_id, work.job_id)
+        now = self._clock()
+        if job is None or job.finished or not self._takeable(job, now):
+            logger.info("bundle work skipped", extra={"tenant_id": work.tenant_id, "job_id": work.job_id})
+            return BundleAction.SKIPPED
+        job = self._store.put_bundle_job(
+            job.model_copy(update={"status": BundleJobStatus.RUNNING, "started_at": now}),
+            expected_version=job.version,
+        )
+        try:
+            if job.kind is BundleJobKind.EXPORT:
+                counts, conflicts, size = self._export(job)
+                action = BundleAction.EXPORTED
+            else:
+                counts, conflicts, size = self._import(job)
+                action = BundleAction.IMPORTED
+        except BundleFormatError as error:
+            self._finish(job, error=str(error))
+            return BundleAction.FAILED
+        except Exception as error:
+            if not give_up:
+                raise
+            self._finish(job, error=f"{type(error).__name__}: {error}")
+            return BundleAction.FAILED
+        self._finish(job, counts=counts, conflicts=conflicts, size=size)
+        return action
+
+    def _takeable(self, job: BundleJob, now: datetime) -> bool:
+        if job.status is BundleJobStatus.QUEUED:
+            return True
+        return job.status is BundleJobStatus.RUNNING and (
+            job.started_at is None or job.started_at + self._lease <= now
+        )
+
+    def _finish(
+        self,
+        job: BundleJob,
+        *,
+        counts: dict[str, int] | None = None,
+        conflicts: list[str] | None = None,
+        size: int = 0,
+        error: str | None = None,
+    ) -> None:
+        update: dict[str, Any] = {
+            "status": BundleJobStatus.FAILED if error else BundleJobStatus.SUCCEEDED,
+            "finished_at": self._clock(),
+            "error": error,
+        }
+        if error is None:
+            update |= {
+                "counts": counts or {},
+                "conflicts": tuple((conflicts or [])[:CONFLICTS_KEPT]),
+                "bytes": size,
+            }
+        self._store.put_bundle_job(job.model_copy(update=update), expected_version=job.version)
+        logger.info(
+            "bundle job finished",
+            extra={"tenant_id": job.tenant_id, "job_id": job.job_id, "error": error, "bytes": size},
+        )
+
+    # -- export ------------------------------------------------------------------------------------
+
+    def _export(self, job: BundleJob) -> tuple[dict[str, int], list[str], int]:
+        counts: dict[str, int] = {}
+        size = self._require_bucket().upload(
+            job.object_key, _chunked(self.bundle_lines(job.tenant_id, job.selection, counts))
+        )
+        return counts, [], size
+
+    def bundle_lines(
+        self, tenant_id: str, selection: BundleSelection, counts: dict[str, int] | None = None
+    ) -> Iterator[str]:
+        """The bundle of ``tenant_id``'s records ``selection`` takes, one JSON line at a time (each
+        ending in a newline); ``counts`` (when given) is filled with the records by kind."""
+        counts = {} if counts is None else counts
+        vectors = self._vectors() if selection.include_vectors else None
+        embedding = {} if vectors is None else {"model_id": vectors.model_id, "dimension": vectors.dimension}
+        header = BundleHeader(
+            format_version=BUNDLE_FORMAT_VERSION,
+            tenant_id=tenant_id,
+            exported_at=self._clock(),
+            embedding=embedding,
+            selection=selection,
+        )
+        yield header.model_dump_json() + "\n"
+        texts: list[str] = []
+        bases = self._bases(tenant_id, selection)
+        for base in bases:
+            counts["base"] = counts.get("base", 0) + 1
+            yield _line({"kind": "base", "base": _record(base)})
+        for base in bases:
+            for item in self._items(tenant_id, base.knowledge_base_id):
+                line, embedded = self._item_line(item, want_texts=vectors is not None)
+                texts.extend(embedded)
+                counts["item"] = counts.get("item", 0) + 1
+                yield line
+        if selection.include_notes:
+            yield from self._note_lines(tenant_id, selection.path_prefix, counts, texts if vectors else None)
+        if vectors is not None:
+            for start in range(0, len(texts), VECTORS_PER_LINE * 10):
+                found = vectors.cached(texts[start : start + VECTORS_PER_LINE * 10])
+                keys = sorted(found)
+                for first in range(0, len(keys), VECTORS_PER_LINE):
+                    part = {key: found[key] for key in keys[first : first + VECTORS_PER_LINE]}
+                    counts["vectors"] = counts.get("vectors", 0) + len(part)
+                    yield _line({"kind": "vectors", "vectors": part})
+        yield BundleEnd(counts=dict(sorted(counts.items()))).model_dump_json() + "\n"
+
+    def _note_lines(
+        self, tenant_id: str, path_prefix: str | None, counts: dict[str, int], texts: list[str] | None
+    ) -> Iterator[str]:
+        """The notes under ``path_prefix`` with their versions, then their pins; the texts of
+        readable notes are added to ``texts`` (when given) for their vectors."""
+        note_ids: set[str] = set()
+        now = self._clock()
+        for note in self._notes(tenant_id, path_prefix):
+            note_ids.add(note.note_id)
+            if texts is not None and note.is_readable(now):
+                texts.append(note.content)
+            counts["note"] = counts.get("note", 0) + 1
+            yield _line(
+                {
+                    "kind": "note",
+                    "note": _record(note, drop=("indexed_version",)),
+                    "versions": [
+                        _record(version, drop=("indexed_version",))
+                        for version in self._note_versions(tenant_id, note.note_id)
+                    ],
+                }
+            )
+        for pin in sorted(self._pins(tenant_id), key=lambda pin: pin.note_id):
+            if pin.note_id in note_ids:
+                counts["pin"] = counts.get("pin", 0) + 1
+                yield _line({"kind": "pin", "pin": _record(pin)})
+
+    def _bases(self, tenant_id: str, selection: BundleSelection) -> list[KnowledgeBase]:
+        if selection.knowledge_base_ids is not None:
+            found = self._store.get_bases(tenant_id, list(selection.knowledge_base_ids))
+            return [found[key] for key in sorted(found)]
+        listed = _every(lambda token: self._store.list_bases(tenant_id, limit=PAGE_LIMIT, next_token=token))
+        return sorted(listed, key=lambda base: base.knowledge_base_id)
+
+    def _items(self, tenant_id: str, knowledge_base_id: str) -> Iterator[KnowledgeItem]:
+        def read(token: str | None) -> Page[KnowledgeItem]:
+            page = self._store.list_items(tenant_id, knowledge_base_id, limit=PAGE_LIMIT, next_token=token)
+            # the listing may trail the table: each item is read again, strongly consistent
+            items = self._store.get_items(tenant_id, [item.knowledge_item_id for item in page.entries])
+            return Page(entries=[items[key] for key in sorted(items)], next_token=page.next_token)
+
+        return _every(read)
+
+    def _item_line(self, item: KnowledgeItem, *, want_texts: bool) -> tuple[str, list[str]]:
+        tenant_id, item_id = item.tenant_id, item.knowledge_item_id
+
+        def read(token: str | None) -> Page[Revision]:
+            return self._store.list_revisions(tenant_id, item_id, limit=PAGE_LIMIT, next_token=token)
+
+        revisions = list(_every(read))
+        revisions.sort(key=lambda revision: revision.knowledge_revision_id)
+        entries = []
+        texts: list[str] = []
+        for revision in revisions:
+            content = self._store.read_all_content(revision)
+            entries.append(
+                {"revision": _record(revision, drop=("page_size", "page_count")), "content": content}
+            )
+            if want_texts and revision.knowledge_revision_id == item.current_revision_id:
+                texts.extend(
+                    embedding_text(revision.title, chunk.text) for chunk in self._chunker().split(content)
+                )
+        states = self._store.list_item_states(item.tenant_id, item.knowledge_item_id)
+        line = _line(
+            {
+                "kind": "item",
+                "item": _record(item, drop=("indexed_revision_id",)),
+                "revisions": entries,
+                "states": [_record(state) for state in states],
+            }
+        )
+        return line, texts
+
+    def _notes(self, tenant_id: str, path_prefix: str | None) -> Iterator[Note]:
+        listed = _every(lambda token: self._store.list_notes(tenant_id, limit=PAGE_LIMIT, next_token=token))
+        return (note for note in listed if path_prefix is None or path_prefix in path_ancestors(note.path))
+
+    def _note_versions(self, tenant_id: str, note_id: str) -> list[Note]:
+        def read(token: str | None) -> Page[Note]:
+            return self._store.list_note_versions(tenant_id, note_id, limit=PAGE_LIMIT, next_token=token)
+
+        versions = _every(read)
+        return sorted(versions, key=lambda version: version.version)
+
+    def _pins(self, tenant_id: str) -> Iterator[Pin]:
+        return _every(lambda token: self._store.list_pins(tenant_id, limit=PAGE_LIMIT, next_token=token))
+
+    # -- import ------------------------------------------------------------------------------------
+
+    def _import(self, job: BundleJob) -> tuple[dict[str, int], list[str], int]:
+        lines = self._require_bucket().lines(job.object_key)
+        if lines is None:
+            raise BundleFormatError("The import's bundle is gone from the bucket; upload it again.", 0)
+        size = 0
+
+        def counted() -> Iterator[bytes]:
+            nonlocal size
+            for line in lines:
+                size += len(line) + 1
+                yield line
+
+        counts, conflicts = self.import_lines(job.tenant_id, counted())
+        return counts, conflicts, size
+
+    def import_lines(self, tenant_id: str, lines: Iterable[bytes | str]) -> tuple[dict[str, int], list[str]]:
+        """Restore a bundle's records into ``tenant_id`` (see the module doc): the counts by
+        ``<kind>.imported`` / ``.present`` / ``.conflicts`` (and ``vectors.kept``) and the
+        conflicting records named ``<kind>:<id>``. ``BundleFormatError`` for a bundle that is not
+        the format's (records before the bad line stay imported: the corrected bundle imported
+        again finds them present)."""
+        counts: dict[str, int] = {}
+        conflicts: list[str] = []
+        vectors: VectorCache | None = None
+        number = 0
+        header: BundleHeader | None = None
+        ended = False
+        for raw in lines:
+            number += 1
+            text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+            if not text.strip():
+                continue
+            if ended:
+                raise BundleFormatError("A bundle has nothing after its end line.", number)
+            document = _parsed(text, number)
+            if header is None:
+                header, vectors = self._header(document, number)
+                continue
+            if isinstance(document, dict) and document.get("kind") == "end":
+                _checked(BundleEnd.model_validate, document, number)
+                ended = True
+                continue
+            restore = partial(self._restore, tenant_id, vectors=vectors)
+            counter, amount, conflict = _checked(restore, document, number)
+            if amount:
+                counts[counter] = counts.get(counter, 0) + amount
+            if conflict is not None:
+                conflicts.append(conflict)
+        if header is None or not ended:
+            raise BundleFormatError("The bundle was cut short: it has no end line (export it again).", number)
+        return dict(sorted(counts.items())), conflicts
+
+    def _header(self, document: Any, number: int) -> tuple[BundleHeader, VectorCache | None]:
+        """The bundle's header, and the embedding cache when the bundle's vectors are this
+        deployment's model's (``None``: its vectors are not kept)."""
+        header = _checked(BundleHeader.model_validate, document, number)
+        if header.format_version != BUNDLE_FORMAT_VERSION:
+            raise BundleFormatError(
+                f"Bundle format version {header.format_version} is not supported "
+                f"(this service reads {BUNDLE_FORMAT_VERSION}).",
+                number,
+            )
+        vectors = self._vectors() if header.embedding else None
+        if vectors is None:
+            return header, None
+        same = header.embedding == {"model_id": vectors.model_id, "dimension": vectors.dimension}
+        return header, vectors if same else None
+
+    def _restore(
+        self, tenant_id: str, document: Any, *, vectors: VectorCache | None
+    ) -> tuple[str, int, str | None]:
+        """Restore one line: the counter it moves (``<kind>.imported``, ``.present``,
+        ``.conflicts``, ``vectors.kept``), by how much, and the conflicting record's name."""
+        if not isinstance(document, dict):
+            raise TypeError("a bundle line is a JSON object")
+        kind = document.get("kind")
+        mine = {"tenant_id": tenant_id}
+        if kind == "base":
+            base = KnowledgeBase.model_validate(document["base"] | mine)
+            return _outcome("base", self._store.restore_base(base))
+        if kind == "item":
+            return self._restore_item(document, mine)
+        if kind == "note":
+            note = Note.model_validate(document["note"] | mine)
+            versions = [Note.model_validate(version | mine) for version in document["versions"]]
+            if any(version.note_id != note.note_id for version in versions):
+                raise ValueError("a note's versions must carry its note_id")
+            try:
+                return _outcome("note", self._store.restore_note(note, versions))
+            except ConflictError:
+                return "note.conflicts", 1, f"note:{note.note_id}"
+        if kind == "pin":
+            pin = Pin.model_validate(document["pin"] | mine)
+            return _outcome("pin", self._store.restore_pin(pin))
+        if kind == "vectors":
+            found = document["vectors"]
+            if not isinstance(found, dict):
+                raise TypeError("vectors must be an object of cache keys to vectors")
+            return "vectors.kept", 0 if vectors is None else vectors.keep(found), None
+        raise ValueError(f"unknown record kind {kind!r}")
+
+    def _restore_item(self, document: dict[str, Any], mine: dict[str, str]) -> tuple[str, int, str | None]:
+        item = KnowledgeItem.model_validate(document["item"] | mine)
+        # the page layout is the importing store's own (``BundleStore.restore_item``)
+        layout = {"page_size": 1, "page_count": 0}
+        revisions = [
+            (Revision.model_validate(entry["revision"] | mine | layout), _text(entry["content"]))
+            for entry in document["revisions"]
+        ]
+        states = [ItemState.model_validate(state | mine) for state in document["states"]]
+        _check_item(item, revisions)
+        try:
+            return _outcome("item", self._store.restore_item(item, revisions, states))
+        except ConflictError:
+            return "item.conflicts", 1, f"item:{item.knowledge_item_id}"
+
+    # -- helpers -----------------------------------------------------------------------------------
+
+    def authorize(self, principal: Principal) -> str:
+        """The caller's tenant when it may export and import (see the module doc), else
+        ``InsufficientScopeError`` (403)."""
+        why = "export and import hold every base and note of the tenant"
+        require_scope(principal, Permission.ADMIN, why)
+        require_scope(principal, Permission.MEMORY_ADMIN, why)
+        if principal.knowledge_base_ids is not None:
+            raise InsufficientScopeError(
+                "A token with a knowledge base allow-list cannot export or import: a bundle holds "
+                "every base of the tenant.",
+                {"required_scope": Permission.ADMIN.value},
+            )
+        return principal.tenant_id
+
+    def _job(self, principal: Principal, job_id: str, kind: BundleJobKind) -> BundleJob:
+        tenant_id = self.authorize(principal)
+        prefix = ids.EXPORT_PREFIX if kind is BundleJobKind.EXPORT else ids.IMPORT_PREFIX
+        ids.require_well_formed(job_id, prefix, f"{kind.value}_id")
+        job = self._store.get_bundle_job(tenant_id, job_id)
+        if job is None or job.kind is not kind:
+            raise ResourceUnavailableError()
+        return job
+
+    def _require_bucket(self) -> BundleBucket:
+        if self._bucket is None:
+            raise DependencyUnavailableError("Exports and imports need the bundle bucket (BUNDLE_BUCKET).")
+        return self._bucket
+
+    def _require_queue(self) -> SyncWorkQueue:
+        if self._queue is None:
+            raise DependencyUnavailableError(
+                "Exports and imports need the document queue (DOCUMENT_QUEUE_URL)."
+            )
+        return self._queue
+
+
+def _every(read: Callable[[str | None], Page[T]]) -> Iterator[T]:
+    """Every entry of a listing, page after page (``read(next_token)``)."""
+    token: str | None = None
+    while True:
+        page = read(token)
+        yield from page.entries
+        if page.next_token is None:
+            return
+        token = page.next_token
+
+
+def _object_key(tenant_id: str, job_id: str) -> str:
+    return f"bundles/{tenant_id}/{job_id}.jsonl"
+
+
+def _record(model: Any, drop: tuple[str, ...] = ()) -> dict[str, Any]:
+    record: dict[str, Any] = model.model_dump(mode="json", exclude={"tenant_id", *drop})
+    return record
+
+
+def _line(document: dict[str, Any]) -> str:
+    return json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def _chunked(lines: Iterable[str]) -> Iterator[bytes]:
+    buffer: list[bytes] = []
+    size = 0
+    for line in lines:
+        data = line.encode("utf-8")
+        buffer.append(data)
+        size += len(data)
+        if size >= CHUNK_BYTES:
+            yield b"".join(buffer)
+            buffer, size = [], 0
+    if buffer:
+        yield b"".join(buffer)
+
+
+def _outcome(kind: str, written: bool) -> tuple[str, int, None]:
+    return f"{kind}.imported" if written else f"{kind}.present", 1, None
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError("a revision's content must be a string")
+    return value
+
+
+def _check_item(item: KnowledgeItem, revisions: list[tuple[Revision, str]]) -> None:
+    """The item's revisions must be its own and hold its current and latest revisions."""
+    own = {revision.knowledge_revision_id for revision, _ in revisions}
+    if any(revision.knowledge_item_id != item.knowledge_item_id for revision, _ in revisions):
+        raise ValueError("an item's revisions must carry its knowledge_item_id")
+    needed = {item.latest_revision_id} | ({item.current_revision_id} if item.current_revision_id else set())
+    if not needed <= own:
+        raise ValueError("an item's line must hold its current and latest revisions")
+    if item.status is ItemStatus.PUBLISHED and item.current_revision_id is None:
+        raise ValueError("a published item names its current revision")
+
+
+def _parsed(text: str, number: int) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        raise BundleFormatError(f"Not JSON: {error}", number) from None
+
+
+def _checked(read: Callable[[Any], R], document: Any, number: int) -> R:
+    """``read(document)``, a malformed record raised as ``BundleFormatError`` of line ``number``;
+    the store's own errors pass through (the job is retried)."""
+    try:
+        return read(document)
+    except BundleFormatError:
+        raise
+    except (ValueError, KeyError, TypeError, ValidationError) as error:
+        raise BundleFormatError(f"Not a bundle record: {_problem(error)}", number) from None
+
+
+def _problem(error: Exception) -> str:
+    if isinstance(error, ValidationError):
+        first = error.errors(include_input=False, include_url=False)[0]
+        return f"{'.'.join(str(part) for part in first['loc'])}: {first['msg']}"
+    return str(error)
