@@ -251,12 +251,15 @@ def decode_token(item: Mapping[str, Any]) -> TokenRecord:
 
 def encode_note(note: Note) -> RawItem:
     """A note's ``META`` record at its current version (``pinned`` is never stored: the pin record
-    says it)."""
+    says it), listed under its tenant on GSI1."""
+    index = keys.note_index_key(note.tenant_id, note.note_id)
     return _record(
         Entity.NOTE,
         keys.note_key(note.tenant_id, note.note_id),
         note.model_copy(update={"pinned": False}),
         expiration=expiration(note.expires_at),
+        GSI1PK=index.pk,
+        GSI1SK=index.sk,
     )
 
 

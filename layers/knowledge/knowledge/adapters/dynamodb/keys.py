@@ -21,6 +21,7 @@
 | synced object     | ``T#{tenant}#DS#{ds}``                    | ``OBJ#{s3 key}``         |
 | bucket's source   | ``S3BUCKET#{bucket}``                     | ``T#{tenant}#DS#{ds}``   |
 | unindexed note    | ``T#{tenant}#UNINDEXED#{sha256(owner)}``  | ``NOTE#{note}``          |
+| bundle job        | ``T#{tenant}#BUNDLE#{job}``               | ``META``                 |
 
 GSI1 lists the items of a base (``GSI1PK = T#{tenant}#KB#{kb}``, ``GSI1SK = ITEM#{item}``), the
 bases of a tenant (``GSI1PK = T#{tenant}#BASES``, ``GSI1SK = KB#{kb}``), the tokens of a tenant in
@@ -29,7 +30,8 @@ pins of a tenant in pin order (``GSI1PK = T#{tenant}#PINS``, ``GSI1SK = PIN#{ord
 and the data sources of a base (``GSI1PK = T#{tenant}#KB#{kb}``, ``GSI1SK = DS#{ds}``). An S3 event
 names only a bucket, so each data source has a second record under its bucket's partition.
 and the pin changes of a tenant in time order (``GSI1PK = T#{tenant}#PINLOG``, ``GSI1SK =
-{at}#{note}``, ``at`` the change's UTC timestamp with microseconds).
+{at}#{note}``, ``at`` the change's UTC timestamp with microseconds), and the notes of a tenant by id
+(``GSI1PK = T#{tenant}#NOTES``, ``GSI1SK = NOTE#{note}``: the note's ``META`` record, for exports).
 
 Key components must be non-empty and free of ``#``; otherwise one record's key could spell another
 record's (a base id ending in ``#EXT#...`` would address a guard). Builders raise ``ValueError`` for
@@ -57,6 +59,7 @@ STORED_ITEMS = "STORED_ITEMS"
 RATE_PREFIX = "RATE#"
 PIN_INDEX_PREFIX = "PIN#"
 UNINDEXED_NOTE_PREFIX = "NOTE#"
+NOTE_INDEX_PREFIX = "NOTE#"
 MAX_PAGE_NUMBER = 999_999
 """Page numbers are zero-padded to six digits so that they sort as numbers."""
 MAX_NOTE_VERSION = 999_999
@@ -298,3 +301,18 @@ def unindexed_partition(tenant_id: str, owner_id: str) -> str:
 def unindexed_note_key(tenant_id: str, owner_id: str, note_id: str) -> TableKey:
     """The mark that ``note_id`` has a version the note index has not taken yet, under its owner."""
     return TableKey(unindexed_partition(tenant_id, owner_id), UNINDEXED_NOTE_PREFIX + _part(note_id))
+
+
+def notes_partition(tenant_id: str) -> str:
+    """GSI1 partition listing a tenant's notes by id."""
+    return f"T#{_part(tenant_id)}#NOTES"
+
+
+def note_index_key(tenant_id: str, note_id: str) -> TableKey:
+    """GSI1 keys of a note's ``META`` record."""
+    return TableKey(notes_partition(tenant_id), NOTE_INDEX_PREFIX + _part(note_id))
+
+
+def bundle_job_key(tenant_id: str, job_id: str) -> TableKey:
+    """An export or import job of a tenant."""
+    return TableKey(f"T#{_part(tenant_id)}#BUNDLE#{_part(job_id)}", META)

@@ -3,11 +3,12 @@
 One module per aggregate: ``base_records``, ``item_records`` (items, revisions and external-id
 guards), ``candidate_records`` (a search's truth check: items, bases and revisions in one batch),
 ``page_records`` (revision content), ``token_records``, ``note_records`` (notes, their versions
-and claims), ``pin_records`` and ``quota_records``; they share the table's calls
-(``table``), the record layout (``codec``), listings' ``next_token`` (``paging``) and one
-translation of DynamoDB failures into domain errors (``failures``): throttling, outages and
-connection errors → ``DependencyUnavailableError``; a write whose target is absent (or archived) →
-``ResourceUnavailableError``; a lost version race → ``ConflictError`` carrying the stored version.
+and claims), ``pin_records``, ``quota_records`` and ``bundle_records`` (export and import); they
+share the table's calls (``table``), the record layout (``codec``), listings' ``next_token``
+(``paging``) and one translation of DynamoDB failures into domain errors (``failures``):
+throttling, outages and connection errors → ``DependencyUnavailableError``; a write whose target is
+absent (or archived) → ``ResourceUnavailableError``; a lost version race → ``ConflictError``
+carrying the stored version.
 Identifiers containing ``#`` make the key builders raise ``ValueError``: services validate ids first.
 """
 
@@ -20,6 +21,7 @@ import boto3
 from botocore.config import Config
 
 from knowledge.adapters.dynamodb.base_records import DynamoDBBaseStore
+from knowledge.adapters.dynamodb.bundle_records import DynamoDBBundleStore
 from knowledge.adapters.dynamodb.candidate_records import DynamoDBCandidateRecords
 from knowledge.adapters.dynamodb.item_records import DynamoDBItemStore
 from knowledge.adapters.dynamodb.note_records import DynamoDBNoteStore
@@ -50,6 +52,7 @@ class DynamoDBKnowledgeStore(
     DynamoDBNoteStore,
     DynamoDBPinStore,
     DynamoDBQuotaStore,
+    DynamoDBBundleStore,
 ):
     """Bases, items, revisions, pages, tokens, notes, pins and quota counters in one DynamoDB table.
 

@@ -200,8 +200,7 @@ class InProcessNoteStore:
                 held = self._claims.get((tenant_id, claim.digest))
                 if held is not None and held.note_id != note.note_id:
                     raise ClaimTakenError("Another note holds this note's semantic key or content.")
-            if note.is_readable(now):
-                self._count_stored(tenant_id, 1)
+            self._count_stored(tenant_id, 1)
             unmarked = {"indexed_version": None, "pinned": False}
             self._notes[tenant_id, note.note_id] = note.model_copy(update=unmarked)
             self._note_versions[tenant_id, note.note_id] = {
