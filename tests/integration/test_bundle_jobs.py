@@ -10,8 +10,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import boto3
-from botocore.config import Config
 import pytest
+from botocore.config import Config
 
 from knowledge.adapters.document_conversion import ConvertedDocuments
 from knowledge.adapters.dynamodb.data_source_records import DynamoDBDataSourceStore

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timedelta
 from enum import StrEnum
 from functools import partial
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import ValidationError
 
@@ -56,7 +56,6 @@ from knowledge.domain.models import (
     Principal,
     Revision,
 )
-from knowledge.domain.retrieval.chunking import Chunker, embedding_text
 from knowledge.errors import (
     ConflictError,
     DependencyUnavailableError,
@@ -75,6 +74,9 @@ from knowledge.ports import (
     VectorCache,
 )
 from knowledge.services.access import require_scope
+
+if TYPE_CHECKING:  # the chunker loads tiktoken: only an export with vectors needs it
+    from knowledge.domain.retrieval.chunking import Chunker
 
 PAGE_LIMIT = 100
 """Records read per listing call."""
@@ -394,6 +396,8 @@ class BundleService:
                 {"revision": _record(revision, drop=("page_size", "page_count")), "content": content}
             )
             if want_texts and revision.knowledge_revision_id == item.current_revision_id:
+                from knowledge.domain.retrieval.chunking import embedding_text
+
                 texts.extend(
                     embedding_text(revision.title, chunk.text) for chunk in self._chunker().split(content)
                 )

@@ -142,7 +142,7 @@ def create_import(
     summary="Start an import whose bundle was uploaded.",
     description=(
         f"{ACCESS} Answers 202 with the queued job (a started import answers as it stands); 400 "
-        "`invalid_request` when nothing was uploaded yet. Follow it with "
+        "`knowledge_invalid_request` when nothing was uploaded yet. Follow it with "
         "`GET /v1/imports/{import_id}`."
     ),
     tags=[TAG],
