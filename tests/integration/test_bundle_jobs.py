@@ -57,7 +57,7 @@ class World:
         self.clock = Clock()
         dynamodb = boto3.client("dynamodb", region_name=REGION)
         self.store = DynamoDBKnowledgeStore(TABLE_NAME, dynamodb_client=dynamodb, clock=self.clock)
-        self.bucket = S3BundleBucket(BUCKET, self.s3)
+        self.bucket = S3BundleBucket(self.s3, BUCKET)
         queue = SqsSyncQueue(self.queue_url, sqs_client=self.sqs)
         self.bundles = BundleService(
             self.store,
@@ -159,7 +159,7 @@ def test_a_bundle_past_8_mib_is_written_in_parts_and_read_back_line_by_line(worl
 
 
 def test_a_missing_bucket_is_a_retryable_error(world: World) -> None:
-    gone = S3BundleBucket("no-such-bucket", world.s3)
+    gone = S3BundleBucket(world.s3, "no-such-bucket")
     with pytest.raises(DependencyUnavailableError):
         gone.upload("bundles/acme/x.jsonl", iter([b"{}\n"]))
     with pytest.raises(DependencyUnavailableError):

@@ -396,7 +396,7 @@ class Container:
             if self.settings.bundle_bucket is not None:
                 from knowledge.adapters import s3_bundles
 
-                bucket = s3_bundles.build(self.settings)
+                bucket = s3_bundles.build(self.settings.bundle_bucket)
             return BundleService(
                 self.store,
                 bucket,

@@ -416,6 +416,15 @@ class BundleStore(Protocol):
         ``limit`` 1..100."""
         ...
 
+    def item_records(
+        self, tenant_id: str, knowledge_item_id: str
+    ) -> tuple[KnowledgeItem, list[tuple[Revision, str]], list[ItemState]] | None:
+        """The item as stored now, every ``(revision, content)`` of it by revision id and its state
+        history oldest first, read at once (on DynamoDB one strongly consistent Query of the item's
+        partition); ``None`` for an absent item. ``DependencyUnavailableError`` when a revision's
+        pages do not add up to its content."""
+        ...
+
     def restore_base(self, base: KnowledgeBase) -> bool:
         """Write ``base`` when its tenant has no base of its id: ``True``; ``False`` (nothing
         written) when it has one."""

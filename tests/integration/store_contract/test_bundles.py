@@ -244,3 +244,22 @@ def test_bundle_jobs_move_under_conditional_versions(store: KnowledgeStore) -> N
         store.put_bundle_job(job.model_copy(update={"status": BundleJobStatus.FAILED}), expected_version=1)
     with pytest.raises(ConflictError):
         store.create_bundle_job(job.model_copy(update={"status": BundleJobStatus.FAILED}))
+
+
+def test_item_records_read_an_item_whole(store: KnowledgeStore, base: KnowledgeBase) -> None:
+    item = _item_with_history(store, base)
+
+    whole = store.item_records(TENANT, item.knowledge_item_id)
+
+    assert whole is not None
+    read, revisions, states = whole
+    assert read == item
+    listed = store.list_revisions(TENANT, item.knowledge_item_id, limit=10, next_token=None).entries
+    assert [revision for revision, _ in revisions] == sorted(
+        listed, key=lambda revision: revision.knowledge_revision_id
+    )
+    assert [content for _, content in revisions] == [
+        store.read_all_content(revision) for revision, _ in revisions
+    ]
+    assert states == store.list_item_states(TENANT, item.knowledge_item_id)
+    assert store.item_records(OTHER_TENANT, item.knowledge_item_id) is None

@@ -320,8 +320,8 @@ class BundleService:
             counts["base"] = counts.get("base", 0) + 1
             yield _line({"kind": "base", "base": _record(base)})
         for base in bases:
-            for item in self._items(tenant_id, base.knowledge_base_id):
-                line, embedded = self._item_line(item, want_texts=vectors is not None)
+            for item, revisions, states in self._items(tenant_id, base.knowledge_base_id):
+                line, embedded = self._item_line(item, revisions, states, want_texts=vectors is not None)
                 texts.extend(embedded)
                 counts["item"] = counts.get("item", 0) + 1
                 yield line
@@ -371,37 +371,40 @@ class BundleService:
         listed = _every(lambda token: self._store.list_bases(tenant_id, limit=PAGE_LIMIT, next_token=token))
         return sorted(listed, key=lambda base: base.knowledge_base_id)
 
-    def _items(self, tenant_id: str, knowledge_base_id: str) -> Iterator[KnowledgeItem]:
-        def read(token: str | None) -> Page[KnowledgeItem]:
-            page = self._store.list_items(tenant_id, knowledge_base_id, limit=PAGE_LIMIT, next_token=token)
-            # the listing may trail the table: each item is read again, strongly consistent
-            items = self._store.get_items(tenant_id, [item.knowledge_item_id for item in page.entries])
-            return Page(entries=[items[key] for key in sorted(items)], next_token=page.next_token)
+    def _items(
+        self, tenant_id: str, knowledge_base_id: str
+    ) -> Iterator[tuple[KnowledgeItem, list[tuple[Revision, str]], list[ItemState]]]:
+        """The base's live items by id, each read whole (the listing may trail the table: each is
+        read again, strongly consistent, and one archived meanwhile is left out)."""
+        listed = _every(
+            lambda token: self._store.list_items(
+                tenant_id, knowledge_base_id, limit=PAGE_LIMIT, next_token=token
+            )
+        )
+        for entry in sorted(listed, key=lambda item: item.knowledge_item_id):
+            whole = self._store.item_records(tenant_id, entry.knowledge_item_id)
+            if whole is not None and whole[0].status is not ItemStatus.ARCHIVED:
+                yield whole
 
-        return _every(read)
-
-    def _item_line(self, item: KnowledgeItem, *, want_texts: bool) -> tuple[str, list[str]]:
-        tenant_id, item_id = item.tenant_id, item.knowledge_item_id
-
-        def read(token: str | None) -> Page[Revision]:
-            return self._store.list_revisions(tenant_id, item_id, limit=PAGE_LIMIT, next_token=token)
-
-        revisions = list(_every(read))
-        revisions.sort(key=lambda revision: revision.knowledge_revision_id)
+    def _item_line(
+        self,
+        item: KnowledgeItem,
+        revisions: list[tuple[Revision, str]],
+        states: list[ItemState],
+        *,
+        want_texts: bool,
+    ) -> tuple[str, list[str]]:
         entries = []
         texts: list[str] = []
-        for revision in revisions:
-            content = self._store.read_all_content(revision)
-            entries.append(
-                {"revision": _record(revision, drop=("page_size", "page_count")), "content": content}
-            )
+        for revision, content in revisions:
+            record = _record(revision, drop=("page_size", "page_count"))
+            entries.append({"revision": record, "content": content})
             if want_texts and revision.knowledge_revision_id == item.current_revision_id:
                 from knowledge.domain.retrieval.chunking import embedding_text
 
                 texts.extend(
                     embedding_text(revision.title, chunk.text) for chunk in self._chunker().split(content)
                 )
-        states = self._store.list_item_states(item.tenant_id, item.knowledge_item_id)
         line = _line(
             {
                 "kind": "item",

@@ -38,7 +38,12 @@ from knowledge.domain.bundles import BundleJob
 from knowledge.domain.memory.notes import Note, NoteStatus, claims_of, expiration
 from knowledge.domain.memory.pins import Pin, PinChange
 from knowledge.domain.models import ItemStatus, KnowledgeBase, KnowledgeItem, Page, Revision
-from knowledge.errors import ConflictError, ResourceUnavailableError, StoredItemsQuotaError
+from knowledge.errors import (
+    ConflictError,
+    DependencyUnavailableError,
+    ResourceUnavailableError,
+    StoredItemsQuotaError,
+)
 from knowledge.observability import logger
 
 if TYPE_CHECKING:
@@ -65,6 +70,40 @@ class DynamoDBBundleStore(TableRecords):
     if TYPE_CHECKING:  # DynamoDBNoteStore's, beside this one in DynamoDBKnowledgeStore
 
         def get_notes(self, tenant_id: str, note_ids: Sequence[str]) -> dict[str, Note]: ...
+
+    def item_records(
+        self, tenant_id: str, knowledge_item_id: str
+    ) -> tuple[KnowledgeItem, list[tuple[Revision, str]], list[ItemState]] | None:
+        """One strongly consistent Query of the item's partition (``META``, ``PAGE#``, ``REV#``,
+        ``STATE#`` sort keys all fall between ``A`` and ``Z``)."""
+        item: KnowledgeItem | None = None
+        revisions: dict[str, Revision] = {}
+        pages: dict[str, dict[int, str]] = {}
+        states: list[ItemState] = []
+        for record in self._table.query_range(keys.item_partition(tenant_id, knowledge_item_id), "A", "Z"):
+            sort_key = str(record["SK"]["S"])
+            if sort_key == keys.META:
+                item = codec.decode_item(record)
+            elif sort_key.startswith(keys.REVISION_PREFIX):
+                revision = codec.decode_revision(record)
+                revisions[revision.knowledge_revision_id] = revision
+            elif sort_key.startswith(keys.PAGE_PREFIX):
+                revision_id = sort_key.removeprefix(keys.PAGE_PREFIX).rsplit("#", 1)[0]
+                number, text = codec.decode_page(record)
+                pages.setdefault(revision_id, {})[number] = text
+            elif sort_key.startswith(keys.ITEM_STATE_PREFIX):
+                states.append(codec.decode_item_state(record))
+        if item is None:
+            return None
+        whole = []
+        for revision_id in sorted(revisions):
+            revision = revisions[revision_id]
+            stored = pages.get(revision_id, {})
+            content = "".join(stored.get(number, "") for number in range(revision.page_count))
+            if not lifecycle.matches(revision, content):
+                raise DependencyUnavailableError("The knowledge store returned inconsistent content.")
+            whole.append((revision, content))
+        return item, whole, sorted(states, key=lambda state: state.version)
 
     def restore_base(self, base: KnowledgeBase) -> bool:
         try:

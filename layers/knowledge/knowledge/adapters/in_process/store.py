@@ -477,6 +477,23 @@ class InProcessKnowledgeStore(InProcessNoteStore):
                 self._external_ids[tenant_id, item.knowledge_base_id, external_id] = item_id
             return True
 
+    def item_records(
+        self, tenant_id: str, knowledge_item_id: str
+    ) -> tuple[KnowledgeItem, list[tuple[Revision, str]], list[ItemState]] | None:
+        with self._lock:
+            item = self._items.get((tenant_id, knowledge_item_id))
+            if item is None:
+                return None
+            revisions = sorted(
+                (
+                    (revision, self._contents[key])
+                    for key, revision in self._revisions.items()
+                    if key[:2] == (tenant_id, knowledge_item_id)
+                ),
+                key=lambda pair: pair[0].knowledge_revision_id,
+            )
+            return item, revisions, list(self._item_states.get((tenant_id, knowledge_item_id), []))
+
     def create_bundle_job(self, job: BundleJob) -> None:
         with self._lock:
             stored = self._bundle_jobs.setdefault((job.tenant_id, job.job_id), job)

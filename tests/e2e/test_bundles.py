@@ -1,0 +1,83 @@
+"""Export and import on the running runtime, as a user runs them: ``knowledge export`` takes the dev
+tenant out through the document queue's worker and a presigned download from the local bundles
+bucket, ``knowledge import`` puts it into another tenant through a presigned upload, the copy is
+indexed by the stream like any write and answers searches as the original does, and exporting the
+copy gives the same records again."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.runtime_process import RuntimeProcess, eventually, search_knowledge
+from tests.e2e.test_cli import knowledge
+
+COPY = "dev-copy"
+SCOPES = "knowledge:read,knowledge:write,knowledge:admin,memory:read,memory:write,memory:admin"
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert lines[0]["kind"] == "bundle"
+    assert lines[-1]["kind"] == "end"
+    return lines[1:]
+
+
+def test_export_then_import_into_another_tenant_answers_the_same(
+    runtime: RuntimeProcess, tmp_path: Path
+) -> None:
+    with runtime.http() as api:
+        remembered = api.post(
+            "/v1/tools/remember",
+            json={
+                "content": "The espresso grinder is set to step 12.",
+                "path": "/kitchen",
+                "semantic_key": "grinder",
+            },
+        )
+        assert remembered.status_code in (200, 201), remembered.text
+        original = search_knowledge(api, query="espresso extraction pressure", max_results=5)
+    exported = tmp_path / "dev.jsonl"
+
+    out = knowledge(runtime, "export", "--out", str(exported))
+
+    assert out.returncode == 0, out.stderr
+    assert str(exported) in out.stdout
+    records = _records(exported)
+    assert any(record["kind"] == "note" and record["note"]["semantic_key"] == "grinder" for record in records)
+    # The same subject as the dev token's, so the private bases and notes it owns are its own there too.
+    token = knowledge(runtime, "token", "create", "--tenant", COPY, "--subject", "dev", "--scopes", SCOPES)
+    assert token.returncode == 0, token.stderr
+    copy_token = token.stdout.strip()
+
+    imported = knowledge(runtime, "--token", copy_token, "import", str(exported))
+
+    assert imported.returncode == 0, imported.stderr
+    assert "item.imported" in imported.stdout
+    assert "note.imported" in imported.stdout
+    with runtime.http(copy_token) as copy:
+
+        def same_answer() -> bool:
+            answer = search_knowledge(copy, query="espresso extraction pressure", max_results=5)
+            ids = [result["knowledge_item_id"] for result in answer["results"]]
+            return ids == [result["knowledge_item_id"] for result in original["results"]]
+
+        assert eventually(same_answer, timeout=180)
+        found = copy.post(
+            "/v1/tools/search_memory", json={"query": "espresso grinder step", "consistent": True}
+        )
+        assert found.status_code == 200, found.text
+        assert [result["content"] for result in found.json()["results"]][:1] == [
+            "The espresso grinder is set to step 12."
+        ]
+
+    again = tmp_path / "copy.jsonl"
+    second = knowledge(runtime, "--token", copy_token, "export", "--out", str(again))
+    assert second.returncode == 0, second.stderr
+    assert _records(again) == records
+
+    repeated = knowledge(runtime, "--token", copy_token, "import", str(exported))
+    assert repeated.returncode == 0, repeated.stderr
+    assert "item.present" in repeated.stdout
+    assert ".imported" not in repeated.stdout
