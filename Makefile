@@ -20,7 +20,7 @@ OPENSEARCH_NODE := $(BIN)/python -m knowledge_local.opensearch_node
 # The console's browser tests drive Debian's Chromium (Playwright's own download is not reachable).
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: help install browser console-screenshots test lint typecheck unit fuzz run opensearch lint-template pr bench bench-install bench-relevance bench-memory bench-ingest bench-efficiency bench-fairness bench-durability bench-failover bench-conversion bench-model clean
+.PHONY: help install browser console-screenshots test lint typecheck unit fuzz run opensearch lint-template pr bench bench-install bench-relevance bench-memory bench-ingest bench-efficiency bench-fairness bench-durability bench-portability bench-failover bench-conversion bench-model clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -118,6 +118,9 @@ bench-fairness: install  ## a 500,000-character document indexing while small do
 	POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/python -m bench.fairness --large-chars "$${LARGE_CHARS:-500000}"
 bench-durability: install  ## durable local state: write p50 with KNOWLEDGE_PERSIST on vs off (interleaved), restart time with 5,000 SciFact documents, nothing embedded again
 	POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/python -m bench.durability --data-dir "$${DATA_DIR:-../shared/data}"
+
+bench-portability: install  ## export → import → export of a tenant with 5,000 SciFact items and 5,000 notes: bundle size, seconds per phase, bundles equal, searches equal in both tenants (DATA_DIR, ITEMS, NOTES override)
+	POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/python -m bench.portability --data-dir "$${DATA_DIR:-../shared/data}" --items "$${ITEMS:-5000}" --notes "$${NOTES:-5000}"
 
 $(BENCH_MODEL_STAMP): $(STAMP) requirements/bench-model.txt
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements/bench-model.txt -c requirements/dev.lock
