@@ -54,6 +54,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import ResponseValid
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel
 
 from knowledge.api.error_envelopes import (
     MethodNotAllowedError,
@@ -107,6 +108,24 @@ def openapi_error_responses(*statuses: int) -> dict[int, OpenAPIResponse]:
         }
         for status in statuses
     }
+
+
+WRITE_ERRORS = (400, 401, 403, 404, 409, 500, 503)
+"""The error statuses a write route documents."""
+READ_ERRORS = (400, 401, 403, 404, 500, 503)
+"""The error statuses a read route documents."""
+
+
+def route_responses(success: int, description: str, *errors: int) -> dict[int, OpenAPIResponse]:
+    """A route's OpenAPI ``responses``: ``success`` with ``description``, then ``errors``."""
+    return {success: {"description": description}, **openapi_error_responses(*errors)}
+
+
+def json_response(status: int, body: BaseModel) -> Response[Any]:
+    """``body`` as a JSON answer with ``status`` (the model in its JSON mode)."""
+    return Response(
+        status_code=status, content_type=content_types.APPLICATION_JSON, body=body.model_dump(mode="json")
+    )
 
 
 def error_response(status: int, body: ErrorResponse, headers: dict[str, str] | None = None) -> Response[str]:

@@ -15,15 +15,18 @@ caller with a base allow-list is refused (403): a bundle holds every base and no
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
-from aws_lambda_powertools.event_handler import Request, Response, content_types
+from aws_lambda_powertools.event_handler import Request, Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body
-from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
-from pydantic import BaseModel
 
-from knowledge.api.http import openapi_error_responses
+from knowledge.api.http import (
+    READ_ERRORS,
+    WRITE_ERRORS,
+    json_response,
+    route_responses,
+)
 from knowledge.api.principal import CallerPrincipal
 from knowledge.api.services import Bundles, bundle_service
 from knowledge.api.writes import IdempotencyKey, write_route
@@ -42,20 +45,8 @@ ACCESS = (
     "Needs `knowledge:admin` and `memory:admin` (`platform:admin` implies both) and a token without "
     "a base allow-list: a bundle holds every base and note of the tenant, whoever owns them."
 )
-WRITE_ERRORS = (400, 401, 403, 404, 409, 500, 503)
-READ_ERRORS = (400, 401, 403, 404, 500, 503)
 
 router = Router()  # type: ignore[no-untyped-call]  # Powertools leaves Router.__init__ unannotated
-
-
-def _responses(success: int, description: str, *errors: int) -> dict[int, OpenAPIResponse]:
-    return {success: {"description": description}, **openapi_error_responses(*errors)}
-
-
-def _json(status: int, body: BaseModel) -> Response[Any]:
-    return Response(
-        status_code=status, content_type=content_types.APPLICATION_JSON, body=body.model_dump(mode="json")
-    )
 
 
 def _may_move_bundles(principal: Principal, request: Request) -> None:
@@ -80,7 +71,7 @@ def _may_move_bundles(principal: Principal, request: Request) -> None:
     ),
     tags=[TAG],
     status_code=202,
-    responses=_responses(202, "The queued export.", *WRITE_ERRORS),
+    responses=route_responses(202, "The queued export.", *WRITE_ERRORS),
 )
 def start_export(
     request: Annotated[ExportRequest, Body()],
@@ -88,7 +79,7 @@ def start_export(
     bundles: Bundles,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[BundleJobResponse]:
-    return _json(202, bundles.start_export(principal, request))
+    return json_response(202, bundles.start_export(principal, request))
 
 
 @router.get(
@@ -97,7 +88,7 @@ def start_export(
     summary="An export job: status, counts, size and, once succeeded, a presigned download URL.",
     description=ACCESS,
     tags=[TAG],
-    responses=_responses(200, "The export job.", *READ_ERRORS),
+    responses=route_responses(200, "The export job.", *READ_ERRORS),
 )
 def get_export(export_id: str, principal: CallerPrincipal, bundles: Bundles) -> BundleJobResponse:
     return bundles.get_job(principal, export_id, BundleJobKind.EXPORT)
@@ -122,7 +113,7 @@ def get_export(export_id: str, principal: CallerPrincipal, bundles: Bundles) -> 
     ),
     tags=[TAG],
     status_code=201,
-    responses=_responses(201, "The import, awaiting its upload.", *WRITE_ERRORS),
+    responses=route_responses(201, "The import, awaiting its upload.", *WRITE_ERRORS),
 )
 def create_import(
     request: Annotated[ImportRequest, Body()],
@@ -130,7 +121,7 @@ def create_import(
     bundles: Bundles,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[BundleJobResponse]:
-    return _json(201, bundles.create_import(principal))
+    return json_response(201, bundles.create_import(principal))
 
 
 @write_route(
@@ -147,12 +138,12 @@ def create_import(
     ),
     tags=[TAG],
     status_code=202,
-    responses=_responses(202, "The queued import.", *WRITE_ERRORS),
+    responses=route_responses(202, "The queued import.", *WRITE_ERRORS),
 )
 def start_import(
     import_id: str, principal: CallerPrincipal, bundles: Bundles, idempotency_key: IdempotencyKey = None
 ) -> Response[BundleJobResponse]:
-    return _json(202, bundles.start_import(principal, import_id))
+    return json_response(202, bundles.start_import(principal, import_id))
 
 
 @router.get(
@@ -161,7 +152,7 @@ def start_import(
     summary="An import job: status, counts by kind (imported, present, conflicts) and conflicts.",
     description=ACCESS,
     tags=[TAG],
-    responses=_responses(200, "The import job.", *READ_ERRORS),
+    responses=route_responses(200, "The import job.", *READ_ERRORS),
 )
 def get_import(import_id: str, principal: CallerPrincipal, bundles: Bundles) -> BundleJobResponse:
     return bundles.get_job(principal, import_id, BundleJobKind.IMPORT)

@@ -35,15 +35,20 @@ answered to a caller who may not make the write. Each route then parses, calls `
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
-from aws_lambda_powertools.event_handler import Request, Response, content_types
+from aws_lambda_powertools.event_handler import Request, Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
-from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from knowledge.api.http import openapi_error_responses
+from knowledge.api.http import (
+    READ_ERRORS,
+    WRITE_ERRORS,
+    json_response,
+    openapi_error_responses,
+    route_responses,
+)
 from knowledge.api.principal import CallerPrincipal
 from knowledge.api.query_parameters import CANONICAL_INTEGER, NextToken
 from knowledge.api.services import (
@@ -118,20 +123,6 @@ Limit = Annotated[
 ]
 
 
-def _responses(success: int, description: str, *errors: int) -> dict[int, OpenAPIResponse]:
-    return {success: {"description": description}, **openapi_error_responses(*errors)}
-
-
-WRITE_ERRORS = (400, 401, 403, 404, 409, 500, 503)
-READ_ERRORS = (400, 401, 403, 404, 500, 503)
-
-
-def _json(status: int, body: BaseModel) -> Response[Any]:
-    return Response(
-        status_code=status, content_type=content_types.APPLICATION_JSON, body=body.model_dump(mode="json")
-    )
-
-
 def _path_parameter(request: Request, name: str) -> str:
     return str(request.path_parameters[name])
 
@@ -178,7 +169,7 @@ def _may_revoke_token(principal: Principal, request: Request) -> None:
     description="Needs `knowledge:admin`. `scope` is `private`, `team` (with `team_id`) or `tenant`.",
     tags=[TAG],
     status_code=201,
-    responses=_responses(201, "The new base (version 1).", *WRITE_ERRORS),
+    responses=route_responses(201, "The new base (version 1).", *WRITE_ERRORS),
 )
 def create_knowledge_base(
     request: Annotated[CreateKnowledgeBaseRequest, Body()],
@@ -186,7 +177,7 @@ def create_knowledge_base(
     curation: Curation,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[KnowledgeBaseResponse]:
-    return _json(201, curation.create_base(principal, request))
+    return json_response(201, curation.create_base(principal, request))
 
 
 @router.get(
@@ -194,7 +185,7 @@ def create_knowledge_base(
     operation_id="list_knowledge_bases",
     summary="Knowledge bases the caller can see (admins: every base of the tenant).",
     tags=[TAG],
-    responses=_responses(200, "One page of bases, in id order.", *READ_ERRORS),
+    responses=route_responses(200, "One page of bases, in id order.", *READ_ERRORS),
 )
 def list_knowledge_bases(
     principal: CallerPrincipal,
@@ -218,7 +209,7 @@ def list_knowledge_bases(
         "becomes active again. A stale `expected_version` answers 409 with `details.current_version`."
     ),
     tags=[TAG],
-    responses=_responses(200, "The updated base.", *WRITE_ERRORS),
+    responses=route_responses(200, "The updated base.", *WRITE_ERRORS),
 )
 def update_knowledge_base(
     knowledge_base_id: str,
@@ -227,7 +218,7 @@ def update_knowledge_base(
     curation: Curation,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[KnowledgeBaseResponse]:
-    return _json(200, curation.update_base(principal, knowledge_base_id, request))
+    return json_response(200, curation.update_base(principal, knowledge_base_id, request))
 
 
 @write_route(
@@ -239,7 +230,7 @@ def update_knowledge_base(
     summary="Rebuild the search index of one knowledge base from the store.",
     description="Needs `knowledge:admin`. Runs synchronously; an inactive base is removed from the index.",
     tags=[TAG],
-    responses=_responses(200, "What the rebuild did.", *WRITE_ERRORS),
+    responses=route_responses(200, "What the rebuild did.", *WRITE_ERRORS),
 )
 def reindex_knowledge_base(
     knowledge_base_id: str,
@@ -247,7 +238,7 @@ def reindex_knowledge_base(
     curation: Curation,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[ReindexResponse]:
-    return _json(200, curation.reindex_base(principal, knowledge_base_id))
+    return json_response(200, curation.reindex_base(principal, knowledge_base_id))
 
 
 # -- items ----------------------------------------------------------------------------------------
@@ -268,8 +259,8 @@ def reindex_knowledge_base(
     tags=[TAG],
     status_code=201,
     responses={
-        **_responses(201, "The item and the revision just created.", *WRITE_ERRORS),
-        **_responses(200, "An upsert by `external_id` found content, title and source unchanged."),
+        **route_responses(201, "The item and the revision just created.", *WRITE_ERRORS),
+        **route_responses(200, "An upsert by `external_id` found content, title and source unchanged."),
     },
 )
 def create_knowledge_item(
@@ -280,7 +271,7 @@ def create_knowledge_item(
     idempotency_key: IdempotencyKey = None,
 ) -> Response[CreatedRevisionResponse]:
     item, created = curation.create_item(principal, knowledge_base_id, request)
-    return _json(201 if created else 200, item)
+    return json_response(201 if created else 200, item)
 
 
 @router.get(
@@ -288,7 +279,7 @@ def create_knowledge_item(
     operation_id="list_knowledge_items",
     summary="Live items of a knowledge base, or the one holding `external_id`.",
     tags=[TAG],
-    responses=_responses(200, "One page of items, in id order.", *READ_ERRORS),
+    responses=route_responses(200, "One page of items, in id order.", *READ_ERRORS),
 )
 def list_knowledge_items(
     knowledge_base_id: str,
@@ -311,7 +302,7 @@ def list_knowledge_items(
     operation_id="get_knowledge_item",
     summary="One item, with the revision the search index holds (`indexed_revision_id`).",
     tags=[TAG],
-    responses=_responses(200, "The item.", *READ_ERRORS),
+    responses=route_responses(200, "The item.", *READ_ERRORS),
 )
 def get_knowledge_item(
     knowledge_item_id: str, principal: CallerPrincipal, curation: Curation
@@ -331,8 +322,8 @@ def get_knowledge_item(
     tags=[TAG],
     status_code=201,
     responses={
-        **_responses(201, "The item and the revision just created.", *WRITE_ERRORS),
-        **_responses(200, "An upsert by `external_id` found content, title and source unchanged."),
+        **route_responses(201, "The item and the revision just created.", *WRITE_ERRORS),
+        **route_responses(200, "An upsert by `external_id` found content, title and source unchanged."),
     },
 )
 def create_knowledge_revision(
@@ -342,7 +333,7 @@ def create_knowledge_revision(
     curation: Curation,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[CreatedRevisionResponse]:
-    return _json(201, curation.add_revision(principal, knowledge_item_id, request))
+    return json_response(201, curation.add_revision(principal, knowledge_item_id, request))
 
 
 @router.get(
@@ -350,7 +341,7 @@ def create_knowledge_revision(
     operation_id="list_knowledge_revisions",
     summary="Revisions of an item, newest first.",
     tags=[TAG],
-    responses=_responses(200, "One page of revisions.", *READ_ERRORS),
+    responses=route_responses(200, "One page of revisions.", *READ_ERRORS),
 )
 def list_knowledge_revisions(
     knowledge_item_id: str,
@@ -371,7 +362,7 @@ def list_knowledge_revisions(
     operation_id="publish_knowledge_revision",
     summary="Make one of the item's revisions current (an older one rolls back).",
     tags=[TAG],
-    responses=_responses(200, "The item.", *WRITE_ERRORS),
+    responses=route_responses(200, "The item.", *WRITE_ERRORS),
 )
 def publish_knowledge_revision(
     knowledge_item_id: str,
@@ -380,7 +371,7 @@ def publish_knowledge_revision(
     curation: Curation,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[KnowledgeItemResponse]:
-    return _json(200, curation.publish(principal, knowledge_item_id, request))
+    return json_response(200, curation.publish(principal, knowledge_item_id, request))
 
 
 @write_route(
@@ -398,7 +389,7 @@ def publish_knowledge_revision(
         "receipt the archive would give (a stale `expected_version` is 409 either way)."
     ),
     tags=[TAG],
-    responses=_responses(200, "The archived item.", *WRITE_ERRORS),
+    responses=route_responses(200, "The archived item.", *WRITE_ERRORS),
 )
 def archive_knowledge_item(
     knowledge_item_id: str,
@@ -407,7 +398,7 @@ def archive_knowledge_item(
     curation: Curation,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[ArchivedItemResponse]:
-    return _json(200, curation.archive(principal, knowledge_item_id, request))
+    return json_response(200, curation.archive(principal, knowledge_item_id, request))
 
 
 # -- data sources ---------------------------------------------------------------------------------
@@ -429,7 +420,7 @@ def archive_knowledge_item(
     ),
     tags=[TAG],
     status_code=201,
-    responses=_responses(201, "The new data source.", *WRITE_ERRORS),
+    responses=route_responses(201, "The new data source.", *WRITE_ERRORS),
 )
 def create_data_source(
     knowledge_base_id: str,
@@ -438,7 +429,7 @@ def create_data_source(
     data_sources: DataSources,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[DataSourceResponse]:
-    return _json(201, data_sources.create(principal, knowledge_base_id, request))
+    return json_response(201, data_sources.create(principal, knowledge_base_id, request))
 
 
 @router.get(
@@ -446,7 +437,7 @@ def create_data_source(
     operation_id="list_data_sources",
     summary="The data sources of a knowledge base, in creation order.",
     tags=[TAG],
-    responses=_responses(200, "The base's data sources.", *READ_ERRORS),
+    responses=route_responses(200, "The base's data sources.", *READ_ERRORS),
 )
 def list_data_sources(
     knowledge_base_id: str, principal: CallerPrincipal, data_sources: DataSources
@@ -459,7 +450,7 @@ def list_data_sources(
     operation_id="get_data_source",
     summary="One data source of a knowledge base.",
     tags=[TAG],
-    responses=_responses(200, "The data source.", *READ_ERRORS),
+    responses=route_responses(200, "The data source.", *READ_ERRORS),
 )
 def get_data_source(
     knowledge_base_id: str, data_source_id: str, principal: CallerPrincipal, data_sources: DataSources
@@ -504,7 +495,7 @@ def delete_data_source(
     ),
     tags=[TAG],
     status_code=202,
-    responses=_responses(202, "The queued job.", *WRITE_ERRORS),
+    responses=route_responses(202, "The queued job.", *WRITE_ERRORS),
 )
 def start_sync(
     knowledge_base_id: str,
@@ -513,7 +504,7 @@ def start_sync(
     data_sources: DataSources,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[SyncJobResponse]:
-    return _json(202, data_sources.start_sync(principal, knowledge_base_id, data_source_id))
+    return json_response(202, data_sources.start_sync(principal, knowledge_base_id, data_source_id))
 
 
 @router.get(
@@ -521,7 +512,7 @@ def start_sync(
     operation_id="get_sync_job",
     summary="A sync job: status, phase, counts and per-object failures.",
     tags=[TAG],
-    responses=_responses(200, "The job.", *READ_ERRORS),
+    responses=route_responses(200, "The job.", *READ_ERRORS),
 )
 def get_sync_job(
     knowledge_base_id: str, sync_job_id: str, principal: CallerPrincipal, data_sources: DataSources
@@ -554,7 +545,7 @@ def get_sync_job(
     ),
     tags=[TAG],
     status_code=201,
-    responses=_responses(201, "The new token.", *WRITE_ERRORS),
+    responses=route_responses(201, "The new token.", *WRITE_ERRORS),
 )
 def create_token(
     request: Annotated[CreateTokenRequest, Body()],
@@ -562,7 +553,7 @@ def create_token(
     tokens: Tokens,
     idempotency_key: IdempotencyKey = None,
 ) -> Response[TokenResponse]:
-    return _json(201, tokens.issue(principal, request))
+    return json_response(201, tokens.issue(principal, request))
 
 
 @router.get(
@@ -579,7 +570,7 @@ def create_token(
         "take a moment to appear (the listing reads an index)."
     ),
     tags=[TAG],
-    responses=_responses(200, "One page of tokens.", *READ_ERRORS),
+    responses=route_responses(200, "One page of tokens.", *READ_ERRORS),
 )
 def list_tokens(
     principal: CallerPrincipal,
@@ -638,7 +629,7 @@ def revoke_token(token_id: str, principal: CallerPrincipal, tokens: Tokens) -> R
         "(draft-ietf-httpapi-ratelimit-headers-06)."
     ),
     tags=[TAG],
-    responses=_responses(200, "The tenant's usage.", 401, 429, 500, 503),
+    responses=route_responses(200, "The tenant's usage.", 401, 429, 500, 503),
 )
 def get_usage(principal: CallerPrincipal, quotas: Quotas) -> UsageResponse:
     return quotas.usage(principal.tenant_id)
@@ -650,7 +641,7 @@ def get_usage(principal: CallerPrincipal, quotas: Quotas) -> UsageResponse:
     summary="Liveness, and whether the runtime switch lets the knowledge tools answer.",
     tags=["meta"],
     security=[{}],
-    responses=_responses(200, "The service answers.", 500),
+    responses=route_responses(200, "The service answers.", 500),
 )
 def health(curation: Curation) -> HealthResponse:
     return curation.health()

@@ -28,15 +28,19 @@ content. Errors are mapped by
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
-from aws_lambda_powertools.event_handler import Request, Response, content_types
+from aws_lambda_powertools.event_handler import Request, Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
-from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from knowledge.api.http import openapi_error_responses
+from knowledge.api.http import (
+    READ_ERRORS,
+    WRITE_ERRORS,
+    json_response,
+    route_responses,
+)
 from knowledge.api.idempotency import Answer
 from knowledge.api.principal import CallerPrincipal
 from knowledge.api.query_parameters import CANONICAL_INTEGER, NextToken
@@ -97,12 +101,10 @@ recall_context_router = Router()  # type: ignore[no-untyped-call]
 pin_memory_router = Router()  # type: ignore[no-untyped-call]
 unpin_memory_router = Router()  # type: ignore[no-untyped-call]
 
-WRITE_ERRORS = (400, 401, 403, 404, 409, 500, 503)
 GOVERNED = (
     " A note others see (`team` or `tenant` scope, before or after the write) also needs `memory:share`, "
     "and another principal's note `memory:admin` (403 `insufficient_scope`, `details.required_scope`)."
 )
-READ_ERRORS = (400, 401, 403, 404, 500, 503)
 Limit = Annotated[
     Annotated[int, Field(ge=1, le=VERSIONS_LIMIT_MAX), CANONICAL_INTEGER] | None,
     Query(description=f"Page size, 1 to {VERSIONS_LIMIT_MAX}."),
@@ -115,16 +117,6 @@ PinsLimit = Annotated[
     Annotated[int, Field(ge=1, le=PINS_LIMIT_MAX), CANONICAL_INTEGER] | None,
     Query(description=f"Page size, 1 to {PINS_LIMIT_MAX}."),
 ]
-
-
-def _responses(success: int, description: str, *errors: int) -> dict[int, OpenAPIResponse]:
-    return {success: {"description": description}, **openapi_error_responses(*errors)}
-
-
-def _json(status: int, body: BaseModel) -> Response[Any]:
-    return Response(
-        status_code=status, content_type=content_types.APPLICATION_JSON, body=body.model_dump(mode="json")
-    )
 
 
 def _may_write(principal: Principal, request: Request) -> None:
@@ -335,7 +327,7 @@ unpin_memory = tool_route(unpin_memory_router, UNPIN_MEMORY)
     operation_id="get_note",
     summary="One note at its current version (superseded notes too).",
     tags=[TAG],
-    responses=_responses(200, "The note.", *READ_ERRORS),
+    responses=route_responses(200, "The note.", *READ_ERRORS),
 )
 def get_note(note_id: str, principal: CallerPrincipal, notes: Notes) -> NoteView:
     return notes.get_note(principal, note_id)
@@ -351,7 +343,7 @@ def get_note(note_id: str, principal: CallerPrincipal, notes: Notes) -> NoteView
         "`memory_type`, `scope`, `include_superseded`."
     ),
     tags=[TAG],
-    responses=_responses(200, "The notes.", *READ_ERRORS),
+    responses=route_responses(200, "The notes.", *READ_ERRORS),
 )
 def list_notes(
     principal: CallerPrincipal,
@@ -379,7 +371,7 @@ def list_notes(
     operation_id="list_note_versions",
     summary="The note's immutable versions, newest first.",
     tags=[TAG],
-    responses=_responses(200, "One page of versions.", *READ_ERRORS),
+    responses=route_responses(200, "One page of versions.", *READ_ERRORS),
 )
 def list_note_versions(
     note_id: str, principal: CallerPrincipal, notes: Notes, limit: Limit = None, next_token: NextToken = None
@@ -398,12 +390,14 @@ def list_note_versions(
     description="Needs `memory:write`. A redacted note cannot come back (400 `memory_invalid_request`)."
     + GOVERNED,
     tags=[TAG],
-    responses=_responses(200, "The restored note (memory, result restored or unchanged).", *WRITE_ERRORS),
+    responses=route_responses(
+        200, "The restored note (memory, result restored or unchanged).", *WRITE_ERRORS
+    ),
 )
 def restore_note(
     note_id: str, principal: CallerPrincipal, notes: Notes, idempotency_key: IdempotencyKey = None
 ) -> Response[MemoryResponse]:
-    return _json(200, notes.restore(principal, note_id))
+    return json_response(200, notes.restore(principal, note_id))
 
 
 @pin_memory_router.get(
@@ -411,7 +405,7 @@ def restore_note(
     operation_id="list_pins",
     summary="The pins that apply to the caller, in pin order.",
     tags=[TAG],
-    responses=_responses(200, "One page of pins.", *READ_ERRORS),
+    responses=route_responses(200, "One page of pins.", *READ_ERRORS),
 )
 def list_pins(
     principal: CallerPrincipal, pins: Pins, limit: PinsLimit = None, next_token: NextToken = None
