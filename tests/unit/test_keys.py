@@ -20,6 +20,8 @@ def test_key_builders_follow_the_documented_layout() -> None:
     assert keys.token_key("abc") == ("TOKEN#abc", "META")
     assert keys.item_index_key("t1", "kb_1", "ki_1") == ("T#t1#KB#kb_1", "ITEM#ki_1")
     assert keys.base_index_key("t1", "kb_1") == ("T#t1#BASES", "KB#kb_1")
+    assert keys.note_index_key("t1", "nt_1") == ("T#t1#NOTES", "NOTE#nt_1")
+    assert keys.bundle_job_key("t1", "ex_1") == ("T#t1#BUNDLE#ex_1", "META")
 
 
 def test_page_sort_keys_sort_in_page_order() -> None:
