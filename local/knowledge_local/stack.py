@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from knowledge.adapters.dynamodb.backfill import backfill_note_listing
 from knowledge.bootstrap import get_container, use_container
 from knowledge.ports import Embedder
 from knowledge.settings import get_settings
@@ -216,6 +217,9 @@ class LocalStack:
                     kept = [provisioned.queues[name].name for name in self._kept_queues()]
                     tables = [table.name, *others]
                     self.restored = self._durable.restore(aws, tables=tables, kept_queues=kept)
+                    if self.restored.anything:
+                        # A table saved by an earlier version: notes it wrote lack the export listing.
+                        backfill_note_listing(aws_client("dynamodb", aws.url), table.name)
             with timings.phase("documents bucket"):
                 self._provision_bucket(aws.url, document_queue.arn if document_queue else None)
             with timings.phase("index"):

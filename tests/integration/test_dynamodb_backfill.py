@@ -1,0 +1,58 @@
+"""The one-off backfill of the notes' listing keys (``knowledge.adapters.dynamodb.backfill``) on
+moto: notes an earlier version wrote without them are listed afterwards, a second run updates
+nothing, other records are left alone."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import boto3
+
+from knowledge.adapters.dynamodb.backfill import backfill_note_listing, main
+from knowledge.adapters.dynamodb.knowledge_store import DynamoDBKnowledgeStore
+from knowledge.domain.memory.lifecycle import NoteDraft, NoteWrite, new_note
+from knowledge.domain.memory.notes import MemoryType, claims_of
+from knowledge.domain.models import Scope
+from tests.conftest import TABLE_NAME
+from tests.support.store import REGION
+
+TENANT = "acme"
+NOW = datetime(2026, 6, 1, tzinfo=UTC)
+
+
+def _written_by_an_earlier_version(store: DynamoDBKnowledgeStore, client: Any, content: str) -> str:
+    draft = NoteDraft(
+        content=content,
+        scope=Scope.PRIVATE,
+        team_id=None,
+        agent_id=None,
+        path="/ops",
+        memory_type=MemoryType.FACT,
+        importance=0.5,
+        semantic_key=None,
+        expires_at=None,
+    )
+    note = new_note(TENANT, "user-1", draft, supersedes=(), now=NOW)
+    store.commit_notes(TENANT, [NoteWrite(previous=None, note=note, claim=tuple(claims_of(note)))])
+    client.update_item(
+        TableName=TABLE_NAME,
+        Key={"PK": {"S": f"T#{TENANT}#NOTE#{note.note_id}"}, "SK": {"S": "META"}},
+        UpdateExpression="REMOVE GSI1PK, GSI1SK",
+    )
+    return note.note_id
+
+
+def test_notes_without_listing_keys_are_listed_after_the_backfill(table: Any) -> None:
+    client = boto3.client("dynamodb", region_name=REGION)
+    store = DynamoDBKnowledgeStore(TABLE_NAME, dynamodb_client=client)
+    old = sorted(_written_by_an_earlier_version(store, client, f"fact {n}") for n in range(3))
+    base = store.create_base(TENANT, name="handbook", owner_id="ops", scope=Scope.TENANT, team_id=None)
+    assert store.list_notes(TENANT, limit=10, next_token=None).entries == []
+
+    assert backfill_note_listing(client, TABLE_NAME) == 3
+
+    assert [note.note_id for note in store.list_notes(TENANT, limit=10, next_token=None).entries] == old
+    assert backfill_note_listing(client, TABLE_NAME) == 0
+    assert store.get_base(TENANT, base.knowledge_base_id) == base
+    assert main(["--table", TABLE_NAME]) == 0
