@@ -145,7 +145,17 @@ class ItemStore(Protocol):
         """Record which revision the index holds, without moving ``version``; with
         ``expected_version``, only while the item is still at that version (``ConflictError`` when it
         moved on, ``ResourceUnavailableError`` when it was archived meanwhile), so a slow indexer
-        can never overwrite the mark of a newer one."""
+        can never overwrite the mark of a newer one. A mark of the item's current revision takes
+        the item off ``list_unindexed_items``."""
+        ...
+
+    def list_unindexed_items(self, tenant_id: str, *, limit: int) -> list[KnowledgeItem]:
+        """Up to ``limit`` (≥ 1, else ``ValueError``) of the tenant's published items whose current
+        revision the search index has not taken yet (``indexed_revision_id`` behind
+        ``current_revision_id``), the newest items first (item ids descending), as stored now:
+        read-your-own-writes (DESIGN §9). Strongly consistent: an item is listed from the write
+        that published its current revision until the indexer's mark of that revision. Bases are
+        not read: visibility is the caller's."""
         ...
 
     def get_item(self, tenant_id: str, knowledge_item_id: str) -> KnowledgeItem | None: ...
@@ -506,6 +516,18 @@ class SearchIndex(Protocol):
         """Up to ``query.k`` visible hits per requested leg, best first. A leg the engine fails raises
         ``DependencyUnavailableError`` with ``details.leg``, or, when ``query.tolerate`` names it and
         the other leg answered, comes back empty as ``LegHits.failed``."""
+        ...
+
+    def score_items(self, query: IndexQuery, items: Sequence[IndexedItem]) -> LegHits:
+        """The hits ``items`` would give for ``query`` if the index held them beside what it holds
+        (read-your-own-writes: published revisions not indexed yet, which the caller has already
+        checked against ``query.visibility``): the lexical leg over their passages by the index's
+        own analysis and BM25 (``title`` and ``text`` combined as the search combines them) with
+        its corpus statistics (document count, document frequencies, average field lengths), a
+        passage that shares no term with the query left out; the semantic leg by the cosine of
+        their chunks' vectors with ``query.vector``. Up to ``query.k`` per requested leg, best
+        first (ties by item id, then ordinal); nothing is written. A failed request raises
+        ``DependencyUnavailableError``."""
         ...
 
     def refresh(self) -> None: ...

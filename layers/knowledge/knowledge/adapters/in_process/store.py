@@ -235,6 +235,21 @@ class InProcessKnowledgeStore(InProcessNoteStore):
                 update={"indexed_revision_id": knowledge_revision_id}
             )
 
+    def list_unindexed_items(self, tenant_id: str, *, limit: int) -> list[KnowledgeItem]:
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        with self._lock:
+            pending = [
+                item
+                for (tenant, _), item in self._items.items()
+                if tenant == tenant_id
+                and item.status is ItemStatus.PUBLISHED
+                and item.current_revision_id is not None
+                and item.indexed_revision_id != item.current_revision_id
+            ]
+        pending.sort(key=lambda item: item.knowledge_item_id, reverse=True)
+        return pending[:limit]
+
     def get_item(self, tenant_id: str, knowledge_item_id: str) -> KnowledgeItem | None:
         with self._lock:
             return self._items.get((tenant_id, knowledge_item_id))
