@@ -523,8 +523,9 @@ class SearchIndex(Protocol):
         (read-your-own-writes: published revisions not indexed yet, which the caller has already
         checked against ``query.visibility``): the lexical leg over their passages by the index's
         own analysis and BM25 (``title`` and ``text`` combined as the search combines them) with
-        its corpus statistics (document count, document frequencies, average field lengths), a
-        passage that shares no term with the query left out; the semantic leg by the cosine of
+        the statistics of its corpus with those passages beside what it holds (document count,
+        document frequencies, average field lengths), so a passage scores as it will once indexed,
+        a passage that shares no term with the query left out; the semantic leg by the cosine of
         their chunks' vectors with ``query.vector``. Up to ``query.k`` per requested leg, best
         first (ties by item id, then ordinal); nothing is written. A failed request raises
         ``DependencyUnavailableError``."""

@@ -333,8 +333,10 @@ class EmbeddedIndex:
     def score_items(self, query: IndexQuery, items: Sequence[IndexedItem]) -> LegHits:
         """The hits ``items`` would give beside what the index holds (``SearchIndex.score_items``):
         each passage's ``title`` and ``text`` scored by tantivy's BM25 (``engine.bm25``) with the
-        index's statistics per field (document count, document frequencies, total length: those
-        of the ``items``' passages while the index holds none) and combined as ``_lexical``'s
+        statistics per field (document count, document frequencies, total length) of the index
+        with the ``items``' passages beside what it holds, so a passage scores as it will once
+        indexed (tantivy keeps replaced documents in its statistics until their segments merge,
+        where these count the live ones), and combined as ``_lexical``'s
         disjunction max (``title_boost``, ``text_boost``, ``tie_breaker``); each chunk by the
         cosine of its vector, as ``search``. ``ValueError`` for a semantic leg without a vector."""
         with self._lock:
@@ -366,16 +368,11 @@ class EmbeddedIndex:
         texts = Added([text for _, _, _, text in spans])
 
         def statistics(field: str, added: Added, total: int) -> dict[str, Any]:
-            if not held:
-                return {
-                    "documents": added.documents,
-                    "total_length": added.length,
-                    "frequency": added.frequencies.__getitem__,
-                }
+            """The field's statistics with the added passages beside the held ones."""
             return {
-                "documents": held,
-                "total_length": total,
-                "frequency": lambda term: int(self._searcher.doc_freq(field, term)),
+                "documents": held + added.documents,
+                "total_length": total + added.length,
+                "frequency": lambda term: int(self._searcher.doc_freq(field, term)) + added.frequencies[term],
             }
 
         title_statistics = statistics("title", titles, self._title_length)

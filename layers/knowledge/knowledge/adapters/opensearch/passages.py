@@ -430,7 +430,9 @@ class OpenSearchIndex:
         Lexical: the query's terms by the fields' search analyzer (``_analyze``) and each passage's
         ``title`` and ``text`` terms with the statistics of the tenant's shard (``_mtermvectors`` of
         artificial documents, routed by tenant: term and document frequencies, document count,
-        total length per field), each field scored by OpenSearch's BM25 (``lucene_bm25``) and
+        total length per field) with the ``items``' passages counted beside the shard's, so a
+        passage scores as it will once indexed; each field scored by OpenSearch's BM25
+        (``lucene_bm25``) and
         combined as ``lexical_body``'s ``multi_match`` ``best_fields`` combines them (the better of
         ``title^title_boost`` and ``text``, plus ``tie_breaker`` times the other). Lengths are
         exact where Lucene stores them in one byte, so a long passage's score may differ by a few
@@ -477,8 +479,8 @@ class OpenSearchIndex:
         texts = [fields.get("text", {}) for fields in vectors]
         hits = []
         for (item, span), title, body in zip(spans, titles, texts, strict=False):
-            title_score = lucene_bm25(terms, title, titles)
-            text_score = lucene_bm25(terms, body, texts)
+            title_score = lucene_bm25(terms, title, titles, beside=True)
+            text_score = lucene_bm25(terms, body, texts, beside=True)
             if title_score is None and text_score is None:
                 continue
             weaker, better = sorted((self._title_boost * (title_score or 0.0), text_score or 0.0))
