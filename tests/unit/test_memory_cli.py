@@ -437,3 +437,22 @@ def test_forget_json_prints_the_answer_with_its_receipt(
 
     assert json.loads(capsys.readouterr().out) == _receipt(False)
     assert api.bodies("/v1/tools/forget_memory") == [{"note_id": NOTE, "mode": "hard"}]
+
+
+def test_search_consistent_is_sent_and_pending_items_are_told_on_stderr(
+    api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    api.reply(
+        "POST",
+        "/v1/tools/search_knowledge",
+        200,
+        {"type": "knowledge_search", "results": [], "pending_index": {"writes": 3, "included": False}},
+    )
+
+    assert run("search", "osprey") == 0
+    assert run("search", "osprey", "--consistent") == 0
+
+    printed = capsys.readouterr()
+    assert printed.out == "No results.\nNo results.\n"
+    assert printed.err.count("3 published items are not indexed yet; --consistent includes them.") == 2
+    assert [body.get("consistent") for body in api.bodies("/v1/tools/search_knowledge")] == [None, True]

@@ -70,6 +70,11 @@ def _query(
     return answer
 
 
+def _lexical(answer: KnowledgeSearchResponse, item: KnowledgeItem) -> float | None:
+    [result] = [result for result in answer.results if result.knowledge_item_id == item.knowledge_item_id]
+    return result.scores.lexical
+
+
 def _found(answer: KnowledgeSearchResponse) -> list[str]:
     return [result.knowledge_item_id for result in answer.results]
 
@@ -126,7 +131,7 @@ def test_search_consistent_pending_item_scores_as_it_does_once_indexed(
     after = _query(search, "staging database heron", mode="lexical", consistent=True)
 
     assert after.pending_index.writes == 0
-    assert before.results[0].scores.lexical == pytest.approx(after.results[0].scores.lexical, rel=1e-6)
+    assert _lexical(before, pending) == pytest.approx(_lexical(after, pending), rel=1e-6)
 
 
 def test_search_consistent_shows_the_new_revision_never_the_stale_one(
