@@ -349,7 +349,14 @@ USAGE = {
     "type": "usage",
     "tenant_id": "dev",
     "measured_at": "2026-06-01T09:00:00Z",
-    "stored": {"items": 14, "notes": 3, "total": 17, "limit": 100000, "remaining": 99983},
+    "stored": {
+        "items": 14,
+        "notes": 3,
+        "total": 17,
+        "limit": 100000,
+        "remaining": 99983,
+        "content_bytes": 52340,
+    },
     "rates": [
         {
             "quota": "requests_per_second",
@@ -380,7 +387,7 @@ def test_usage_prints_the_stored_counts_and_each_quota(
 
     assert capsys.readouterr().out.splitlines() == [
         "tenant dev",
-        "stored       17 of 100,000 (99,983 left): 14 items, 3 notes",
+        "stored       17 of 100,000 (99,983 left): 14 items, 3 notes, 52,340 bytes of content",
         "requests/s   1 used of 50, 49 left, full again in 1 s",
         "writes/s     no limit",
     ]

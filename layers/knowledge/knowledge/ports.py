@@ -339,9 +339,10 @@ class NoteStore(Protocol):
         alone: it is already gone (a TTL sweep), and what remains of it is removed."""
         ...
 
-    def release_expired_note(self, tenant_id: str, note_id: str) -> bool:
+    def release_expired_note(self, tenant_id: str, note_id: str, *, content_bytes: int = 0) -> bool:
         """Take a note that its expiry removed (the table's TTL sweep, reported by the stream) off
-        the tenant's stored items count, exactly once however often it is called for that note:
+        the tenant's stored items count, and its ``content_bytes`` (the UTF-8 size of the content it
+        held) off the tenant's stored bytes, exactly once however often it is called for that note:
         ``True`` when this call took it off; ``False`` when an earlier call did, or when the count is
         already 0 (it never goes below). The note itself is not read or touched."""
         ...
@@ -404,9 +405,12 @@ class QuotaStore(Protocol):
 
     def read_counters(self, tenant_id: str) -> QuotaCounters:
         """The tenant's rate arrival times and stored counts, read at once (strongly consistent):
-        what ``GET /v1/usage`` reports. A count never read below 0, and the notes never above the
-        total (notes created before they were counted apart count as items). Raises
-        ``DependencyUnavailableError``."""
+        what ``GET /v1/usage`` reports. ``content_bytes`` is moved by the writes that store content,
+        in their own atomic write: a revision adds its content's UTF-8 bytes (revisions are kept,
+        archived items' too), a note write adds its content's and takes off its previous
+        version's, a note's deletion or counted-out expiry takes its content's off. A count never
+        reads below 0, and the notes never above the total (notes created before they were counted
+        apart count as items). Raises ``DependencyUnavailableError``."""
         ...
 
 

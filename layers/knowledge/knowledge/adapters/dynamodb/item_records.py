@@ -26,7 +26,8 @@ Write protocol:
   so a mark the indexer's delete missed costs one listing at most.
 - A live item counts against its tenant's stored items quota: the create's transaction adds one to
   the tenant's count under the limit (else ``StoredItemsQuotaError``, and nothing is written), the
-  archive's transaction takes one off.
+  archive's transaction takes one off. Every revision's transaction adds its content's UTF-8 bytes
+  to the tenant's stored bytes (``quota_records``); revisions are kept, so nothing takes them off.
 
 Reads of single records are strongly consistent; ``list_items`` reads GSI1 (eventually consistent),
 ``list_revisions`` the table.
@@ -42,9 +43,10 @@ from knowledge.adapters.dynamodb import codec, keys
 from knowledge.adapters.dynamodb.failures import CounterFullError
 from knowledge.adapters.dynamodb.page_records import discard_pages, revision_ids, write_pages
 from knowledge.adapters.dynamodb.paging import INDEX_KEY, TABLE_KEY, Listing
-from knowledge.adapters.dynamodb.quota_records import stored_items_write
+from knowledge.adapters.dynamodb.quota_records import stored_bytes_write, stored_items_write
 from knowledge.adapters.dynamodb.table import EXISTS, VERSION_IS_EXPECTED, TableRecords, all_of
 from knowledge.domain import ids, lifecycle
+from knowledge.domain.access.rates import content_bytes
 from knowledge.domain.as_of import ItemState, item_state
 from knowledge.domain.models import ItemStatus, KnowledgeItem, Page, Revision, Source
 from knowledge.domain.segments import Segment
@@ -104,7 +106,9 @@ class DynamoDBItemStore(TableRecords):
         writes = [
             self._table.put_new_write(codec.encode_item(item)),
             self._state_write(item),
-            stored_items_write(self._table, tenant_id, 1, self._stored_items_limit),
+            stored_items_write(
+                self._table, tenant_id, 1, self._stored_items_limit, content_bytes=content_bytes(content)
+            ),
             *self._unindexed_item_write(item),
         ]
         if external_id is not None:
@@ -170,6 +174,7 @@ class DynamoDBItemStore(TableRecords):
             [
                 {"Update": self._item_update(item, updated)},
                 self._state_write(updated),
+                stored_bytes_write(self._table, tenant_id, content_bytes(content)),
                 *(self._unindexed_item_write(updated) if publish else ()),
             ],
         )

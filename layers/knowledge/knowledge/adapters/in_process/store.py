@@ -23,7 +23,7 @@ from knowledge.adapters.in_process.listing import found as _found
 from knowledge.adapters.in_process.listing import page as _page
 from knowledge.adapters.in_process.notes import InProcessNoteStore
 from knowledge.domain import ids, lifecycle
-from knowledge.domain.access.rates import QuotaCounters, Rate, RateDecision
+from knowledge.domain.access.rates import QuotaCounters, Rate, RateDecision, content_bytes
 from knowledge.domain.as_of import ItemState, item_state
 from knowledge.domain.models import (
     BaseStatus,
@@ -410,7 +410,12 @@ class InProcessKnowledgeStore(InProcessNoteStore):
                 for (tenant, note_id) in self._notes
                 if tenant == tenant_id and (tenant, note_id) not in self._expiry_counted
             )
-            return QuotaCounters(arrivals=arrivals, stored=stored, notes=min(stored, notes))
+            return QuotaCounters(
+                arrivals=arrivals,
+                stored=stored,
+                notes=min(stored, notes),
+                content_bytes=max(0, self._stored_bytes.get(tenant_id, 0)),
+            )
 
     # Internals (callers hold the lock)
 
@@ -442,6 +447,7 @@ class InProcessKnowledgeStore(InProcessNoteStore):
         key = (revision.tenant_id, revision.knowledge_item_id, revision.knowledge_revision_id)
         self._contents[key] = content
         self._revisions[key] = revision
+        self._count_bytes(revision.tenant_id, content_bytes(content))
         self._put_item(item)
 
     def _put_item(self, item: KnowledgeItem) -> None:
