@@ -16,6 +16,7 @@ from knowledge.adapters.runtime_switch import StaticRuntimeSwitch
 from knowledge.contract.search import PENDING_INDEX_LIMIT, KnowledgeSearchResponse, SearchKnowledgeArguments
 from knowledge.domain.models import BaseStatus, KnowledgeBase, KnowledgeItem, Principal, Scope, Source
 from knowledge.domain.retrieval.chunking import Chunker
+from knowledge.errors import DependencyUnavailableError
 from knowledge.services.indexing import IndexingService
 from knowledge.services.search import SearchService
 from tests.support.embedding import FailingEmbedder, HashingEmbedder
@@ -250,3 +251,15 @@ def test_search_pending_index_counts_at_most_the_limit(
     answer = _query(search, "heron database")
 
     assert answer.pending_index.writes == PENDING_INDEX_LIMIT
+
+
+def test_search_consistent_semantic_query_embedder_failure_on_pending_is_dependency_unavailable(
+    store: InProcessKnowledgeStore, index: EmbeddedIndex, chunker: Chunker
+) -> None:
+    search = SearchService(store, index, FailingEmbedder("heron"), StaticRuntimeSwitch(True), chunker=chunker)
+    _write(store, _base(store), HERON)
+
+    with pytest.raises(DependencyUnavailableError) as raised:
+        _query(search, "staging database", mode="semantic", consistent=True)
+
+    assert raised.value.details == {"leg": "semantic"}

@@ -204,10 +204,10 @@ class SearchService:
                 return _items_of_history(hits)
             if not ranked_pending.ids:
                 return hits
-            legs = index_query.legs - {hits.failed} if hits.failed is not None else index_query.legs
+            answered = index_query.legs - {hits.failed} if hits.failed is not None else index_query.legs
             scored = index.score_items(
-                index_query.model_copy(update={"legs": legs}),
-                ranked_pending.items(semantic=Leg.SEMANTIC in legs),
+                index_query.model_copy(update={"legs": answered}),
+                ranked_pending.items(semantic=Leg.SEMANTIC in answered),
             )
             return with_pending(hits, scored, ranked_pending.ids, index_query.k)
 
