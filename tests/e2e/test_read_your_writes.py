@@ -7,9 +7,10 @@ The first test probes the session runtime 1,000 times under ``make fuzz`` (``KNO
 A probe's marker is one word, so its note is the only lexical hit; in the default hybrid mode it
 can share the top score with the probe's semantically closest older note once the semantic leg's
 200 candidates no longer reach it, which the index path does alike, so the test asks for the note
-among the results and reports how often it came first. The second starts a runtime whose indexer
-never receives note changes (its template's stream filter leaves notes out), so the index is held
-back for as long as the test looks."""
+among the results and reports how often it came first. The others start a runtime whose indexer
+never receives note or item changes (its template's stream filter leaves them out), so the index is
+held back for as long as the test looks: there ``search_memory`` and ``search_knowledge`` report
+``pending_index`` and, with ``consistent: true``, find the note or item just written."""
 
 from __future__ import annotations
 
@@ -109,12 +110,13 @@ def test_remember_then_consistent_search_memory_finds_the_note_every_time_under_
 
 @pytest.fixture(scope="module")
 def held_back(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RuntimeProcess]:
-    """A runtime whose stream filter never passes a note change to the indexer."""
+    """A runtime whose stream filter never passes a note or item change to the indexer."""
     work = tmp_path_factory.mktemp("held-back")
     text = TEMPLATE.read_text(encoding="utf-8")
-    text = text.replace('["item", "base", "note"]', '["item", "base"]')
+    text = text.replace('["item", "base", "note"]', '["base"]')
     text = re.sub(r"(CodeUri|ContentUri): (\S+)", lambda m: f"{m[1]}: {ROOT / m[2]}/", text)
     assert '"note"]' not in text
+    assert '["item", ' not in text
     override = work / "template.yaml"
     override.write_text(text, encoding="utf-8")
     with pytest.MonkeyPatch.context() as patch:
@@ -146,3 +148,28 @@ def test_search_memory_reports_pending_index_while_the_indexer_is_held_back(
     assert consistent["pending_index"] == {"writes": 1, "included": True}
     assert [item["note_id"] for item in recalled["items"]] == [written["note"]["note_id"]]
     assert unpinned["indexed"] is False
+
+
+def test_search_knowledge_reports_pending_index_while_the_indexer_is_held_back(
+    held_back: RuntimeProcess,
+) -> None:
+    with held_back.http() as client:
+        base = _post(client, "/v1/knowledge-bases", {"name": "Held back", "scope": "tenant"})
+        item = _post(
+            client,
+            f"/v1/knowledge-bases/{base['knowledge_base_id']}/items",
+            {"title": "Heron", "content": "The staging database is called heron.", "publish": True},
+        )
+        time.sleep(3.0)  # many stream polls: the indexer would have taken it by now
+
+        query = {"query": "staging heron", "knowledge_base_id": base["knowledge_base_id"]}
+        plain = _post(client, "/v1/tools/search_knowledge", query)
+        consistent = _post(client, "/v1/tools/search_knowledge", {**query, "consistent": True})
+
+    assert item["indexed"] is False
+    assert plain["results"] == []
+    assert plain["pending_index"] == {"writes": 1, "included": False}
+    assert [(r["knowledge_item_id"], r["knowledge_revision_id"]) for r in consistent["results"]] == [
+        (item["knowledge_item_id"], item["knowledge_revision_id"])
+    ]
+    assert consistent["pending_index"] == {"writes": 1, "included": True}

@@ -186,14 +186,18 @@ def test_indexer_own_indexed_marks_are_ignored_so_the_stream_settles(
     world: SearchWorld, reader: StreamReader
 ) -> None:
     base = world.base(TENANT)
-    _create(world, base, "Release process", BLUE_GREEN)
+    item = _create(world, base, "Release process", BLUE_GREEN)
     assert run_indexer(reader.read()) == []
 
     marks = reader.read()
     actions = [_indexing(world).apply(decode_stream_record(record)) for record in marks]
 
-    assert [record["eventName"] for record in marks] == ["MODIFY"]
-    assert actions == [IndexAction.IGNORED]
+    # The item's indexed mark, and the removal of its unindexed mark (read-your-own-writes).
+    assert [(record["eventName"], record["dynamodb"]["Keys"]["SK"]["S"]) for record in marks] == [
+        ("MODIFY", "META"),
+        ("REMOVE", f"ITEM#{item.knowledge_item_id}"),
+    ]
+    assert actions == [IndexAction.IGNORED, IndexAction.IGNORED]
     assert reader.read() == []
 
 

@@ -203,6 +203,9 @@ def test_mcp_tools_list_publishes_spec_schema(gateway: Gateway, world: SearchWor
     properties = dict(schema["properties"])
     as_of = properties.pop("as_of")  # beyond the spec: answers as of a moment (DESIGN §11)
     assert as_of["anyOf"][0] == {"type": "string", "format": "date-time"}
+    consistent = properties.pop("consistent")  # beyond the spec: read-your-own-writes (DESIGN §9)
+    assert (consistent["type"], consistent["default"]) == ("boolean", False)
+    assert "pending_index" in consistent["description"]
     assert set(properties) == set(SPEC_PARAMETERS)
     for name, (description, default) in SPEC_PARAMETERS.items():
         assert (properties[name]["description"], properties[name]["default"]) == (description, default), name
@@ -779,3 +782,20 @@ def test_mcp_unknown_method_answers_method_not_found_without_echoing_it(
     }
     assert "onerror" not in response.text
     assert int(response.headers["content-length"]) == len(response.content)
+
+
+def test_mcp_search_knowledge_consistent_finds_the_item_the_indexer_has_not_taken(
+    gateway: Gateway, world: SearchWorld
+) -> None:
+    base = world.base("mcp-ryw")
+    item, revision = world.publish(base, "Heron", "The staging database is called heron.", indexed=False)
+    authorization = world.token("mcp-ryw")
+
+    lagging = payload(call_tool(gateway, authorization, {"query": "staging heron"}))
+    consistent = payload(call_tool(gateway, authorization, {"query": "staging heron", "consistent": True}))
+
+    assert (lagging["results"], lagging["pending_index"]) == ([], {"writes": 1, "included": False})
+    assert [(r["knowledge_item_id"], r["knowledge_revision_id"]) for r in consistent["results"]] == [
+        (item.knowledge_item_id, revision.knowledge_revision_id)
+    ]
+    assert consistent["pending_index"] == {"writes": 1, "included": True}

@@ -742,3 +742,70 @@ def test_upsert_many_thousands_of_chunks_searchable(index: SearchIndex) -> None:
     assert results == [True] * len(items)
     assert leg_hits(index.search(query(MATCH)), Leg.LEXICAL) == [("ki_01234", 1)]
     assert len(index.search(query("common", k=50)).lexical) == 50
+
+
+# score_items: hits of revisions the index does not hold yet (read-your-own-writes)
+
+
+def _hits(hits: LegHits, leg: Leg) -> list[tuple[str, int, float]]:
+    chosen = hits.lexical if leg is Leg.LEXICAL else hits.semantic
+    return [(hit.knowledge_item_id, hit.ordinal, hit.score) for hit in chosen]
+
+
+@every_leg
+def test_score_items_scores_a_pending_item_as_the_index_does_once_it_holds_it(
+    index: SearchIndex, leg: Leg
+) -> None:
+    index.upsert(item("ki_held", ("the zebra grazed", "lions rest"), vectors=[at_angle(0.5), axis(2)]))
+    index.upsert(item("ki_other", ("a quiet river bank",), vectors=[axis(3)], title="Zebra notes"))
+    pending = item(
+        "ki_new", ("a zebra crossed the zebra savanna",), vectors=[at_angle(0.8)], title="Zebra field guide"
+    )
+
+    scored = index.score_items(probe(leg), [pending])
+    index.upsert(pending)
+    held = [hit for hit in _hits(index.search(probe(leg)), leg) if hit[0] == "ki_new"]
+
+    assert [(item_id, ordinal) for item_id, ordinal, _ in _hits(scored, leg)] == [("ki_new", 0)]
+    assert _hits(scored, leg)[0][2] == pytest.approx(held[0][2], rel=1e-5)
+
+
+@every_adapter
+def test_score_items_leaves_out_a_passage_without_a_query_term_and_writes_nothing(index: SearchIndex) -> None:
+    index.upsert(matching("ki_held"))
+
+    scored = index.score_items(probe(Leg.LEXICAL), [item("ki_new", ("nothing of the kind",))])
+
+    assert scored.lexical == []
+    assert found_items(index, MATCH) == {"ki_held"}
+
+
+@every_adapter
+def test_score_items_title_match_alone_scores_the_passage(index: SearchIndex) -> None:
+    index.upsert(matching("ki_held"))
+    pending = item("ki_new", ("about grasslands",), title="Zebra")
+
+    scored = index.score_items(probe(Leg.LEXICAL), [pending])
+    index.upsert(pending)
+    held = [hit for hit in _hits(index.search(probe(Leg.LEXICAL)), Leg.LEXICAL) if hit[0] == "ki_new"]
+
+    assert _hits(scored, Leg.LEXICAL)[0][2] == pytest.approx(held[0][2], rel=1e-5)
+
+
+@every_adapter
+def test_score_items_cuts_each_leg_at_k_best_first(index: SearchIndex) -> None:
+    pending = [
+        item(f"ki_{n}", (" ".join(["zebra"] * (n + 1)) + " grass",), vectors=[at_angle(0.1 * (n + 1))])
+        for n in range(5)
+    ]
+
+    scored = index.score_items(
+        query(MATCH, vector=axis(0), k=3).model_copy(update={"legs": frozenset({Leg.LEXICAL, Leg.SEMANTIC})}),
+        pending,
+    )
+
+    assert [hit.knowledge_item_id for hit in scored.semantic] == ["ki_4", "ki_3", "ki_2"]
+    assert len(scored.lexical) == 3
+    assert [hit.score for hit in scored.lexical] == sorted(
+        (hit.score for hit in scored.lexical), reverse=True
+    )

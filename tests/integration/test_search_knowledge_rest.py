@@ -435,7 +435,8 @@ def test_search_knowledge_query_result_has_every_contract_field(world: SearchWor
     reply = world.search(reader, "blue green rollout")
 
     body = reply.body
-    assert set(body) == {"type", "query", "mode", "alpha", "results", "legs"}
+    assert set(body) == {"type", "query", "mode", "alpha", "results", "legs", "pending_index"}
+    assert body["pending_index"] == {"writes": 0, "included": False}
     assert (body["type"], body["query"], body["mode"], body["alpha"]) == (
         "knowledge_search",
         "blue green rollout",
@@ -543,3 +544,26 @@ def test_search_knowledge_query_event_file_answers_for_its_authorizer_context(wo
     assert reply.status == 200
     assert reply.body["query"] == "deployment runbook"
     assert [result["knowledge_base_id"] for result in reply.body["results"]] == [acme.knowledge_base_id]
+
+
+def test_search_knowledge_consistent_finds_an_item_published_while_the_indexer_lags(
+    world: SearchWorld, reader: str
+) -> None:
+    base = world.base()
+    world.publish(base, "Runbook", DOC)
+    item, revision = world.publish(base, "Heron", "The staging database is called heron.", indexed=False)
+
+    lagging = world.search(reader, "staging heron", mode="lexical").body
+    consistent = world.search(reader, "staging heron", mode="lexical", consistent=True).body
+
+    assert (lagging["results"], lagging["pending_index"]) == ([], {"writes": 1, "included": False})
+    assert [(r["knowledge_item_id"], r["knowledge_revision_id"]) for r in consistent["results"]] == [
+        (item.knowledge_item_id, revision.knowledge_revision_id)
+    ]
+    assert consistent["pending_index"] == {"writes": 1, "included": True}
+
+
+def test_search_knowledge_consistent_not_a_boolean_is_validation_error(
+    world: SearchWorld, reader: str
+) -> None:
+    error_body(400, "validation_error", world.call({"query": "heron", "consistent": "yes"}, reader))

@@ -202,3 +202,18 @@ def test_stored_items_quota_hard_forget_of_an_expiring_note_frees_one_slot_not_t
 
     assert remember(agent, "Builds run on arm64.").status == 201
     assert remember(agent, "The wiki lives in the ops space.").status == 429
+
+
+def test_stored_bytes_note_removed_by_its_expiry_takes_its_content_off_once(
+    world: SearchWorld, reader: StreamReader
+) -> None:
+    agent = memory_token(world, "alice")
+    _fill_with_an_expiring_note(agent, reader)
+    before = world.store.read_counters("acme").content_bytes
+    removals = _sweep(reader)
+
+    assert run_indexer(removals + removals) == []
+    assert run_indexer(removals) == []
+
+    after = world.store.read_counters("acme").content_bytes
+    assert before - after == len(b"The staging cluster is called kestrel.")

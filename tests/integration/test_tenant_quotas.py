@@ -188,7 +188,14 @@ def test_usage_reports_the_tenants_stored_items_and_what_is_left_of_each_quota(
 
     assert usage["type"] == "usage"
     assert usage["tenant_id"] == "acme"
-    assert usage["stored"] == {"items": 1, "notes": 0, "total": 1, "limit": 100, "remaining": 99}
+    assert usage["stored"] == {
+        "items": 1,
+        "notes": 0,
+        "total": 1,
+        "limit": 100,
+        "remaining": 99,
+        "content_bytes": len(b"Blue-green deployments switch traffic at the router."),
+    }
     rates = {rate["quota"]: rate for rate in usage["rates"]}
     assert rates["requests_per_second"] == {
         "quota": "requests_per_second",
@@ -217,3 +224,28 @@ def test_usage_of_a_quota_turned_off_has_null_figures(world: SearchWorld, clock:
     assert (rates["requests_per_second"].limit, rates["requests_per_second"].remaining) == (None, None)
     assert rates["writes_per_second"].remaining == 3
     assert (usage.stored.limit, usage.stored.remaining) == (None, None)
+
+
+def test_usage_content_bytes_grow_with_each_revision(world: SearchWorld, clock: FrozenClock) -> None:
+    writer = AdminClient(world.token("acme", scopes=[READ, WRITE, ADMIN]))
+    before = writer.ok("GET", "/v1/usage")["stored"]["content_bytes"]
+    [base] = writer.ok("GET", "/v1/knowledge-bases")["knowledge_bases"]
+    clock.now += 1
+    item = writer.ok(
+        "POST",
+        f"/v1/knowledge-bases/{base['knowledge_base_id']}/items",
+        {"title": "Café", "content": "Café au lait.", "publish": True},
+        status=201,
+    )
+    clock.now += 1
+    writer.ok(
+        "POST",
+        f"/v1/knowledge-items/{item['knowledge_item_id']}/revisions",
+        {"content": "Café noir, 2 €.", "publish": False},
+        status=201,
+    )
+    clock.now += 1
+
+    after = writer.ok("GET", "/v1/usage")["stored"]["content_bytes"]
+
+    assert after - before == len("Café au lait.".encode()) + len("Café noir, 2 €.".encode())

@@ -167,13 +167,23 @@ class SearchWorld:
         self.index.upsert_many(
             [self._indexed(base, item, revision, content) for item, revision, content in published]
         )
+        for item, revision, _ in published:
+            self._mark(item, revision)
         return [item for item, _, _ in published]
 
     def index_revision(
         self, base: KnowledgeBase, item: KnowledgeItem, revision: Revision, content: str
     ) -> None:
-        """Put ``revision`` of ``item`` in the index as the indexer would, whatever the store says."""
+        """Put ``revision`` of ``item`` in the index as the indexer would, whatever the store says,
+        and mark it as the item's indexed revision (so the item is pending only while that is not
+        its current revision)."""
         self.index.upsert(self._indexed(base, item, revision, content))
+        self._mark(item, revision)
+
+    def _mark(self, item: KnowledgeItem, revision: Revision) -> None:
+        self.store.set_indexed_revision(
+            item.tenant_id, item.knowledge_item_id, revision.knowledge_revision_id
+        )
 
     def _indexed(
         self, base: KnowledgeBase, item: KnowledgeItem, revision: Revision, content: str

@@ -349,7 +349,14 @@ USAGE = {
     "type": "usage",
     "tenant_id": "dev",
     "measured_at": "2026-06-01T09:00:00Z",
-    "stored": {"items": 14, "notes": 3, "total": 17, "limit": 100000, "remaining": 99983},
+    "stored": {
+        "items": 14,
+        "notes": 3,
+        "total": 17,
+        "limit": 100000,
+        "remaining": 99983,
+        "content_bytes": 52340,
+    },
     "rates": [
         {
             "quota": "requests_per_second",
@@ -380,7 +387,7 @@ def test_usage_prints_the_stored_counts_and_each_quota(
 
     assert capsys.readouterr().out.splitlines() == [
         "tenant dev",
-        "stored       17 of 100,000 (99,983 left): 14 items, 3 notes",
+        "stored       17 of 100,000 (99,983 left): 14 items, 3 notes, 52,340 bytes of content",
         "requests/s   1 used of 50, 49 left, full again in 1 s",
         "writes/s     no limit",
     ]
@@ -437,3 +444,22 @@ def test_forget_json_prints_the_answer_with_its_receipt(
 
     assert json.loads(capsys.readouterr().out) == _receipt(False)
     assert api.bodies("/v1/tools/forget_memory") == [{"note_id": NOTE, "mode": "hard"}]
+
+
+def test_search_consistent_is_sent_and_pending_items_are_told_on_stderr(
+    api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    api.reply(
+        "POST",
+        "/v1/tools/search_knowledge",
+        200,
+        {"type": "knowledge_search", "results": [], "pending_index": {"writes": 3, "included": False}},
+    )
+
+    assert run("search", "osprey") == 0
+    assert run("search", "osprey", "--consistent") == 0
+
+    printed = capsys.readouterr()
+    assert printed.out == "No results.\nNo results.\n"
+    assert printed.err.count("3 published items are not indexed yet; --consistent includes them.") == 2
+    assert [body.get("consistent") for body in api.bodies("/v1/tools/search_knowledge")] == [None, True]

@@ -38,6 +38,7 @@ def test_openapi_document_describes_search_knowledge_contract() -> None:
         "mode",
         "alpha",
         "as_of",
+        "consistent",
     }
     assert schemas["SearchKnowledgeArguments"]["properties"]["as_of"]["anyOf"][0]["format"] == "date-time"
     assert document["components"]["securitySchemes"]["bearerAuth"]["scheme"] == "bearer"

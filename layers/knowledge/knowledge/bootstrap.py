@@ -215,6 +215,7 @@ class Container:
                 self.runtime_switch,
                 utc_now,
                 history=lambda: self.history_index,
+                chunker=self.chunker,
             )
 
         return self._once("search", build)

@@ -147,7 +147,17 @@ class ItemStore(Protocol):
         """Record which revision the index holds, without moving ``version``; with
         ``expected_version``, only while the item is still at that version (``ConflictError`` when it
         moved on, ``ResourceUnavailableError`` when it was archived meanwhile), so a slow indexer
-        can never overwrite the mark of a newer one."""
+        can never overwrite the mark of a newer one. A mark of the item's current revision takes
+        the item off ``list_unindexed_items``."""
+        ...
+
+    def list_unindexed_items(self, tenant_id: str, *, limit: int) -> list[KnowledgeItem]:
+        """Up to ``limit`` (≥ 1, else ``ValueError``) of the tenant's published items whose current
+        revision the search index has not taken yet (``indexed_revision_id`` behind
+        ``current_revision_id``), the newest items first (item ids descending), as stored now:
+        read-your-own-writes (DESIGN §9). Strongly consistent: an item is listed from the write
+        that published its current revision until the indexer's mark of that revision. Bases are
+        not read: visibility is the caller's."""
         ...
 
     def get_item(self, tenant_id: str, knowledge_item_id: str) -> KnowledgeItem | None: ...
@@ -331,9 +341,10 @@ class NoteStore(Protocol):
         alone: it is already gone (a TTL sweep), and what remains of it is removed."""
         ...
 
-    def release_expired_note(self, tenant_id: str, note_id: str) -> bool:
+    def release_expired_note(self, tenant_id: str, note_id: str, *, content_bytes: int = 0) -> bool:
         """Take a note that its expiry removed (the table's TTL sweep, reported by the stream) off
-        the tenant's stored items count, exactly once however often it is called for that note:
+        the tenant's stored items count, and its ``content_bytes`` (the UTF-8 size of the content it
+        held) off the tenant's stored bytes, exactly once however often it is called for that note:
         ``True`` when this call took it off; ``False`` when an earlier call did, or when the count is
         already 0 (it never goes below). The note itself is not read or touched."""
         ...
@@ -396,9 +407,12 @@ class QuotaStore(Protocol):
 
     def read_counters(self, tenant_id: str) -> QuotaCounters:
         """The tenant's rate arrival times and stored counts, read at once (strongly consistent):
-        what ``GET /v1/usage`` reports. A count never read below 0, and the notes never above the
-        total (notes created before they were counted apart count as items). Raises
-        ``DependencyUnavailableError``."""
+        what ``GET /v1/usage`` reports. ``content_bytes`` is moved by the writes that store content,
+        in their own atomic write: a revision adds its content's UTF-8 bytes (revisions are kept,
+        archived items' too), a note write adds its content's and takes off its previous
+        version's, a note's deletion or counted-out expiry takes its content's off. A count never
+        reads below 0, and the notes never above the total (notes created before they were counted
+        apart count as items). Raises ``DependencyUnavailableError``."""
         ...
 
 
@@ -608,6 +622,19 @@ class SearchIndex(Protocol):
         """Up to ``query.k`` visible hits per requested leg, best first. A leg the engine fails raises
         ``DependencyUnavailableError`` with ``details.leg``, or, when ``query.tolerate`` names it and
         the other leg answered, comes back empty as ``LegHits.failed``."""
+        ...
+
+    def score_items(self, query: IndexQuery, items: Sequence[IndexedItem]) -> LegHits:
+        """The hits ``items`` would give for ``query`` if the index held them beside what it holds
+        (read-your-own-writes: published revisions not indexed yet, which the caller has already
+        checked against ``query.visibility``): the lexical leg over their passages by the index's
+        own analysis and BM25 (``title`` and ``text`` combined as the search combines them) with
+        the statistics of its corpus with those passages beside what it holds (document count,
+        document frequencies, average field lengths), so a passage scores as it will once indexed,
+        a passage that shares no term with the query left out; the semantic leg by the cosine of
+        their chunks' vectors with ``query.vector``. Up to ``query.k`` per requested leg, best
+        first (ties by item id, then ordinal); nothing is written. A failed request raises
+        ``DependencyUnavailableError``."""
         ...
 
     def refresh(self) -> None: ...

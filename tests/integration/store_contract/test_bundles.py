@@ -111,8 +111,24 @@ def test_a_restored_item_reads_back_whole_in_the_other_tenant(
     item = _item_with_history(store, base)
     assert store.restore_base(_moved(base)) is True  # type: ignore[arg-type]
 
+    before = store.read_counters(OTHER_TENANT)
+
     assert _restore_item(store, item) is True
 
+    contents = [
+        store.read_all_content(revision)
+        for revision in store.list_revisions(
+            TENANT, item.knowledge_item_id, limit=10, next_token=None
+        ).entries
+    ]
+    after = store.read_counters(OTHER_TENANT)
+    assert (after.stored, after.content_bytes) == (
+        before.stored + 1,
+        before.content_bytes + sum(len(text.encode()) for text in contents),
+    )
+    assert [pending.knowledge_item_id for pending in store.list_unindexed_items(OTHER_TENANT, limit=10)] == [
+        item.knowledge_item_id
+    ]
     restored = store.get_item(OTHER_TENANT, item.knowledge_item_id)
     assert restored == _moved(item).model_copy(update={"indexed_revision_id": None})  # type: ignore[attr-defined]
     for revision in store.list_revisions(TENANT, item.knowledge_item_id, limit=10, next_token=None).entries:

@@ -230,4 +230,4 @@ def test_read_counters_tells_notes_from_items_as_they_come_and_go(
     after = capped.read_counters(TENANT)
     assert (before.stored, before.notes) == (3, 2)
     assert (after.stored, after.notes) == (1, 0)
-    assert capped.read_counters(OTHER_TENANT)[1:] == (0, 0)
+    assert capped.read_counters(OTHER_TENANT)[1:] == (0, 0, 0)

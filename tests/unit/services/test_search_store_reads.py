@@ -1,5 +1,6 @@
 """How a search reads the store: the read-time truth check of a round of candidates is one batched
-read (DESIGN §4), counted by a wrapper around the in-memory store."""
+read (DESIGN §4), counted by a wrapper around the in-memory store; every ranked query also lists
+the items the index has not taken yet (``pending_index``), and reads their bases when there are any."""
 
 from __future__ import annotations
 
@@ -87,7 +88,7 @@ def test_search_fresh_candidates_reads_the_store_once(
 
     assert len(answer.results) == 10
     assert all(result.title.startswith("Zephyr note") for result in answer.results)
-    assert counting.calls == Counter({"read_candidates": 1})
+    assert counting.calls == Counter({"read_candidates": 1, "list_unindexed_items": 1})
 
 
 def test_search_stale_first_window_reads_once_more_per_window_and_skips_stale_hits(
@@ -111,4 +112,5 @@ def test_search_stale_first_window_reads_once_more_per_window_and_skips_stale_hi
     answer = _query(search)
 
     assert _ids(answer) == ranked[window(10) + 5 :][:10]
-    assert counting.calls == Counter({"read_candidates": 2})
+    assert counting.calls == Counter({"read_candidates": 2, "list_unindexed_items": 1, "get_bases": 1})
+    assert answer.pending_index.writes == len(stale)

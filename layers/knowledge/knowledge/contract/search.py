@@ -131,6 +131,15 @@ class SearchKnowledgeArguments(BaseModel):
         json_schema_extra={"minimum": 0.0, "maximum": 1.0},
     )
     as_of: AsOf | None = Field(default=None, description=AS_OF_DESCRIPTION)
+    consistent: bool = Field(
+        default=False,
+        description=(
+            "Ranked query only: also match the published revisions the search index has not taken "
+            "yet (read from the store, chunked and ranked by the same rules, in place of any older "
+            "revision the index holds), so an item just published is found at once; pending_index "
+            "says how many there were. Adds nothing with as_of."
+        ),
+    )
 
     @field_validator("knowledge_base_id", "knowledge_item_id", "knowledge_revision_id")
     @classmethod
@@ -251,6 +260,25 @@ class LegReports(BaseModel):
     semantic: SemanticLegReport | None = None
 
 
+PENDING_INDEX_LIMIT = 100
+"""The unindexed writes a search reads at most (``PendingIndex.writes`` counts up to it): the
+caller's own notes for a memory search, the tenant's newest pending items for a knowledge search."""
+
+
+class PendingIndex(BaseModel):
+    """Read-your-own-writes (DESIGN §9): acknowledged writes that the search index has not taken yet
+    when the search ran, read from the table (the source of truth), counted up to
+    ``PENDING_INDEX_LIMIT``: the caller's own notes (``search_memory``, ``recall_context``), or the
+    published items of the caller's tenant it may read under the query's filters whose current
+    revision the knowledge index has not taken (``search_knowledge``). ``included`` is true when
+    the search asked for ``consistent: true`` and matched and ranked them with the indexed ones;
+    otherwise a note or item that the answer lacks may be one of them: not yet searchable rather
+    than absent."""
+
+    writes: int = Field(ge=0)
+    included: bool = False
+
+
 class KnowledgeSearchResponse(BaseModel):
     type: Literal["knowledge_search"] = "knowledge_search"
     query: str
@@ -264,6 +292,10 @@ class KnowledgeSearchResponse(BaseModel):
     false, so a healthy answer has exactly the contract's fields."""
     as_of: datetime | None = Field(default=None, exclude_if=lambda moment: moment is None)
     """The moment answered as of (UTC), when the query named one; left out otherwise."""
+    pending_index: PendingIndex = Field(default_factory=lambda: PendingIndex(writes=0))
+    """The published items of the caller's tenant that the caller may see under this query's
+    filters and whose current revision the index had not taken yet (up to
+    ``PENDING_INDEX_LIMIT``), and whether they were ranked (``consistent``)."""
 
 
 class KnowledgeReadResponse(BaseModel):
@@ -306,18 +338,3 @@ class ErrorResponse(BaseModel):
 
     type: Literal["error", "knowledge_unavailable"] = "error"
     error: ErrorDetail
-
-
-PENDING_INDEX_LIMIT = 100
-"""The caller's unindexed writes a search reads at most (``PendingIndex.writes`` counts up to it)."""
-
-
-class PendingIndex(BaseModel):
-    """Read-your-own-writes (DESIGN §9): the caller's acknowledged writes that the search index has
-    not taken yet when the search ran, read from the table (the source of truth), counted up to
-    ``PENDING_INDEX_LIMIT``. ``included`` is true when the search asked for ``consistent: true`` and
-    matched and ranked them with the indexed ones; otherwise a note or item that the answer lacks
-    may be one of them: not yet searchable rather than absent."""
-
-    writes: int = Field(ge=0)
-    included: bool = False

@@ -41,6 +41,11 @@ class StoredUsage(BaseModel):
     total: int = Field(ge=0)
     limit: int | None = Field(ge=1)
     remaining: int | None = Field(ge=0)
+    content_bytes: int = Field(default=0, ge=0)
+    """The UTF-8 bytes of content the tenant stores: every knowledge revision (drafts and the
+    revisions of archived items included: revisions are kept) and every note at its current
+    version (a note's older versions are history and not counted), counted by the writes
+    themselves; not a quota. Content written before it was counted is not in it."""
 
 
 class UsageResponse(BaseModel):

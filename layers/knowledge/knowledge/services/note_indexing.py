@@ -43,6 +43,7 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from knowledge.domain.access.rates import content_bytes
 from knowledge.domain.as_of import note_history
 from knowledge.domain.changes import ChangeKind, IndexAction, StoreChange
 from knowledge.domain.memory.notes import VERSIONS_LIMIT_MAX, Note, NoteStatus
@@ -213,7 +214,9 @@ class NoteIndexingService:
         ):
             return None
         if change.kind is ChangeKind.REMOVE and change.expired and old is not None:
-            self._store.release_expired_note(old.tenant_id, old.note_id)
+            self._store.release_expired_note(
+                old.tenant_id, old.note_id, content_bytes=content_bytes(old.content)
+            )
         return new or old
 
     def _sync_many(self, targets: list[_Target]) -> dict[tuple[str, str], NoteOutcome]:

@@ -108,6 +108,7 @@ class QuotaService:
                 total=counters.stored,
                 limit=limit,
                 remaining=max(0, limit - counters.stored) if limit is not None else None,
+                content_bytes=counters.content_bytes,
             ),
             rates=rates,
         )

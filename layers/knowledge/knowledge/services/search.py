@@ -24,6 +24,18 @@ it is ``InvalidRequestError`` (``details.as_of``).
 Ranking: ``retrieval.retrieve`` runs the rounds of both legs; ``ranking.ItemPage`` fuses them and
 checks each candidate's truth against the store (windows, duplicates, refill order: ``ranking``).
 
+Read-your-own-writes (DESIGN §9): the published items of the caller's tenant whose current revision
+the index has not taken yet (``ItemStore.list_unindexed_items``, the newest ``PENDING_INDEX_LIMIT``)
+that the caller may read under today's rules and the query's ``knowledge_base_id`` (their base
+visible and active: ``can_see``) are counted in every ranked answer (``pending_index``). With
+``consistent: true`` (and no ``as_of``: those revisions are newer than any past moment) they also
+join each round: their current revisions are read from the store, chunked and embedded as the
+indexer does (``documents.build_indexed_item``; embedded only when the round runs the semantic
+leg), scored by the index's own rules (``SearchIndex.score_items``) and merged into each leg in
+place of whatever older revision of them the index holds (``hits.with_pending``), before fusion and
+the same read-time truth check. An embedder failure there is the semantic leg's (``details.leg``),
+so a hybrid query degrades as below.
+
 Degradation: when a hybrid query's semantic leg fails (the embedder raises
 ``DependencyUnavailableError``, or the index reports the k-NN leg failed: ``LegHits.failed``, or
 ``details.leg == "semantic"`` on the error it raises), the query is answered by its lexical leg alone
@@ -41,34 +53,47 @@ from knowledge.contract.search import (
     LIMIT_CHARS_MIN,
     MAX_RESULTS_MAX,
     MAX_RESULTS_MIN,
+    PENDING_INDEX_LIMIT,
     KnowledgeReadResponse,
     KnowledgeSearchResponse,
     LegReports,
     LexicalLegReport,
     Locator,
+    PendingIndex,
     SearchKnowledgeArguments,
     SearchResult,
     SemanticLegReport,
     SourceRef,
 )
 from knowledge.domain import ids
-from knowledge.domain.access.visibility import VisibilityFilter
+from knowledge.domain.access.visibility import VisibilityFilter, can_see
 from knowledge.domain.as_of import item_state_at, resolve_as_of
 from knowledge.domain.bounds import INTEGER_MAX, OFFSET_MAX
-from knowledge.domain.models import ItemStatus, KnowledgeBase, Permission, Principal, Revision
+from knowledge.domain.models import (
+    ItemStatus,
+    KnowledgeBase,
+    KnowledgeItem,
+    Permission,
+    Principal,
+    Revision,
+)
 from knowledge.domain.retrieval.analysis import query_terms
+from knowledge.domain.retrieval.chunking import Chunker
 from knowledge.domain.retrieval.excerpts import EXCERPT_MAX_CHARS, citation, make_excerpt, reference
 from knowledge.domain.retrieval.hits import (
     ChunkHit,
+    IndexedItem,
     IndexQuery,
     Leg,
     LegHits,
     SearchMode,
     item_of_history_key,
+    with_pending,
 )
 from knowledge.domain.segments import page_offset
 from knowledge.domain.text import is_blank
 from knowledge.errors import (
+    DependencyUnavailableError,
     InsufficientScopeError,
     InvalidRequestError,
     ItemRequiredError,
@@ -80,6 +105,7 @@ from knowledge.errors import (
 from knowledge.observability import logger
 from knowledge.ports import Clock, CorpusStore, Embedder, RuntimeSwitch, SearchIndex
 from knowledge.services.access import find_base, find_item
+from knowledge.services.documents import build_indexed_item
 from knowledge.services.ranking import Accepted, ItemPage
 from knowledge.services.retrieval import Round, legs_for, normalize_mode, retrieve, scores_of
 
@@ -95,10 +121,13 @@ class SearchService:
         runtime_switch: RuntimeSwitch,
         clock: Clock | None = None,
         history: Callable[[], SearchIndex] | None = None,
+        chunker: Chunker | None = None,
     ) -> None:
         """``history`` opens the knowledge history index on the first ranked query with ``as_of``
-        (``None``: such a query is refused)."""
+        (``None``: such a query is refused); ``chunker`` splits pending revisions as the indexer
+        does (default: ``Chunker()``, the settings' defaults)."""
         self._history = history
+        self._chunker = chunker or Chunker()
         self._clock = clock or _utc_now
         self._store = store
         self._index = index
@@ -155,20 +184,32 @@ class SearchService:
         visibility = VisibilityFilter.for_principal(principal, narrow_to=narrow_to)
         store, wanted = self._store, arguments.max_results
         index = self._index if as_of is None or self._history is None else self._history()
+        pending = self.unindexed(principal, narrow_to)
+        # As of a past moment, revisions not indexed yet are newer than it: consistent adds nothing.
+        included = arguments.consistent and as_of is None
+        ranked_pending = _PendingRevisions(store, self._chunker, self._embedder, pending if included else [])
 
         def search(round_: Round) -> LegHits:
-            hits = index.search(
-                IndexQuery(
-                    text=query,
-                    vector=round_.vector,
-                    visibility=visibility,
-                    k=round_.k,
-                    legs=round_.legs,
-                    tolerate=round_.tolerate,
-                    as_of=as_of,
-                )
+            index_query = IndexQuery(
+                text=query,
+                vector=round_.vector,
+                visibility=visibility,
+                k=round_.k,
+                legs=round_.legs,
+                tolerate=round_.tolerate,
+                as_of=as_of,
             )
-            return hits if as_of is None else _items_of_history(hits)
+            hits = index.search(index_query)
+            if as_of is not None:
+                return _items_of_history(hits)
+            if not ranked_pending.ids:
+                return hits
+            answered = index_query.legs - {hits.failed} if hits.failed is not None else index_query.legs
+            scored = index.score_items(
+                index_query.model_copy(update={"legs": answered}),
+                ranked_pending.items(semantic=Leg.SEMANTIC in answered),
+            )
+            return with_pending(hits, scored, ranked_pending.ids, index_query.k)
 
         retrieval = retrieve(
             self._embedder,
@@ -190,6 +231,8 @@ class SearchService:
                 "lexical_terms": len(terms),
                 "tenant_id": principal.tenant_id,
                 "as_of": as_of is not None,
+                "pending_index": len(pending),
+                "consistent": included,
             },
         )
         return KnowledgeSearchResponse(
@@ -200,7 +243,27 @@ class SearchService:
             legs=_leg_reports(mode, len(terms), retrieval.first),
             degraded=degraded,
             as_of=as_of,
+            pending_index=PendingIndex(writes=len(pending), included=included),
         )
+
+    def unindexed(
+        self, principal: Principal, narrow_to: str | None = None
+    ) -> list[tuple[KnowledgeItem, KnowledgeBase]]:
+        """The tenant's published items whose current revision the index has not taken yet (the
+        newest ``PENDING_INDEX_LIMIT``, as stored now) that ``principal`` may read: base visible and
+        active (``can_see``), and ``narrow_to`` when given; each with its base. One listing and
+        one batched read of their bases."""
+        items = self._store.list_unindexed_items(principal.tenant_id, limit=PENDING_INDEX_LIMIT)
+        if not items:
+            return []
+        bases = self._store.get_bases(principal.tenant_id, sorted({item.knowledge_base_id for item in items}))
+        return [
+            (item, base)
+            for item in items
+            if (base := bases.get(item.knowledge_base_id)) is not None
+            and (narrow_to is None or base.knowledge_base_id == narrow_to)
+            and can_see(principal, base)
+        ]
 
     # -- addressed read ---------------------------------------------------------------------------
 
@@ -290,6 +353,93 @@ def _start_of_read(revision: Revision, arguments: SearchKnowledgeArguments) -> i
             {"offset": arguments.offset, "content_total_chars": revision.total_chars},
         )
     return arguments.offset
+
+
+class _PendingRevisions:
+    """The current revisions of pending items as the index would hold them (``IndexedItem``), built
+    on first use (content read, chunked, embedded only when a leg needs vectors), for ranking with
+    the index's hits. ``ids`` are the items'."""
+
+    def __init__(
+        self,
+        store: CorpusStore,
+        chunker: Chunker,
+        embedder: Embedder,
+        pending: Sequence[tuple[KnowledgeItem, KnowledgeBase]],
+    ) -> None:
+        self._store = store
+        self._chunker = chunker
+        self._embedder = embedder
+        self._pending = list(pending)
+        self.ids = {item.knowledge_item_id for item, _ in pending}
+        self._built: dict[bool, list[IndexedItem]] = {}
+
+    def items(self, *, semantic: bool) -> list[IndexedItem]:
+        """The pending revisions, with their chunks' vectors when ``semantic``. An embedder failure
+        is ``DependencyUnavailableError`` with ``details.leg == "semantic"``; a revision the store
+        no longer holds is left out (the truth check would drop it anyway)."""
+        built = self._built.get(semantic)
+        if built is None:
+            built = self._built[semantic] = self._build(semantic)
+        return built
+
+    def _build(self, semantic: bool) -> list[IndexedItem]:
+        tenant_id = self._pending[0][0].tenant_id
+        revisions = self._store.get_revisions(
+            tenant_id,
+            [
+                (item.knowledge_item_id, item.current_revision_id)
+                for item, _ in self._pending
+                if item.current_revision_id
+            ],
+        )
+        embedder = self._embedder if semantic else _NO_VECTORS
+        built = []
+        for item, base in self._pending:
+            revision = revisions.get((item.knowledge_item_id, item.current_revision_id or ""))
+            if revision is None:
+                continue
+            try:
+                built.append(
+                    build_indexed_item(
+                        chunker=self._chunker,
+                        embedder=embedder,
+                        tenant_id=item.tenant_id,
+                        knowledge_base_id=base.knowledge_base_id,
+                        knowledge_item_id=item.knowledge_item_id,
+                        knowledge_revision_id=revision.knowledge_revision_id,
+                        version=item.version,
+                        owner_id=base.owner_id,
+                        team_id=base.team_id,
+                        scope=base.scope.value,
+                        title=revision.title,
+                        content=self._store.read_all_content(revision),
+                    )
+                )
+            except DependencyUnavailableError as error:
+                if not semantic:
+                    raise
+                raise DependencyUnavailableError(
+                    "The embedding model could not embed the revisions not indexed yet.",
+                    {"leg": Leg.SEMANTIC.value},
+                ) from error
+        return built
+
+
+class _NoVectors:
+    """An ``Embedder`` stand-in for a lexical-only ranking of pending revisions: no vectors."""
+
+    model_id = "none"
+    dimension = 0
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [[] for _ in texts]
+
+    def forget(self, texts: Sequence[str]) -> None:
+        return None
+
+
+_NO_VECTORS = _NoVectors()
 
 
 def _utc_now() -> datetime:

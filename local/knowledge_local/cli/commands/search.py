@@ -1,5 +1,7 @@
-"""``knowledge search "query" [--mode --alpha --max-results --base --json]``: the ranked results,
-one line each (rank, final score, base name, title, item id, excerpt shortened to the terminal);
+"""``knowledge search "query" [--mode --alpha --max-results --base --consistent --json]``: the ranked
+results, one line each (rank, final score, base name, title, item id, excerpt shortened to the
+terminal), and on stderr how many published items the index has not taken yet, when any
+(``--consistent`` includes them);
 ``knowledge read ITEM [--revision --offset | --page --limit --as-of --json]``: one item (or revision)
 a page of characters at a time (``--page``: from a converted PDF's page), the position, where it is
 in the original (page, sheet and rows, section) and the next page's command on stderr; ``--as-of``
@@ -44,6 +46,9 @@ def add_commands(commands: Any, shared: Sequence[argparse.ArgumentParser]) -> No
     )
     search_parser.add_argument("--max-results", type=int, default=10, help="1-50 (10)")
     search_parser.add_argument("--base", type=base_reference, help="knowledge base id or name to search in")
+    search_parser.add_argument(
+        "--consistent", action="store_true", help="also the items published but not indexed yet"
+    )
     search_parser.add_argument("--json", action="store_true", help="print the API's JSON answer")
     search_parser.set_defaults(run=_search)
 
@@ -75,10 +80,17 @@ def _search(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
         alpha=arguments.alpha,
         max_results=arguments.max_results,
         knowledge_base_id=base_id(client, arguments.base) if arguments.base else None,
+        consistent=arguments.consistent or None,
     )
     if arguments.json:
         print(json.dumps(answer, indent=2, ensure_ascii=False))
         return 0
+    pending = answer.get("pending_index") or {}
+    if pending.get("writes") and not pending.get("included"):
+        print(
+            f"{pending['writes']} published items are not indexed yet; --consistent includes them.",
+            file=sys.stderr,
+        )
     results = answer.get("results") or []
     if not results:
         print("No results.")

@@ -1,5 +1,6 @@
 """``knowledge usage [--json]``: what the caller's tenant stores and how much of each quota is left
-(``GET /v1/usage``): stored items and notes against the stored items quota, then one line per rate
+(``GET /v1/usage``): stored items and notes against the stored items quota and the bytes of
+content stored, then one line per rate
 quota (limit per second, used of the burst, remaining, seconds until the burst is back)."""
 
 from __future__ import annotations
@@ -35,9 +36,11 @@ def usage_text(answer: dict[str, Any]) -> str:
     stored = answer["stored"]
     limit = stored.get("limit")
     quota = f" of {limit:,} ({stored['remaining']:,} left)" if limit is not None else " (no limit)"
+    content = f", {stored['content_bytes']:,} bytes of content" if "content_bytes" in stored else ""
     lines = [
         f"tenant {answer['tenant_id']}",
-        f"stored       {stored['total']:,}{quota}: {stored['items']:,} items, {stored['notes']:,} notes",
+        f"stored       {stored['total']:,}{quota}: {stored['items']:,} items, {stored['notes']:,} notes"
+        + content,
     ]
     for rate in answer["rates"]:
         name = str(rate["quota"]).replace("_per_second", "/s")

@@ -30,9 +30,10 @@ from knowledge.adapters.dynamodb.failures import CounterFullError
 from knowledge.adapters.dynamodb.note_records import CLAIM_IS_TAKEABLE
 from knowledge.adapters.dynamodb.page_records import write_pages
 from knowledge.adapters.dynamodb.paging import INDEX_KEY, Listing
-from knowledge.adapters.dynamodb.quota_records import stored_items_write
+from knowledge.adapters.dynamodb.quota_records import stored_bytes_write, stored_items_write
 from knowledge.adapters.dynamodb.table import EXISTS, VERSION_IS_EXPECTED, TableRecords
 from knowledge.domain import ids, lifecycle
+from knowledge.domain.access.rates import content_bytes
 from knowledge.domain.as_of import ItemState
 from knowledge.domain.bundles import BundleJob
 from knowledge.domain.memory.notes import Note, NoteStatus, claims_of, expiration
@@ -129,8 +130,19 @@ class DynamoDBBundleStore(TableRecords):
         restored = item.model_copy(update={"indexed_revision_id": None})
         writes: list[TransactWriteItemTypeDef] = [self._table.put_new_write(codec.encode_item(restored))]
         live = item.status is not ItemStatus.ARCHIVED
-        if live:
-            writes.append(stored_items_write(self._table, tenant_id, 1, self._stored_items_limit))
+        stored_bytes = sum(content_bytes(content) for _, content in revisions)
+        writes.append(
+            stored_items_write(
+                self._table, tenant_id, 1, self._stored_items_limit, content_bytes=stored_bytes
+            )
+            if live
+            else stored_bytes_write(self._table, tenant_id, stored_bytes)
+        )
+        if item.status is ItemStatus.PUBLISHED and item.current_revision_id is not None:
+            # read-your-own-writes: the indexer's mark of the revision removes it
+            writes.append(
+                {"Put": {"TableName": self._table.name, "Item": codec.encode_unindexed_item(restored)}}
+            )
         if live and item.external_id is not None:
             guard = codec.encode_external_id(
                 tenant_id, item.knowledge_base_id, item.external_id, item.knowledge_item_id
@@ -160,7 +172,14 @@ class DynamoDBBundleStore(TableRecords):
         claims = claims_of(note) if note.is_current(now) else []
         writes: list[TransactWriteItemTypeDef] = [
             self._table.put_new_write(codec.encode_note(restored)),
-            stored_items_write(self._table, tenant_id, 1, self._stored_items_limit, notes=True),
+            stored_items_write(
+                self._table,
+                tenant_id,
+                1,
+                self._stored_items_limit,
+                notes=True,
+                content_bytes=content_bytes(restored.content),
+            ),
         ]
         moment = expiration(now)
         for claim in claims:

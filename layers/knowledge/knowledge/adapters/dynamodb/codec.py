@@ -74,6 +74,7 @@ class Entity(StrEnum):
     QUOTA = "quota"
     EXPIRY_COUNTED = "expiry_counted"
     UNINDEXED_NOTE = "unindexed_note"
+    UNINDEXED_ITEM = "unindexed_item"
 
 
 def timestamp(moment: datetime) -> str:
@@ -345,6 +346,23 @@ def encode_note_claim(note: Note, claim: NoteClaim) -> RawItem:
             "note_id": note.note_id,
             "kind": claim.kind,
             "expiration": expiration(note.expires_at),
+        }
+    )
+
+
+def encode_unindexed_item(item: KnowledgeItem) -> RawItem:
+    """The mark that ``item``'s current revision is not in the search index yet
+    (``keys.unindexed_item_key``), naming that revision."""
+    if item.current_revision_id is None:
+        raise ValueError("only an item with a current revision can wait for the index")
+    table_key = keys.unindexed_item_key(item.tenant_id, item.knowledge_item_id)
+    return serialize(
+        {
+            "PK": table_key.pk,
+            "SK": table_key.sk,
+            "entity": Entity.UNINDEXED_ITEM.value,
+            "knowledge_item_id": item.knowledge_item_id,
+            "knowledge_revision_id": item.current_revision_id,
         }
     )
 

@@ -18,9 +18,16 @@ Write protocol:
   and current revision, write-once) in the same transaction: the history ``as_of`` reads
   (``list_item_states``).
 - Archived items drop out of ``list_items`` (their GSI1 keys are removed).
+- A write that makes a revision current (a publishing create or revision, a publish) also puts the
+  item's unindexed mark (``T#{tenant}#UNINDEXED_ITEMS`` / ``ITEM#{item}``, naming that revision)
+  in its transaction; the indexer's ``set_indexed_revision`` of that revision deletes it (only
+  while it names that revision), and an archive deletes it. ``list_unindexed_items`` reads the
+  marks (one Query) and the items (one batched read), and removes the marks the items contradict,
+  so a mark the indexer's delete missed costs one listing at most.
 - A live item counts against its tenant's stored items quota: the create's transaction adds one to
   the tenant's count under the limit (else ``StoredItemsQuotaError``, and nothing is written), the
-  archive's transaction takes one off.
+  archive's transaction takes one off. Every revision's transaction adds its content's UTF-8 bytes
+  to the tenant's stored bytes (``quota_records``); revisions are kept, so nothing takes them off.
 
 Reads of single records are strongly consistent; ``list_items`` reads GSI1 (eventually consistent),
 ``list_revisions`` the table.
@@ -29,15 +36,17 @@ Reads of single records are strongly consistent; ``list_items`` reads GSI1 (even
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from contextlib import suppress
 from typing import TYPE_CHECKING
 
 from knowledge.adapters.dynamodb import codec, keys
 from knowledge.adapters.dynamodb.failures import CounterFullError
 from knowledge.adapters.dynamodb.page_records import discard_pages, revision_ids, write_pages
 from knowledge.adapters.dynamodb.paging import INDEX_KEY, TABLE_KEY, Listing
-from knowledge.adapters.dynamodb.quota_records import stored_items_write
+from knowledge.adapters.dynamodb.quota_records import stored_bytes_write, stored_items_write
 from knowledge.adapters.dynamodb.table import EXISTS, VERSION_IS_EXPECTED, TableRecords, all_of
 from knowledge.domain import ids, lifecycle
+from knowledge.domain.access.rates import content_bytes
 from knowledge.domain.as_of import ItemState, item_state
 from knowledge.domain.models import ItemStatus, KnowledgeItem, Page, Revision, Source
 from knowledge.domain.segments import Segment
@@ -97,7 +106,10 @@ class DynamoDBItemStore(TableRecords):
         writes = [
             self._table.put_new_write(codec.encode_item(item)),
             self._state_write(item),
-            stored_items_write(self._table, tenant_id, 1, self._stored_items_limit),
+            stored_items_write(
+                self._table, tenant_id, 1, self._stored_items_limit, content_bytes=content_bytes(content)
+            ),
+            *self._unindexed_item_write(item),
         ]
         if external_id is not None:
             guard = codec.encode_external_id(
@@ -157,7 +169,14 @@ class DynamoDBItemStore(TableRecords):
         )
         updated = lifecycle.revised_item(item, revision, publish=publish, now=now)
         self._write_revision(
-            revision, content, [{"Update": self._item_update(item, updated)}, self._state_write(updated)]
+            revision,
+            content,
+            [
+                {"Update": self._item_update(item, updated)},
+                self._state_write(updated),
+                stored_bytes_write(self._table, tenant_id, content_bytes(content)),
+                *(self._unindexed_item_write(updated) if publish else ()),
+            ],
         )
         _log_revision(revision, updated)
         return updated, revision
@@ -187,7 +206,12 @@ class DynamoDBItemStore(TableRecords):
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
         self._table.transact(
-            [{"Update": self._item_update(item, updated)}, {"Update": stamp}, self._state_write(updated)]
+            [
+                {"Update": self._item_update(item, updated)},
+                {"Update": stamp},
+                self._state_write(updated),
+                *self._unindexed_item_write(updated),
+            ]
         )
         logger.info(
             "revision published",
@@ -211,6 +235,12 @@ class DynamoDBItemStore(TableRecords):
             {"Update": self._item_update(item, updated, remove=("GSI1PK", "GSI1SK"))},
             stored_items_write(self._table, tenant_id, -1, self._stored_items_limit),
             self._state_write(updated),
+            {
+                "Delete": {
+                    "TableName": self._table.name,
+                    "Key": codec.key(keys.unindexed_item_key(tenant_id, knowledge_item_id)),
+                }
+            },
         ]
         if item.external_id is not None:
             guard = keys.external_id_key(tenant_id, item.knowledge_base_id, item.external_id)
@@ -269,6 +299,37 @@ class DynamoDBItemStore(TableRecords):
         if values:  # a REMOVE has no values, and DynamoDB rejects an empty map
             request["ExpressionAttributeValues"] = values
         self._table.update(request)
+        if knowledge_revision_id is not None:
+            self._drop_unindexed_mark(tenant_id, knowledge_item_id, knowledge_revision_id)
+
+    def list_unindexed_items(self, tenant_id: str, *, limit: int) -> list[KnowledgeItem]:
+        """The tenant's ``limit`` newest unindexed marks (item ids descending), checked against the
+        items in one batched read: the published items whose current revision the index has not
+        taken. A mark the item contradicts (indexed, no longer published, gone) is removed while
+        it still names the revision it was read with."""
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        records = self._table.query_first(
+            keys.unindexed_items_partition(tenant_id), keys.UNINDEXED_ITEM_PREFIX, limit, newest_first=True
+        )
+        marks = {
+            str(record["knowledge_item_id"]["S"]): str(record["knowledge_revision_id"]["S"])
+            for record in records
+        }
+        items = self.get_items(tenant_id, list(marks))
+        pending: list[KnowledgeItem] = []
+        for item_id, revision_id in marks.items():
+            item = items.get(item_id)
+            if (
+                item is not None
+                and item.status is ItemStatus.PUBLISHED
+                and item.current_revision_id is not None
+                and item.indexed_revision_id != item.current_revision_id
+            ):
+                pending.append(item)
+            else:
+                self._drop_unindexed_mark(tenant_id, item_id, revision_id)
+        return pending
 
     def get_item(self, tenant_id: str, knowledge_item_id: str) -> KnowledgeItem | None:
         record = self._table.get(keys.item_key(tenant_id, knowledge_item_id))
@@ -354,6 +415,30 @@ class DynamoDBItemStore(TableRecords):
         partition = keys.item_partition(tenant_id, knowledge_item_id)
         first, last = keys.ITEM_STATE_PREFIX + "000001", keys.ITEM_STATE_PREFIX + "999999"
         return [codec.decode_item_state(record) for record in self._table.query_range(partition, first, last)]
+
+    def _unindexed_item_write(self, item: KnowledgeItem) -> list[TransactWriteItemTypeDef]:
+        """The item's unindexed mark naming its current revision, when it is published."""
+        if item.status is not ItemStatus.PUBLISHED or item.current_revision_id is None:
+            return []
+        return [{"Put": {"TableName": self._table.name, "Item": codec.encode_unindexed_item(item)}}]
+
+    def _drop_unindexed_mark(
+        self, tenant_id: str, knowledge_item_id: str, knowledge_revision_id: str
+    ) -> None:
+        """Delete the item's unindexed mark while it names ``knowledge_revision_id`` (a newer
+        publish's mark stays); a mark already gone or renamed is left as it is."""
+        with suppress(ConflictError, ResourceUnavailableError):
+            self._table.delete(
+                {
+                    "TableName": self._table.name,
+                    "Key": codec.key(keys.unindexed_item_key(tenant_id, knowledge_item_id)),
+                    "ConditionExpression": "#knowledge_revision_id = :knowledge_revision_id",
+                    "ExpressionAttributeNames": {"#knowledge_revision_id": "knowledge_revision_id"},
+                    "ExpressionAttributeValues": codec.serialize(
+                        {":knowledge_revision_id": knowledge_revision_id}
+                    ),
+                }
+            )
 
     def _state_write(self, item: KnowledgeItem) -> TransactWriteItemTypeDef:
         return self._table.put_new_write(codec.encode_item_state(item_state(item)))

@@ -22,6 +22,7 @@
 | bucket's source   | ``S3BUCKET#{bucket}``                     | ``T#{tenant}#DS#{ds}``   |
 | unindexed note    | ``T#{tenant}#UNINDEXED#{sha256(owner)}``  | ``NOTE#{note}``          |
 | bundle job        | ``T#{tenant}#BUNDLE#{job}``               | ``META``                 |
+| unindexed item    | ``T#{tenant}#UNINDEXED_ITEMS``            | ``ITEM#{item}``          |
 
 GSI1 lists the items of a base (``GSI1PK = T#{tenant}#KB#{kb}``, ``GSI1SK = ITEM#{item}``), the
 bases of a tenant (``GSI1PK = T#{tenant}#BASES``, ``GSI1SK = KB#{kb}``), the tokens of a tenant in
@@ -60,6 +61,7 @@ RATE_PREFIX = "RATE#"
 PIN_INDEX_PREFIX = "PIN#"
 UNINDEXED_NOTE_PREFIX = "NOTE#"
 NOTE_INDEX_PREFIX = "NOTE#"
+UNINDEXED_ITEM_PREFIX = "ITEM#"
 MAX_PAGE_NUMBER = 999_999
 """Page numbers are zero-padded to six digits so that they sort as numbers."""
 MAX_NOTE_VERSION = 999_999
@@ -316,3 +318,15 @@ def note_index_key(tenant_id: str, note_id: str) -> TableKey:
 def bundle_job_key(tenant_id: str, job_id: str) -> TableKey:
     """An export or import job of a tenant."""
     return TableKey(f"T#{_part(tenant_id)}#BUNDLE#{_part(job_id)}", META)
+
+
+def unindexed_items_partition(tenant_id: str) -> str:
+    """``T#{tenant}#UNINDEXED_ITEMS``: the tenant's items published since the index last took
+    them (read-your-own-writes of ``search_knowledge``). Sparse: a mark lives from the publish
+    until the indexer's mark of that revision."""
+    return f"T#{_part(tenant_id)}#UNINDEXED_ITEMS"
+
+
+def unindexed_item_key(tenant_id: str, knowledge_item_id: str) -> TableKey:
+    """The mark that ``knowledge_item_id`` has a current revision the search index has not taken."""
+    return TableKey(unindexed_items_partition(tenant_id), UNINDEXED_ITEM_PREFIX + _part(knowledge_item_id))

@@ -37,10 +37,12 @@ from knowledge.adapters.dynamodb.failures import CounterFullError, TransactionRa
 from knowledge.adapters.dynamodb.paging import TABLE_KEY, Listing
 from knowledge.adapters.dynamodb.quota_records import (
     refuse_over_limit,
+    stored_bytes_write,
     stored_items_release,
     stored_items_write,
 )
 from knowledge.adapters.dynamodb.table import EXISTS, VERSION_IS_EXPECTED, TableRecords, all_of
+from knowledge.domain.access.rates import content_bytes
 from knowledge.domain.memory.lifecycle import MAX_NOTE_WRITES, NoteWrite, redacted
 from knowledge.domain.memory.notes import Note, NoteClaim, NoteStatus, expiration
 from knowledge.domain.models import Page
@@ -103,11 +105,21 @@ class DynamoDBNoteStore(TableRecords):
                 # truth check); marking it too could pass the 100 actions of a transaction.
                 transaction.append(self._unindexed_write(note))
         created = sum(1 for write in writes if write.previous is None)
+        grown = _content_growth(writes)
         if created:
             refuse_over_limit(created, self._stored_items_limit)
             transaction.append(
-                stored_items_write(self._table, tenant_id, created, self._stored_items_limit, notes=True)
+                stored_items_write(
+                    self._table,
+                    tenant_id,
+                    created,
+                    self._stored_items_limit,
+                    notes=True,
+                    content_bytes=grown,
+                )
             )
+        elif grown:
+            transaction.append(stored_bytes_write(self._table, tenant_id, grown))
         try:
             self._table.transact(transaction)
         except CounterFullError:
@@ -277,6 +289,10 @@ class DynamoDBNoteStore(TableRecords):
         # ConflictError before anything is removed. Once it is gone no version can be added (every
         # write is conditioned on META), so the versions, pin and claims are then purged.
         if expected_version is not None:
+            # Its content's bytes leave the tenant's count with it: read here, and the delete's
+            # condition on the version makes sure the content read is the one deleted.
+            record = self._table.get(keys.note_key(tenant_id, note_id))
+            stored = content_bytes(codec.decode_note(record).content) if record is not None else 0
             self._table.transact(
                 [
                     {
@@ -289,7 +305,14 @@ class DynamoDBNoteStore(TableRecords):
                             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                         }
                     },
-                    stored_items_write(self._table, tenant_id, -1, self._stored_items_limit, notes=True),
+                    stored_items_write(
+                        self._table,
+                        tenant_id,
+                        -1,
+                        self._stored_items_limit,
+                        notes=True,
+                        content_bytes=-stored,
+                    ),
                 ]
             )
         partition = keys.note_partition(tenant_id, note_id)
@@ -310,7 +333,7 @@ class DynamoDBNoteStore(TableRecords):
         self._table.delete_quietly([*leftovers, keys.pin_key(tenant_id, note_id), *held])
         logger.info("note deleted", extra={"tenant_id": tenant_id, "note_id": note_id})
 
-    def release_expired_note(self, tenant_id: str, note_id: str) -> bool:
+    def release_expired_note(self, tenant_id: str, note_id: str, *, content_bytes: int = 0) -> bool:
         table_key = keys.expiry_counted_key(tenant_id, note_id)
         mark = {
             **codec.key(table_key),
@@ -319,7 +342,10 @@ class DynamoDBNoteStore(TableRecords):
         }
         try:
             self._table.transact(
-                [self._table.put_new_write(mark), stored_items_release(self._table, tenant_id)]
+                [
+                    self._table.put_new_write(mark),
+                    stored_items_release(self._table, tenant_id, content_bytes=content_bytes),
+                ]
             )
         except TransactionRaceError:
             raise
@@ -398,3 +424,13 @@ def _pinned_notes(records: Sequence[Any], now: datetime) -> dict[str, Note]:
             note = codec.decode_note(record)
             notes[note.note_id] = note
     return {note_id: note.model_copy(update={"pinned": note_id in pinned}) for note_id, note in notes.items()}
+
+
+def _content_growth(writes: Sequence[NoteWrite]) -> int:
+    """How many UTF-8 bytes of note content ``writes`` add to the tenant's (a revised note's
+    previous content leaves it)."""
+    return sum(
+        content_bytes(write.note.content)
+        - (content_bytes(write.previous.content) if write.previous is not None else 0)
+        for write in writes
+    )

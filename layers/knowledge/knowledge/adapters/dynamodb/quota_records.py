@@ -18,7 +18,11 @@ right (a failed condition is still a write), two when it is wrong; a concurrent 
 The stored items count (``STORED_ITEMS``, no TTL) is one ``Update`` inside the transaction that
 creates or removes items (``stored_items_write``), or that marks a note removed by its expiry as
 counted out (``stored_items_release``). The same record counts the notes among them (``notes``,
-moved by the same updates), so ``GET /v1/usage`` tells items from notes with one read.
+moved by the same updates), so ``GET /v1/usage`` tells items from notes with one read. It keeps
+the tenant's stored content bytes too (``content_bytes``): an ``ADD`` in the same update when the
+count moves (``stored_items_write``, ``stored_items_release``), else one ``Update`` of its own in
+the writing transaction (``stored_bytes_write``: a revision added, a note revised), never two
+operations on the record in one transaction.
 """
 
 from __future__ import annotations
@@ -102,26 +106,33 @@ class DynamoDBQuotaStore(TableRecords):
         """One strongly consistent Query of ``T#{tenant}#QUOTA`` from ``RATE#`` to ``STORED_ITEMS``:
         every rate record and the stored items count (its ``notes`` clamped to ``0..count``)."""
         arrivals: dict[str, int] = {}
-        stored = notes = 0
+        stored = notes = stored_bytes = 0
         partition = keys.stored_items_key(tenant_id).pk
         for record in self._table.query_range(partition, keys.RATE_PREFIX, keys.STORED_ITEMS):
             sort_key = record["SK"]["S"]
             if sort_key == keys.STORED_ITEMS:
                 stored = max(0, int(record.get("count", {}).get("N", "0")))
                 notes = min(stored, max(0, int(record.get("notes", {}).get("N", "0"))))
+                stored_bytes = max(0, int(record.get("content_bytes", {}).get("N", "0")))
             elif sort_key.startswith(keys.RATE_PREFIX) and "tat" in record:
                 arrivals[sort_key.removeprefix(keys.RATE_PREFIX)] = int(record["tat"]["N"])
-        return QuotaCounters(arrivals=arrivals, stored=stored, notes=notes)
+        return QuotaCounters(arrivals=arrivals, stored=stored, notes=notes, content_bytes=stored_bytes)
 
 
 def stored_items_write(
-    table: DynamoDBTable, tenant_id: str, delta: int, limit: int, *, notes: bool = False
+    table: DynamoDBTable,
+    tenant_id: str,
+    delta: int,
+    limit: int,
+    *,
+    notes: bool = False,
+    content_bytes: int = 0,
 ) -> TransactWriteItemTypeDef:
     """The change of ``tenant_id``'s stored items count by ``delta``, as one write of the transaction
     that creates (``delta > 0``) or removes (``delta < 0``) the items, so the count moves exactly
-    when they do; with ``notes``, the items are notes and the notes count moves too. A growth is
-    conditioned on leaving the count at most ``limit`` (0: no limit); the transaction is then
-    refused with ``CounterFullError``.
+    when they do; with ``notes``, the items are notes and the notes count moves too; the stored
+    content bytes move by ``content_bytes``. A growth is conditioned on leaving the count at most
+    ``limit`` (0: no limit); the transaction is then refused with ``CounterFullError``.
     """
     values: dict[str, AttributeValueTypeDef] = {
         ":delta": {"N": str(delta)},
@@ -132,6 +143,10 @@ def stored_items_write(
     if notes:
         names["#notes"] = "notes"
         added += ", #notes :delta"
+    if content_bytes:
+        names["#content_bytes"] = "content_bytes"
+        values[":content_bytes"] = {"N": str(content_bytes)}
+        added += ", #content_bytes :content_bytes"
     update: UpdateTypeDef = {
         "TableName": table.name,
         "Key": codec.key(keys.stored_items_key(tenant_id)),
@@ -146,19 +161,46 @@ def stored_items_write(
     return {"Update": update}
 
 
-def stored_items_release(table: DynamoDBTable, tenant_id: str) -> TransactWriteItemTypeDef:
-    """One note off ``tenant_id``'s stored items count (and its notes count), conditioned on the
-    count being above 0, so it never goes below (a record stored before the counter existed is not
-    in it)."""
+def stored_items_release(
+    table: DynamoDBTable, tenant_id: str, *, content_bytes: int = 0
+) -> TransactWriteItemTypeDef:
+    """One note off ``tenant_id``'s stored items count (and its notes count) and its
+    ``content_bytes`` off the stored bytes, conditioned on the count being above 0, so it never
+    goes below (a record stored before the counter existed is not in it)."""
     return {
         "Update": {
             "TableName": table.name,
             "Key": codec.key(keys.stored_items_key(tenant_id)),
-            "UpdateExpression": "ADD #count :minus_one, #notes :minus_one",
+            "UpdateExpression": "ADD #count :minus_one, #notes :minus_one, #content_bytes :content_bytes",
             "ConditionExpression": "#count > :zero",
-            "ExpressionAttributeNames": {"#count": "count", "#notes": "notes"},
-            "ExpressionAttributeValues": {":minus_one": {"N": "-1"}, ":zero": {"N": "0"}},
+            "ExpressionAttributeNames": {
+                "#count": "count",
+                "#notes": "notes",
+                "#content_bytes": "content_bytes",
+            },
+            "ExpressionAttributeValues": {
+                ":minus_one": {"N": "-1"},
+                ":zero": {"N": "0"},
+                ":content_bytes": {"N": str(-content_bytes)},
+            },
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+    }
+
+
+def stored_bytes_write(table: DynamoDBTable, tenant_id: str, delta: int) -> TransactWriteItemTypeDef:
+    """The change of ``tenant_id``'s stored content bytes by ``delta`` alone (the count unmoved), as
+    one write of the transaction that stores or replaces the content."""
+    return {
+        "Update": {
+            "TableName": table.name,
+            "Key": codec.key(keys.stored_items_key(tenant_id)),
+            "UpdateExpression": "ADD #content_bytes :delta SET #entity = :entity",
+            "ExpressionAttributeNames": {"#content_bytes": "content_bytes", "#entity": "entity"},
+            "ExpressionAttributeValues": {
+                ":delta": {"N": str(delta)},
+                ":entity": {"S": codec.Entity.QUOTA.value},
+            },
         }
     }
 

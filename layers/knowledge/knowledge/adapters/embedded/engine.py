@@ -15,7 +15,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -66,6 +68,46 @@ def terms_query(schema: tantivy.Schema, field: str, terms: Sequence[str]) -> tan
             for term in terms
         ]
     )
+
+
+class Added:
+    """The statistics that documents of ``documents`` (each a list of terms) add to an index's."""
+
+    def __init__(self, documents: Sequence[Sequence[str]]) -> None:
+        self.documents = len(documents)
+        self.length = sum(len(document) for document in documents)
+        self.frequencies: Counter[str] = Counter(term for document in documents for term in set(document))
+
+
+def bm25(
+    query_terms: Sequence[str],
+    document: Sequence[str],
+    *,
+    documents: int,
+    total_length: int,
+    frequency: Callable[[str], int],
+) -> float | None:
+    """Tantivy's BM25 (``BM25_K1``, ``BM25_B``; idf ``ln(1 + (N - df + 0.5) / (df + 0.5))``) of a
+    field holding the terms ``document``, summed over ``query_terms`` as a disjunction of term
+    queries sums its clauses, with the statistics of a field of ``documents`` documents of
+    ``total_length`` terms in all and ``frequency(term)`` documents holding each term. Lengths are
+    exact where tantivy quantizes them (``fieldnorm``), so a score may differ from the one the
+    same field gets once indexed by a few percent past 40 terms. ``None`` when the field shares
+    no term with the query."""
+    frequencies = Counter(document)
+    if not any(term in frequencies for term in query_terms):
+        return None
+    average = max(total_length / max(documents, 1), 1.0)
+    norm = BM25_K1 * (1 - BM25_B + BM25_B * len(document) / average)
+    score = 0.0
+    for term in query_terms:
+        tf = frequencies.get(term, 0)
+        if tf == 0:
+            continue
+        df = frequency(term)
+        idf = math.log(1 + (documents - df + 0.5) / (df + 0.5))
+        score += idf * (1 + BM25_K1) * tf / (tf + norm)
+    return score
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,9 +27,7 @@ note and keeps a tombstone, so a late write of an older version never brings one
 
 from __future__ import annotations
 
-import math
 import threading
-from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -39,12 +37,12 @@ import tantivy
 
 from knowledge.adapters.embedded.engine import (
     ANALYZER,
-    BM25_B,
-    BM25_K1,
     FREQ,
+    Added,
     VectorSpace,
     Version,
     analyzed,
+    bm25,
     index_terms,
     nearest,
     stemmer,
@@ -66,15 +64,6 @@ _STEMMED = stemmer()
 
 def _joined(tenant_id: str, note_id: str) -> str:
     return f"{tenant_id}\x1f{note_id}"
-
-
-class _Added:
-    """The statistics that documents of ``documents`` (each a list of terms) add to the index's."""
-
-    def __init__(self, documents: Sequence[Sequence[str]]) -> None:
-        self.documents = len(documents)
-        self.length = sum(len(document) for document in documents)
-        self.frequencies: Counter[str] = Counter(term for document in documents for term in set(document))
 
 
 def _sort_key(hit: NoteHit) -> tuple[float, str]:
@@ -212,7 +201,7 @@ class EmbeddedNoteIndex:
             if Leg.LEXICAL in query.legs:
                 terms = index_terms(query.text, query=True)
                 documents = [index_terms(note.content) for note in notes]
-                added = _Added(documents)
+                added = Added(documents)
                 for note, document in zip(notes, documents, strict=True):
                     score = self._bm25(terms, document, added)
                     if score is not None:
@@ -231,26 +220,25 @@ class EmbeddedNoteIndex:
                 semantic=sorted(semantic, key=_sort_key)[: query.k],
             )
 
-    def _bm25(self, query_terms: Sequence[str], document: Sequence[str], added: _Added) -> float | None:
-        """Tantivy's BM25 of a document of ``document`` terms with this index's statistics (those of
-        the ``added`` documents while the index holds none); ``None`` when it shares no term with
-        the query."""
-        frequencies = Counter(document)
-        if not any(term in frequencies for term in query_terms):
-            return None
+    def _bm25(self, query_terms: Sequence[str], document: Sequence[str], added: Added) -> float | None:
+        """Tantivy's BM25 (``engine.bm25``) of a document of ``document`` terms with this index's
+        statistics (those of the ``added`` documents while the index holds none)."""
         held = self._searcher.num_docs
-        documents, total = (held, self._total_length) if held else (added.documents, added.length)
-        average = max(total / documents, 1.0)
-        norm = BM25_K1 * (1 - BM25_B + BM25_B * len(document) / average)
-        score = 0.0
-        for term in query_terms:
-            tf = frequencies.get(term, 0)
-            if tf == 0:
-                continue
-            df = self._searcher.doc_freq("content", term) if held else added.frequencies[term]
-            idf = math.log(1 + (documents - df + 0.5) / (df + 0.5))
-            score += idf * (1 + BM25_K1) * tf / (tf + norm)
-        return score
+        if not held:
+            return bm25(
+                query_terms,
+                document,
+                documents=added.documents,
+                total_length=added.length,
+                frequency=added.frequencies.__getitem__,
+            )
+        return bm25(
+            query_terms,
+            document,
+            documents=held,
+            total_length=self._total_length,
+            frequency=lambda term: int(self._searcher.doc_freq("content", term)),
+        )
 
     def browse(self, note_filter: NoteFilter, k: int) -> list[NoteHit]:
         """Up to ``k`` admitted notes by importance, then update time (newest first), then id."""

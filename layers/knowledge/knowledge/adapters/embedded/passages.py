@@ -41,7 +41,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from operator import itemgetter, lt
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -50,9 +50,11 @@ import tantivy
 from knowledge.adapters.embedded.engine import (
     ANALYZER,
     FREQ,
+    Added,
     VectorSpace,
     Version,
     analyzed,
+    bm25,
     index_terms,
     nearest,
     stemmer,
@@ -200,6 +202,9 @@ class EmbeddedIndex:
         self._passages: dict[int, _Chunk] = {}
         self._item_passages: dict[_Key, list[int]] = {}
         self._next_passage = 0
+        self._passage_lengths: dict[int, tuple[int, int]] = {}  # terms in title, in text
+        self._title_length = 0
+        self._text_length = 0
         self._vectors: npt.NDArray[np.float32] = np.zeros((0, 0), dtype=np.float32)
         self._row_group: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self._alive: npt.NDArray[np.bool_] = np.zeros(0, dtype=np.bool_)
@@ -324,6 +329,65 @@ class EmbeddedIndex:
             if Leg.LEXICAL in query.legs:
                 lexical = self._lexical(query.text, groups, query.k)
             return LegHits(lexical=lexical, semantic=semantic)
+
+    def score_items(self, query: IndexQuery, items: Sequence[IndexedItem]) -> LegHits:
+        """The hits ``items`` would give beside what the index holds (``SearchIndex.score_items``):
+        each passage's ``title`` and ``text`` scored by tantivy's BM25 (``engine.bm25``) with the
+        statistics per field (document count, document frequencies, total length) of the index
+        with the ``items``' passages beside what it holds, so a passage scores as it will once
+        indexed (tantivy keeps replaced documents in its statistics until their segments merge,
+        where these count the live ones), and combined as ``_lexical``'s
+        disjunction max (``title_boost``, ``text_boost``, ``tie_breaker``); each chunk by the
+        cosine of its vector, as ``search``. ``ValueError`` for a semantic leg without a vector."""
+        with self._lock:
+            self._commit_now()
+            lexical: list[ChunkHit] = []
+            semantic: list[ChunkHit] = []
+            if Leg.LEXICAL in query.legs:
+                lexical = self._scored_passages(index_terms(query.text, query=True), items)
+            if Leg.SEMANTIC in query.legs and any(item.chunks for item in items):
+                if query.vector is None:
+                    raise ValueError("the semantic leg needs a query vector")
+                target = self._space.unit(query.vector)
+                for item in items:
+                    for chunk in item.chunks:
+                        cosine = float(self._space.unit(chunk.vector) @ target)
+                        semantic.append(_Chunk.of(item, chunk).hit(max(-1.0, min(1.0, cosine))))
+            return LegHits(lexical=_best(lexical, query.k), semantic=_best(semantic, query.k))
+
+    def _scored_passages(self, terms: Sequence[str], items: Sequence[IndexedItem]) -> list[ChunkHit]:
+        if not terms:
+            return []
+        spans = [
+            (item, passage, index_terms(item.title), index_terms(passage.text))
+            for item in items
+            for passage in item.passages
+        ]
+        held = self._searcher.num_docs
+        titles = Added([title for _, _, title, _ in spans])
+        texts = Added([text for _, _, _, text in spans])
+
+        def statistics(field: str, added: Added, total: int) -> dict[str, Any]:
+            """The field's statistics with the added passages beside the held ones."""
+            return {
+                "documents": held + added.documents,
+                "total_length": total + added.length,
+                "frequency": lambda term: int(self._searcher.doc_freq(field, term)) + added.frequencies[term],
+            }
+
+        title_statistics = statistics("title", titles, self._title_length)
+        text_statistics = statistics("text", texts, self._text_length)
+        hits = []
+        for item, passage, title, text in spans:
+            title_score = bm25(terms, title, **title_statistics)
+            text_score = bm25(terms, text, **text_statistics)
+            if title_score is None and text_score is None:
+                continue
+            fields = sorted(
+                (self._title_boost * (title_score or 0.0), self._text_boost * (text_score or 0.0))
+            )
+            hits.append(_Chunk.of(item, passage).hit(fields[1] + self._tie_breaker * fields[0]))
+        return hits
 
     def _admitted_groups(self, visibility: VisibilityFilter, as_of: datetime | None) -> list[int]:
         moment = as_of.timestamp() if as_of is not None else None
@@ -474,6 +538,7 @@ class EmbeddedIndex:
         item_key = _joined(*key)
         base_key = _joined(item.tenant_id, item.knowledge_base_id)
         title = analyzed(item.title)
+        title_length = len(title.split())
         for row, chunk, vector in zip(rows, item.chunks, matrix, strict=True):
             self._chunks[row] = _Chunk.of(item, chunk)
             self._vectors[row] = vector
@@ -485,9 +550,14 @@ class EmbeddedIndex:
             self._next_passage += 1
             self._passages[passage_id] = _Chunk.of(item, passage)
             passage_ids.append(passage_id)
+            text = analyzed(passage.text)
+            text_length = len(text.split())  # the stemmer keeps every token: one term per word
+            self._passage_lengths[passage_id] = (title_length, text_length)
+            self._title_length += title_length
+            self._text_length += text_length
             document = tantivy.Document()
             document.add_text("title", title)
-            document.add_text("text", analyzed(passage.text))
+            document.add_text("text", text)
             document.add_text("item_key", item_key)
             document.add_text("base_key", base_key)
             document.add_unsigned("group", group)
@@ -513,6 +583,9 @@ class EmbeddedIndex:
         self._release(rows)
         for passage_id in self._item_passages.pop(key, []):
             del self._passages[passage_id]
+            title_length, text_length = self._passage_lengths.pop(passage_id, (0, 0))
+            self._title_length -= title_length
+            self._text_length -= text_length
         self._writer.delete_documents_by_term("item_key", _joined(*key))
         return True
 

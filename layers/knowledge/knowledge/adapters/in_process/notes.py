@@ -12,6 +12,7 @@ from datetime import datetime
 
 from knowledge.adapters import next_tokens
 from knowledge.adapters.in_process.listing import found, page
+from knowledge.domain.access.rates import content_bytes
 from knowledge.domain.memory.lifecycle import MAX_NOTE_WRITES, NoteWrite, redacted
 from knowledge.domain.memory.notes import Note, NoteClaim, NoteStatus, claims_of
 from knowledge.domain.memory.pins import Pin, PinChange
@@ -41,6 +42,8 @@ class InProcessNoteStore:
         self._stored_items_limit = stored_items_limit
         self._stored_items: dict[str, int] = {}
         """tenant → its live knowledge items and notes, as the table's ``STORED_ITEMS`` counter."""
+        self._stored_bytes: dict[str, int] = {}
+        """tenant → the content bytes it stores, as that counter's ``content_bytes``."""
         self._notes: dict[tuple[str, str], Note] = {}
         self._note_versions: dict[tuple[str, str], dict[int, Note]] = {}
         self._claims: dict[tuple[str, str], _Claim] = {}
@@ -77,6 +80,14 @@ class InProcessNoteStore:
             for write in writes:
                 self._check_write(tenant_id, write, now)
             self._count_stored(tenant_id, sum(1 for write in writes if write.previous is None))
+            self._count_bytes(
+                tenant_id,
+                sum(
+                    content_bytes(write.note.content)
+                    - (content_bytes(write.previous.content) if write.previous is not None else 0)
+                    for write in writes
+                ),
+            )
             for write in writes:
                 note = write.note.model_copy(update={"indexed_version": None, "pinned": False})
                 self._notes[tenant_id, note.note_id] = note
@@ -170,11 +181,12 @@ class InProcessNoteStore:
                 for change in self._pin_changes
                 if (change.tenant_id, change.note_id) != (tenant_id, note_id)
             ]
-            if expected_version is not None:
+            if expected_version is not None and note is not None:
                 del self._notes[tenant_id, note_id]
                 self._count_stored(tenant_id, -1)
+                self._count_bytes(tenant_id, -content_bytes(note.content))
 
-    def release_expired_note(self, tenant_id: str, note_id: str) -> bool:
+    def release_expired_note(self, tenant_id: str, note_id: str, *, content_bytes: int = 0) -> bool:
         with self._lock:
             if (tenant_id, note_id) in self._expiry_counted:
                 return False
@@ -182,6 +194,7 @@ class InProcessNoteStore:
             if self._stored_items.get(tenant_id, 0) <= 0:
                 return False
             self._count_stored(tenant_id, -1)
+            self._count_bytes(tenant_id, -content_bytes)
             return True
 
     def list_notes(self, tenant_id: str, *, limit: int, next_token: str | None) -> Page[Note]:
@@ -201,6 +214,7 @@ class InProcessNoteStore:
                 if held is not None and held.note_id != note.note_id:
                     raise ClaimTakenError("Another note holds this note's semantic key or content.")
             self._count_stored(tenant_id, 1)
+            self._count_bytes(tenant_id, content_bytes(note.content))
             unmarked = {"indexed_version": None, "pinned": False}
             self._notes[tenant_id, note.note_id] = note.model_copy(update=unmarked)
             self._note_versions[tenant_id, note.note_id] = {
@@ -227,6 +241,10 @@ class InProcessNoteStore:
         if delta > 0 and 0 < self._stored_items_limit < count:
             raise StoredItemsQuotaError(self._stored_items_limit)
         self._stored_items[tenant_id] = count
+
+    def _count_bytes(self, tenant_id: str, delta: int) -> None:
+        """Move the tenant's stored content bytes by ``delta``. Callers hold the lock."""
+        self._stored_bytes[tenant_id] = self._stored_bytes.get(tenant_id, 0) + delta
 
     def get_pin(self, tenant_id: str, note_id: str) -> Pin | None:
         with self._lock:

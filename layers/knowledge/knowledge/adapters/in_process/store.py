@@ -23,7 +23,7 @@ from knowledge.adapters.in_process.listing import found as _found
 from knowledge.adapters.in_process.listing import page as _page
 from knowledge.adapters.in_process.notes import InProcessNoteStore
 from knowledge.domain import ids, lifecycle
-from knowledge.domain.access.rates import QuotaCounters, Rate, RateDecision
+from knowledge.domain.access.rates import QuotaCounters, Rate, RateDecision, content_bytes
 from knowledge.domain.as_of import ItemState, item_state
 from knowledge.domain.bundles import BundleJob
 from knowledge.domain.models import (
@@ -238,6 +238,21 @@ class InProcessKnowledgeStore(InProcessNoteStore):
                 update={"indexed_revision_id": knowledge_revision_id}
             )
 
+    def list_unindexed_items(self, tenant_id: str, *, limit: int) -> list[KnowledgeItem]:
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        with self._lock:
+            pending = [
+                item
+                for (tenant, _), item in self._items.items()
+                if tenant == tenant_id
+                and item.status is ItemStatus.PUBLISHED
+                and item.current_revision_id is not None
+                and item.indexed_revision_id != item.current_revision_id
+            ]
+        pending.sort(key=lambda item: item.knowledge_item_id, reverse=True)
+        return pending[:limit]
+
     def get_item(self, tenant_id: str, knowledge_item_id: str) -> KnowledgeItem | None:
         with self._lock:
             return self._items.get((tenant_id, knowledge_item_id))
@@ -398,7 +413,12 @@ class InProcessKnowledgeStore(InProcessNoteStore):
                 for (tenant, note_id) in self._notes
                 if tenant == tenant_id and (tenant, note_id) not in self._expiry_counted
             )
-            return QuotaCounters(arrivals=arrivals, stored=stored, notes=min(stored, notes))
+            return QuotaCounters(
+                arrivals=arrivals,
+                stored=stored,
+                notes=min(stored, notes),
+                content_bytes=max(0, self._stored_bytes.get(tenant_id, 0)),
+            )
 
     # Internals (callers hold the lock)
 
@@ -430,6 +450,7 @@ class InProcessKnowledgeStore(InProcessNoteStore):
         key = (revision.tenant_id, revision.knowledge_item_id, revision.knowledge_revision_id)
         self._contents[key] = content
         self._revisions[key] = revision
+        self._count_bytes(revision.tenant_id, content_bytes(content))
         self._put_item(item)
 
     def _put_item(self, item: KnowledgeItem) -> None:
@@ -467,6 +488,7 @@ class InProcessKnowledgeStore(InProcessNoteStore):
             ]
             if live:
                 self._count_stored(tenant_id, 1)
+            self._count_bytes(tenant_id, sum(content_bytes(content) for _, content in paged))
             for revision, content in paged:
                 key = (tenant_id, item_id, revision.knowledge_revision_id)
                 self._revisions[key] = revision

@@ -231,3 +231,60 @@ def client_of(settings: Settings, index_setting: str, index_name: str | None) ->
         url, auth=settings.opensearch_auth, region=settings.aws_region, service=settings.opensearch_service
     )
     return client, index_name
+
+
+BM25_K1 = 1.2
+BM25_B = 0.75
+
+
+def lucene_bm25(
+    query_terms: Sequence[str],
+    vectors: Mapping[str, Any],
+    added: Sequence[Mapping[str, Any]],
+    *,
+    beside: bool = False,
+) -> float | None:
+    """OpenSearch's BM25 (``dsl.text_settings``: k1 1.2, b 0.75, no overlap discount; its ``BM25``
+    similarity keeps the ``k1 + 1`` factor Lucene 8 dropped, as a boost) of one artificial
+    document, from its ``_termvectors`` answer for one field (``terms`` with ``term_freq`` and
+    ``doc_freq``, ``field_statistics`` with ``doc_count`` and ``sum_ttf``): the statistics of the
+    shard that scores the index's own hits in the same search (those of the ``added`` documents,
+    such answers, while it holds none); summed over ``query_terms`` as a ``match`` query sums its
+    clauses. With ``beside``, the ``added`` documents count beside the shard's (document count,
+    total length, document frequencies), so a document scores as it will once indexed. ``None``
+    when the document holds none of them."""
+    terms: Mapping[str, Any] = vectors.get("terms", {})
+    if not any(term in terms for term in query_terms):
+        return None
+    length = _length(vectors)
+    statistics = vectors.get("field_statistics", {})
+    held = max(0, int(statistics.get("doc_count", 0)))
+    documents, total = held, max(0, int(statistics.get("sum_ttf", 0))) if held else 0
+    if beside or not held:
+        documents, total = documents + len(added), total + sum(_length(other) for other in added)
+    average = max(total / documents, 1.0)
+    norm = BM25_K1 * (1 - BM25_B + BM25_B * length / average)
+    score = 0.0
+    for term in query_terms:
+        entry = terms.get(term)
+        if entry is None:
+            continue
+        frequency = int(entry.get("term_freq", 0))
+        frequency_in = int(entry.get("doc_freq", 0)) if held else 0
+        if beside or not held:
+            frequency_in += sum(1 for other in added if term in other.get("terms", {}))
+        idf = math.log(1 + (documents - frequency_in + 0.5) / (frequency_in + 0.5))
+        score += idf * (1 + BM25_K1) * frequency / (frequency + norm)
+    return score
+
+
+def _length(vectors: Mapping[str, Any]) -> int:
+    """The number of terms of an artificial document's field (its term frequencies summed)."""
+    return sum(int(entry.get("term_freq", 0)) for entry in vectors.get("terms", {}).values())
+
+
+def cosine(left: Sequence[float], right: Sequence[float]) -> float:
+    """Cosine similarity in [-1, 1]; 0 for a zero vector."""
+    dot = sum(a * b for a, b in zip(left, right, strict=True))
+    size = math.sqrt(sum(a * a for a in left)) * math.sqrt(sum(b * b for b in right))
+    return max(-1.0, min(1.0, dot / size)) if size else 0.0

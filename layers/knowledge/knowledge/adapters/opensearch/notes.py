@@ -25,7 +25,6 @@ or failing engine, ``IndexConfigurationError`` for a missing index or another em
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +37,9 @@ from knowledge.adapters.opensearch.engine import (
     BodyAt,
     check_vector,
     client_of,
+    cosine,
     document_error,
+    lucene_bm25,
     search_legs,
     translated,
 )
@@ -236,60 +237,6 @@ def parse_hits(response: Mapping[str, Any], *, semantic: bool) -> list[NoteHit]:
 
 def _parse(response: Mapping[str, Any], semantic: bool) -> list[NoteHit]:
     return parse_hits(response, semantic=semantic)
-
-
-BM25_K1 = 1.2
-BM25_B = 0.75
-
-
-def lucene_bm25(
-    query_terms: Sequence[str], vectors: Mapping[str, Any], added: Sequence[Mapping[str, Any]]
-) -> float | None:
-    """OpenSearch's BM25 (``dsl.text_settings``: k1 1.2, b 0.75, no overlap discount; its ``BM25``
-    similarity keeps the ``k1 + 1`` factor Lucene 8 dropped, as a boost) of one artificial
-    document, from its ``_termvectors`` answer for one field (``terms`` with ``term_freq`` and
-    ``doc_freq``, ``field_statistics`` with ``doc_count`` and ``sum_ttf``): the statistics of the
-    shard that scores the index's own hits in the same search (those of the ``added`` documents,
-    such answers, while it holds none); summed over ``query_terms`` as a ``match`` query sums its
-    clauses. ``None`` when the document holds none of them."""
-    terms: Mapping[str, Any] = vectors.get("terms", {})
-    if not any(term in terms for term in query_terms):
-        return None
-    length = _length(vectors)
-    statistics = vectors.get("field_statistics", {})
-    held = max(0, int(statistics.get("doc_count", 0)))
-    if held:
-        documents, total = held, max(0, int(statistics.get("sum_ttf", 0)))
-    else:
-        documents, total = len(added), sum(_length(other) for other in added)
-    average = max(total / documents, 1.0)
-    norm = BM25_K1 * (1 - BM25_B + BM25_B * length / average)
-    score = 0.0
-    for term in query_terms:
-        entry = terms.get(term)
-        if entry is None:
-            continue
-        frequency = int(entry.get("term_freq", 0))
-        frequency_in = (
-            int(entry.get("doc_freq", 0))
-            if held
-            else sum(1 for other in added if term in other.get("terms", {}))
-        )
-        idf = math.log(1 + (documents - frequency_in + 0.5) / (frequency_in + 0.5))
-        score += idf * (1 + BM25_K1) * frequency / (frequency + norm)
-    return score
-
-
-def _length(vectors: Mapping[str, Any]) -> int:
-    """The number of terms of an artificial document's field (its term frequencies summed)."""
-    return sum(int(entry.get("term_freq", 0)) for entry in vectors.get("terms", {}).values())
-
-
-def _cosine(left: Sequence[float], right: Sequence[float]) -> float:
-    """Cosine similarity in [-1, 1]; 0 for a zero vector."""
-    dot = sum(a * b for a, b in zip(left, right, strict=True))
-    size = math.sqrt(sum(a * a for a in left)) * math.sqrt(sum(b * b for b in right))
-    return max(-1.0, min(1.0, dot / size)) if size else 0.0
 
 
 class OpenSearchNoteIndex:
@@ -524,7 +471,7 @@ class OpenSearchNoteIndex:
                 raise ValueError("the semantic leg needs a query vector")
             check_vector(query.vector, self._dimension or len(query.vector))
             semantic = [
-                NoteHit(note_id=note.note_id, version=note.version, score=_cosine(query.vector, note.vector))
+                NoteHit(note_id=note.note_id, version=note.version, score=cosine(query.vector, note.vector))
                 for note in notes
             ]
         return NoteLegHits(

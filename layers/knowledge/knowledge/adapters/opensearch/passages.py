@@ -39,7 +39,9 @@ from knowledge.adapters.opensearch.engine import (
     BodyAt,
     check_vector,
     client_of,
+    cosine,
     document_error,
+    lucene_bm25,
     search_legs,
     translated,
 )
@@ -81,6 +83,24 @@ def _batches(items: Sequence[IndexedItem], size: int) -> Iterator[list[tuple[int
                 rest.append((position, item))
         yield batch
         pending = rest
+
+
+def _hit(item: IndexedItem, span: Chunk | IndexedChunk, score: float) -> ChunkHit:
+    return ChunkHit(
+        knowledge_base_id=item.knowledge_base_id,
+        knowledge_item_id=item.knowledge_item_id,
+        knowledge_revision_id=item.knowledge_revision_id,
+        ordinal=span.ordinal,
+        start=span.start,
+        end=span.end,
+        text=span.text,
+        score=score,
+    )
+
+
+def _ranked(hits: list[ChunkHit], k: int) -> list[ChunkHit]:
+    """The ``k`` best of ``hits``: score descending, ties by item id, then ordinal (``parse_hits``)."""
+    return sorted(hits, key=lambda hit: (-hit.score, hit.knowledge_item_id, hit.ordinal))[:k]
 
 
 def _parse_hits(response: Mapping[str, Any], semantic: bool) -> list[ChunkHit]:
@@ -404,6 +424,68 @@ class OpenSearchIndex:
             semantic=found.hits.get(Leg.SEMANTIC, []),
             failed=found.failed,
         )
+
+    def score_items(self, query: IndexQuery, items: Sequence[IndexedItem]) -> LegHits:
+        """The hits ``items`` would give beside what the index holds (``SearchIndex.score_items``).
+        Lexical: the query's terms by the fields' search analyzer (``_analyze``) and each passage's
+        ``title`` and ``text`` terms with the statistics of the tenant's shard (``_mtermvectors`` of
+        artificial documents, routed by tenant: term and document frequencies, document count,
+        total length per field) with the ``items``' passages counted beside the shard's, so a
+        passage scores as it will once indexed; each field scored by OpenSearch's BM25
+        (``lucene_bm25``) and
+        combined as ``lexical_body``'s ``multi_match`` ``best_fields`` combines them (the better of
+        ``title^title_boost`` and ``text``, plus ``tie_breaker`` times the other). Lengths are
+        exact where Lucene stores them in one byte, so a long passage's score may differ by a few
+        percent from the one it gets once indexed. Semantic: the cosine of each chunk's vector,
+        computed here. ``DependencyUnavailableError`` when a request fails; ``ValueError`` for a
+        semantic leg without a vector or with one of the wrong dimension."""
+        lexical: list[ChunkHit] = []
+        semantic: list[ChunkHit] = []
+        spans = [(item, passage) for item in items for passage in item.passages]
+        if Leg.LEXICAL in query.legs and spans and query.text.strip():
+            lexical = self._scored_passages(query.text, query.visibility.tenant_id, spans)
+        if Leg.SEMANTIC in query.legs and any(item.chunks for item in items):
+            vector = query.vector
+            if vector is None:
+                raise ValueError("the semantic leg needs a query vector")
+            check_vector(vector, len(vector) if self._dimension is None else self._dimension)
+            semantic = [
+                _hit(item, chunk, cosine(vector, chunk.vector)) for item in items for chunk in item.chunks
+            ]
+        return LegHits(lexical=_ranked(lexical, query.k), semantic=_ranked(semantic, query.k))
+
+    def _scored_passages(
+        self, text: str, tenant_id: str, spans: Sequence[tuple[IndexedItem, Chunk]]
+    ) -> list[ChunkHit]:
+        with translated("score_items"):
+            analyzed = self._client.indices.analyze(
+                index=self._name, body={"analyzer": dsl.QUERY_ANALYZER, "text": text}
+            )
+            terms = [str(token["token"]) for token in analyzed.get("tokens", [])]
+            if not terms:
+                return []
+            answer = self._client.mtermvectors(
+                index=self._name,
+                body={"docs": [{"doc": {"title": item.title, "text": span.text}} for item, span in spans]},
+                routing=tenant_id,
+                fields="title,text",
+                term_statistics=True,
+                field_statistics=True,
+                positions=False,
+                offsets=False,
+            )
+        vectors = [document.get("term_vectors", {}) for document in answer["docs"]]
+        titles = [fields.get("title", {}) for fields in vectors]
+        texts = [fields.get("text", {}) for fields in vectors]
+        hits = []
+        for (item, span), title, body in zip(spans, titles, texts, strict=False):
+            title_score = lucene_bm25(terms, title, titles, beside=True)
+            text_score = lucene_bm25(terms, body, texts, beside=True)
+            if title_score is None and text_score is None:
+                continue
+            weaker, better = sorted((self._title_boost * (title_score or 0.0), text_score or 0.0))
+            hits.append(_hit(item, span, better + self._tie_breaker * weaker))
+        return hits
 
     def refresh(self) -> None:
         """Make every write so far visible to search."""

@@ -47,6 +47,10 @@ SEARCH_KNOWLEDGE = Tool(
         "answer as of that moment, with today's authorization and as_of echoed: a query searches the "
         "revisions that were current and published then; an addressed read reads the revision current "
         "then (is_current and current_revision_id as of then). "
+        "A query answer carries pending_index {writes, included}: how many published items you may read "
+        "(under knowledge_base_id) the index has not taken yet; an item just published is searchable once "
+        "the indexer takes it (seconds), and consistent true also matches those items' current revisions "
+        "now, ranked by the same rules in place of any older revision the index holds (not with as_of). "
         "Errors return JSON text "
         '{"type":"error","error":{"code","message","retryable","details"}} with isError true '
         '({"type":"knowledge_unavailable"} when the knowledge runtime is switched off).'

@@ -87,8 +87,15 @@ class RateState(NamedTuple):
 class QuotaCounters(NamedTuple):
     """What the store counts for one tenant: the theoretical arrival time of each rate quota that
     has one (epoch microseconds), the stored items (knowledge items and notes together) and, of
-    them, the notes."""
+    them, the notes, and the content bytes stored (``content_bytes``)."""
 
     arrivals: dict[str, int]
     stored: int
     notes: int
+    content_bytes: int = 0
+
+
+def content_bytes(text: str) -> int:
+    """The UTF-8 size of ``text`` in bytes: what a revision's or a note's content counts in the
+    tenant's stored bytes."""
+    return len(text.encode("utf-8"))

@@ -172,3 +172,20 @@ class LegHits:
     lexical: list[ChunkHit] = field(default_factory=list)
     semantic: list[ChunkHit] = field(default_factory=list)
     failed: Leg | None = None
+
+
+def with_pending(hits: LegHits, scored: LegHits, pending: set[str], k: int) -> LegHits:
+    """One round's ``hits`` with ``scored`` (the hits of published revisions the index has not
+    taken yet, ``SearchIndex.score_items``) merged into each leg: every hit of an item among
+    ``pending`` (an older revision the index still holds) gives way, the leg is ordered by score,
+    then item id, then ordinal, and cut at ``k``."""
+
+    def merged(held: list[ChunkHit], added: list[ChunkHit]) -> list[ChunkHit]:
+        kept = [hit for hit in held if hit.knowledge_item_id not in pending] + added
+        return sorted(kept, key=lambda hit: (-hit.score, hit.knowledge_item_id, hit.ordinal))[:k]
+
+    return LegHits(
+        lexical=merged(hits.lexical, scored.lexical),
+        semantic=merged(hits.semantic, scored.semantic),
+        failed=hits.failed,
+    )
