@@ -463,3 +463,15 @@ def test_search_consistent_is_sent_and_pending_items_are_told_on_stderr(
     assert printed.out == "No results.\nNo results.\n"
     assert printed.err.count("3 published items are not indexed yet; --consistent includes them.") == 2
     assert [body.get("consistent") for body in api.bodies("/v1/tools/search_knowledge")] == [None, True]
+
+
+def test_search_as_of_sends_the_moment_as_written(api: FakeApi) -> None:
+    api.reply("POST", "/v1/tools/search_knowledge", 200, {"type": "knowledge_search", "results": []})
+
+    assert run("search", "osprey", "--as-of", "2026-05-01T10:00:00Z") == 0
+    assert run("search", "osprey") == 0
+
+    assert [body.get("as_of") for body in api.bodies("/v1/tools/search_knowledge")] == [
+        "2026-05-01T10:00:00Z",
+        None,
+    ]

@@ -1,7 +1,7 @@
-"""``knowledge search "query" [--mode --alpha --max-results --base --consistent --json]``: the ranked
-results, one line each (rank, final score, base name, title, item id, excerpt shortened to the
-terminal), and on stderr how many published items the index has not taken yet, when any
-(``--consistent`` includes them);
+"""``knowledge search "query" [--mode --alpha --max-results --base --consistent --as-of --json]``: the
+ranked results, one line each (rank, final score, base name, title, item id, excerpt shortened to
+the terminal), and on stderr how many published items the index has not taken yet, when any
+(``--consistent`` includes them); ``--as-of`` answers as of that moment;
 ``knowledge read ITEM [--revision --offset | --page --limit --as-of --json]``: one item (or revision)
 a page of characters at a time (``--page``: from a converted PDF's page), the position, where it is
 in the original (page, sheet and rows, section) and the next page's command on stderr; ``--as-of``
@@ -49,6 +49,11 @@ def add_commands(commands: Any, shared: Sequence[argparse.ArgumentParser]) -> No
     search_parser.add_argument(
         "--consistent", action="store_true", help="also the items published but not indexed yet"
     )
+    search_parser.add_argument(
+        "--as-of",
+        type=moment,
+        help="answer as of this moment (ISO-8601 with a zone, e.g. 2026-05-01T12:00:00Z)",
+    )
     search_parser.add_argument("--json", action="store_true", help="print the API's JSON answer")
     search_parser.set_defaults(run=_search)
 
@@ -81,6 +86,7 @@ def _search(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
         max_results=arguments.max_results,
         knowledge_base_id=base_id(client, arguments.base) if arguments.base else None,
         consistent=arguments.consistent or None,
+        as_of=arguments.as_of,
     )
     if arguments.json:
         print(json.dumps(answer, indent=2, ensure_ascii=False))
