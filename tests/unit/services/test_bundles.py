@@ -187,6 +187,13 @@ def seed(deployment: Deployment, tenant_id: str = SOURCE) -> dict[str, str]:
     }
 
 
+def imported(deployment: Deployment, lines: Iterable[str]) -> tuple[dict[str, int], list[str]]:
+    """The counts and conflicts of importing ``lines`` into ``TARGET`` in one go."""
+    progress = deployment.service.import_lines(TARGET, lines)
+    assert progress is not None
+    return progress.counts, progress.conflicts
+
+
 def records(bundle: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The bundle without its header (which names the tenant and the export's moment)."""
     assert bundle[0]["kind"] == "bundle"
@@ -204,7 +211,7 @@ def test_a_round_trip_into_another_tenant_exports_an_equal_bundle() -> None:
     assert exported[-1]["counts"] == {"base": 2, "item": 2, "note": 5, "pin": 2}
     assert all("tenant_id" not in json.dumps(line["base"]) for line in exported if line["kind"] == "base")
 
-    counts, conflicts = deployment.service.import_lines(TARGET, (json.dumps(line) for line in exported))
+    counts, conflicts = imported(deployment, (json.dumps(line) for line in exported))
 
     assert conflicts == []
     assert counts == {"base.imported": 2, "item.imported": 2, "note.imported": 5, "pin.imported": 2}
@@ -245,7 +252,7 @@ def test_importing_twice_changes_nothing_the_second_time() -> None:
     deployment.service.import_lines(TARGET, lines)
     before = deployment.bundle(TARGET)
 
-    counts, conflicts = deployment.service.import_lines(TARGET, lines)
+    counts, conflicts = imported(deployment, lines)
 
     assert counts == {"base.present": 2, "item.present": 2, "note.present": 5, "pin.present": 2}
     assert conflicts == []
@@ -269,7 +276,7 @@ def test_a_record_whose_external_id_another_item_holds_is_a_named_conflict() -> 
         publish=True,
     )
 
-    counts, conflicts = deployment.service.import_lines(TARGET, lines)
+    counts, conflicts = imported(deployment, lines)
 
     assert conflicts == [f"item:{names['item']}"]
     assert counts["item.conflicts"] == 1
@@ -305,8 +312,8 @@ def test_vectors_travel_only_to_a_deployment_of_the_same_model() -> None:
     assert sum(len(line["vectors"]) for line in vectors) == bundle[-1]["counts"]["vectors"] >= 1
 
     same, other = Deployment(), Deployment(dimension=32)
-    kept, _ = same.service.import_lines(TARGET, (json.dumps(line) for line in bundle))
-    skipped, _ = other.service.import_lines(TARGET, (json.dumps(line) for line in bundle))
+    kept, _ = imported(same, (json.dumps(line) for line in bundle))
+    skipped, _ = imported(other, (json.dumps(line) for line in bundle))
 
     assert kept["vectors.kept"] == bundle[-1]["counts"]["vectors"]
     assert "vectors.kept" not in skipped
@@ -473,3 +480,38 @@ def test_without_a_bucket_or_a_queue_exports_are_unavailable() -> None:
         bare.start_export(OPERATOR, ExportRequest())
     with pytest.raises(DependencyUnavailableError):
         bare.create_import(OPERATOR)
+
+
+def test_an_import_out_of_time_hands_on_and_the_next_step_goes_on_from_its_checkpoint() -> None:
+    source, target = Deployment(), Deployment()
+    seed(source)
+    body = "".join(source.service.bundle_lines(SOURCE, BundleSelection())).encode()
+    operator = OPERATOR.model_copy(update={"tenant_id": TARGET})
+    created = target.service.create_import(operator)
+    target.bucket.objects[f"bundles/{TARGET}/{created.job_id}.jsonl"] = body
+    target.service.start_import(operator, created.job_id)
+    applied: list[int] = []
+    original = target.service._restore
+
+    def counted(tenant_id: str, document: Any, *, vectors: Any) -> Any:
+        applied.append(1)
+        return original(tenant_id, document, vectors=vectors)
+
+    target.service._restore = counted  # type: ignore[method-assign]
+    budget = iter([1.0, 1.0, 1.0, 0.0])  # out of time after the fourth line
+    first = target.service.run(target.queue.sent.pop(), seconds_left=lambda: next(budget, 0.0))
+
+    paused = target.service.get_job(operator, created.job_id, BundleJobKind.IMPORT)
+    assert first is BundleAction.PAUSED
+    assert paused.status is BundleJobStatus.QUEUED
+    assert sum(paused.counts.values()) == 3  # header, then three records
+    assert len(target.queue.sent) == 1
+
+    assert target.run_all() == [BundleAction.IMPORTED]
+
+    done = target.service.get_job(operator, created.job_id, BundleJobKind.IMPORT)
+    assert done.status is BundleJobStatus.SUCCEEDED
+    assert done.counts == {"base.imported": 2, "item.imported": 2, "note.imported": 5, "pin.imported": 2}
+    assert done.bytes == len(body)
+    assert len(applied) == 11  # every record restored once: the second step skipped what the first did
+    assert records(target.bundle(TARGET)) == records(source.bundle(SOURCE))

@@ -59,9 +59,13 @@ class BundleJob(BaseModel):
     conflicts: tuple[str, ...] = ()
     bytes: int = Field(default=0, ge=0)
     error: str | None = None
+    lines_done: int = Field(default=0, ge=0)
+    """An import's bundle lines applied so far (its header included): a resumed run goes on after them."""
     created_at: datetime
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    lease_until: datetime | None = None
+    """When the worker running the job gives it up unless it stored a step by then."""
     version: int = Field(default=1, ge=1)
 
     @property

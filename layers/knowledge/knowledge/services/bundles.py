@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 from functools import partial
@@ -85,6 +86,8 @@ CHUNK_BYTES = 1 << 20
 VECTORS_PER_LINE = 100
 URL_SECONDS = 3600
 """How long a presigned download or upload stays valid."""
+CHECKPOINT_LINES = 500
+"""An import stores its progress every this many lines."""
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -98,8 +101,21 @@ class BundleAction(StrEnum):
 
     EXPORTED = "exported"
     IMPORTED = "imported"
+    PAUSED = "paused"
+    """Out of time: the progress is stored and the next step queued."""
     SKIPPED = "skipped"
     FAILED = "failed"
+
+
+@dataclass
+class ImportProgress:
+    """An import so far: counts by ``<kind>.<outcome>``, conflicts, the bundle lines applied
+    (header included) and the bytes read."""
+
+    counts: dict[str, int]
+    conflicts: list[str]
+    lines_done: int = 0
+    bytes_read: int = 0
 
 
 class BundleFormatError(ValueError):
@@ -226,16 +242,27 @@ class BundleService:
 
     # -- the worker side ---------------------------------------------------------------------------
 
-    def run(self, work: BundleWork, *, give_up: bool = False) -> BundleAction:
-        """Run the job ``work`` names (see the module doc). Raises the store's and bucket's errors
-        for a retry, except on the last delivery (``give_up``), where the job is marked ``failed``."""
+    def run(
+        self, work: BundleWork, *, give_up: bool = False, seconds_left: Callable[[], float] | None = None
+    ) -> BundleAction:
+        """Run the job ``work`` names (see the module doc). An import stores its progress every
+        ``CHECKPOINT_LINES`` lines and, once ``seconds_left()`` is spent, queues its next step and
+        answers ``PAUSED``. Raises the store's and bucket's errors for a retry (a retried import goes
+        on from its last checkpoint), except on the last delivery (``give_up``), where the job is
+        marked ``failed``."""
         job = self._store.get_bundle_job(work.tenant_id, work.job_id)
         now = self._clock()
         if job is None or job.finished or not self._takeable(job, now):
             logger.info("bundle work skipped", extra={"tenant_id": work.tenant_id, "job_id": work.job_id})
             return BundleAction.SKIPPED
         job = self._store.put_bundle_job(
-            job.model_copy(update={"status": BundleJobStatus.RUNNING, "started_at": now}),
+            job.model_copy(
+                update={
+                    "status": BundleJobStatus.RUNNING,
+                    "started_at": job.started_at or now,
+                    "lease_until": now + self._lease,
+                }
+            ),
             expected_version=job.version,
         )
         try:
@@ -243,46 +270,49 @@ class BundleService:
                 counts, conflicts, size = self._export(job)
                 action = BundleAction.EXPORTED
             else:
-                counts, conflicts, size = self._import(job)
+                progress = self._import(job, seconds_left)
+                if progress is None:
+                    return BundleAction.PAUSED
+                counts, conflicts, size = progress.counts, progress.conflicts, progress.bytes_read
                 action = BundleAction.IMPORTED
         except BundleFormatError as error:
-            self._finish(job, error=str(error))
+            self._finish(work, error=str(error))
             return BundleAction.FAILED
         except Exception as error:
             if not give_up:
                 raise
-            self._finish(job, error=f"{type(error).__name__}: {error}")
+            self._finish(work, error=f"{type(error).__name__}: {error}")
             return BundleAction.FAILED
-        self._finish(job, counts=counts, conflicts=conflicts, size=size)
+        self._finish(work, counts=counts, conflicts=conflicts, size=size)
         return action
 
     def _takeable(self, job: BundleJob, now: datetime) -> bool:
         if job.status is BundleJobStatus.QUEUED:
             return True
-        return job.status is BundleJobStatus.RUNNING and (
-            job.started_at is None or job.started_at + self._lease <= now
-        )
+        running = job.status is BundleJobStatus.RUNNING
+        return running and (job.lease_until is None or job.lease_until <= now)
 
     def _finish(
         self,
-        job: BundleJob,
+        work: BundleWork,
         *,
         counts: dict[str, int] | None = None,
         conflicts: list[str] | None = None,
         size: int = 0,
         error: str | None = None,
     ) -> None:
+        job = self._store.get_bundle_job(work.tenant_id, work.job_id)
+        if job is None:
+            return
         update: dict[str, Any] = {
             "status": BundleJobStatus.FAILED if error else BundleJobStatus.SUCCEEDED,
             "finished_at": self._clock(),
+            "lease_until": None,
             "error": error,
         }
         if error is None:
-            update |= {
-                "counts": counts or {},
-                "conflicts": tuple((conflicts or [])[:CONFLICTS_KEPT]),
-                "bytes": size,
-            }
+            kept = tuple((conflicts or [])[:CONFLICTS_KEPT])
+            update |= {"counts": counts or {}, "conflicts": kept, "bytes": size}
         self._store.put_bundle_job(job.model_copy(update=update), expected_version=job.version)
         logger.info(
             "bundle job finished",
@@ -431,57 +461,94 @@ class BundleService:
 
     # -- import ------------------------------------------------------------------------------------
 
-    def _import(self, job: BundleJob) -> tuple[dict[str, int], list[str], int]:
+    def _import(self, job: BundleJob, seconds_left: Callable[[], float] | None) -> ImportProgress | None:
+        """The import's run from its last checkpoint; ``None`` when it paused (next step queued)."""
         lines = self._require_bucket().lines(job.object_key)
         if lines is None:
             raise BundleFormatError("The import's bundle is gone from the bucket; upload it again.", 0)
-        size = 0
+        stored = job
 
-        def counted() -> Iterator[bytes]:
-            nonlocal size
-            for line in lines:
-                size += len(line) + 1
-                yield line
+        def checkpoint(progress: ImportProgress) -> bool:
+            nonlocal stored
+            # Out of time hands on, but only after a line of this run: every step moves on.
+            moved = progress.lines_done > job.lines_done
+            out_of_time = moved and seconds_left is not None and seconds_left() <= 0
+            if progress.lines_done % CHECKPOINT_LINES and not out_of_time:
+                return False
+            update: dict[str, Any] = {
+                "counts": dict(sorted(progress.counts.items())),
+                "conflicts": tuple(progress.conflicts[:CONFLICTS_KEPT]),
+                "lines_done": progress.lines_done,
+            }
+            if out_of_time:  # handed on: the next step takes it as queued
+                update |= {"status": BundleJobStatus.QUEUED, "lease_until": None}
+            stored = self._store.put_bundle_job(
+                stored.model_copy(update=update), expected_version=stored.version
+            )
+            return out_of_time
 
-        counts, conflicts = self.import_lines(job.tenant_id, counted())
-        return counts, conflicts, size
+        resumed = ImportProgress(
+            counts=dict(job.counts), conflicts=list(job.conflicts), lines_done=job.lines_done
+        )
+        progress = self.import_lines(job.tenant_id, lines, resume=resumed, after_line=checkpoint)
+        if progress is None:
+            self._require_queue().send(BundleWork(op="import", tenant_id=job.tenant_id, job_id=job.job_id))
+            logger.info(
+                "import paused",
+                extra={"tenant_id": job.tenant_id, "job_id": job.job_id, "lines": stored.lines_done},
+            )
+        return progress
 
-    def import_lines(self, tenant_id: str, lines: Iterable[bytes | str]) -> tuple[dict[str, int], list[str]]:
+    def import_lines(
+        self,
+        tenant_id: str,
+        lines: Iterable[bytes | str],
+        *,
+        resume: ImportProgress | None = None,
+        after_line: Callable[[ImportProgress], bool] | None = None,
+    ) -> ImportProgress | None:
         """Restore a bundle's records into ``tenant_id`` (see the module doc): the counts by
-        ``<kind>.imported`` / ``.present`` / ``.conflicts`` (and ``vectors.kept``) and the
-        conflicting records named ``<kind>:<id>``. ``BundleFormatError`` for a bundle that is not
-        the format's (records before the bad line stay imported: the corrected bundle imported
-        again finds them present)."""
-        counts: dict[str, int] = {}
-        conflicts: list[str] = []
+        ``<kind>.imported`` / ``.present`` / ``.conflicts`` (and ``vectors.kept``), the conflicting
+        records named ``<kind>:<id>`` and the bytes read. ``resume`` goes on after the lines it
+        counts done (the header is read again); ``after_line(progress)`` runs after each applied
+        line and stops the import by answering true (``None`` is answered then).
+        ``BundleFormatError`` for a bundle that is not the format's (records before the bad line
+        stay imported: the corrected bundle imported again finds them present)."""
+        progress = resume or ImportProgress(counts={}, conflicts=[])
+        skipped = progress.lines_done
+        progress.bytes_read = 0
         vectors: VectorCache | None = None
         number = 0
         header: BundleHeader | None = None
         ended = False
         for raw in lines:
             number += 1
+            progress.bytes_read += len(raw) + 1
             text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-            if not text.strip():
+            if not text.strip() or (header is not None and number <= skipped):
                 continue
             if ended:
                 raise BundleFormatError("A bundle has nothing after its end line.", number)
             document = _parsed(text, number)
             if header is None:
                 header, vectors = self._header(document, number)
-                continue
-            if isinstance(document, dict) and document.get("kind") == "end":
+            elif isinstance(document, dict) and document.get("kind") == "end":
                 _checked(BundleEnd.model_validate, document, number)
                 ended = True
-                continue
-            restore = partial(self._restore, tenant_id, vectors=vectors)
-            counter, amount, conflict = _checked(restore, document, number)
-            if amount:
-                counts[counter] = counts.get(counter, 0) + amount
-            if conflict is not None:
-                conflicts.append(conflict)
+            else:
+                restore = partial(self._restore, tenant_id, vectors=vectors)
+                counter, amount, conflict = _checked(restore, document, number)
+                if amount:
+                    progress.counts[counter] = progress.counts.get(counter, 0) + amount
+                if conflict is not None:
+                    progress.conflicts.append(conflict)
+            progress.lines_done = max(progress.lines_done, number)
+            if after_line is not None and not ended and after_line(progress):
+                return None
         if header is None or not ended:
             raise BundleFormatError("The bundle was cut short: it has no end line (export it again).", number)
-        return dict(sorted(counts.items())), conflicts
+        progress.counts = dict(sorted(progress.counts.items()))
+        return progress
 
     def _header(self, document: Any, number: int) -> tuple[BundleHeader, VectorCache | None]:
         """The bundle's header, and the embedding cache when the bundle's vectors are this

@@ -97,6 +97,7 @@ class DocumentAction(StrEnum):
     EVENT_IGNORED = "event_ignored"
     BUNDLE_EXPORTED = "bundle_exported"
     BUNDLE_IMPORTED = "bundle_imported"
+    BUNDLE_PAUSED = "bundle_paused"
     BUNDLE_SKIPPED = "bundle_skipped"
     BUNDLE_FAILED = "bundle_failed"
 
@@ -183,7 +184,8 @@ class DocumentSync:
         if isinstance(message, BundleWork):
             if self._bundles is None:
                 raise DependencyUnavailableError("Exports and imports need BUNDLE_BUCKET.")
-            return DocumentAction(f"bundle_{self._bundles.run(message, give_up=give_up).value}")
+            action = self._bundles.run(message, give_up=give_up, seconds_left=seconds_left)
+            return DocumentAction(f"bundle_{action.value}")
         if isinstance(message, S3TestEvent):
             return DocumentAction.EVENT_IGNORED
         return self.apply_events(message, message_id=message_id)
