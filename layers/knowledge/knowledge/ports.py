@@ -134,6 +134,13 @@ class ItemStore(Protocol):
         stored items quota in the same atomic write."""
         ...
 
+    def purge_item(self, tenant_id: str, knowledge_item_id: str, *, expected_version: int) -> None:
+        """Delete the item for good, archived or not: its record (on ``expected_version``:
+        ``ConflictError`` when stale, ``ResourceUnavailableError`` when absent), its external-id
+        guard and quota count in the same atomic write, then every revision, page and state record.
+        The record goes first, so no write can add to the item while the rest is deleted."""
+        ...
+
     def set_indexed_revision(
         self,
         tenant_id: str,

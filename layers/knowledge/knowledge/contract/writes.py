@@ -282,6 +282,16 @@ class ArchivedItemResponse(KnowledgeItemResponse):
     receipt: DeletionReceipt
 
 
+class PurgedItemResponse(BaseModel):
+    """``DELETE /v1/knowledge-items/{item}``: the purged item's ids, ``dry_run`` and the receipt of
+    what left each store for good (``knowledge.contract.deletion``; with ``dry_run``: what would)."""
+
+    knowledge_item_id: str
+    knowledge_base_id: str
+    dry_run: bool = False
+    receipt: DeletionReceipt
+
+
 class KnowledgeItemDetail(KnowledgeItemResponse):
     """``GET /v1/knowledge-items/{item}``: ``indexed_revision_id`` is the revision the search index
     holds; it equals ``current_revision_id`` once a publish is searchable."""

@@ -213,19 +213,8 @@ class DynamoDBItemStore(TableRecords):
             self._state_write(updated),
         ]
         if item.external_id is not None:
-            guard = keys.external_id_key(tenant_id, item.knowledge_base_id, item.external_id)
             writes.append(
-                {
-                    "Delete": {
-                        "TableName": self._table.name,
-                        "Key": codec.key(guard),
-                        "ConditionExpression": _GUARD_IS_ABSENT_OR_OURS,
-                        "ExpressionAttributeNames": {"#knowledge_item_id": "knowledge_item_id"},
-                        "ExpressionAttributeValues": codec.serialize(
-                            {":knowledge_item_id": knowledge_item_id}
-                        ),
-                    }
-                }
+                self._guard_delete(tenant_id, item.knowledge_base_id, item.external_id, knowledge_item_id)
             )
         self._table.transact(writes)
         logger.info(
@@ -237,6 +226,60 @@ class DynamoDBItemStore(TableRecords):
             },
         )
         return updated
+
+    def purge_item(self, tenant_id: str, knowledge_item_id: str, *, expected_version: int) -> None:
+        """Delete the item for good (see ``ports.ItemStore.purge_item``).
+
+        The record goes first, on its version, with the guard and the quota count: a purge that
+        loses a race with a writer raises ``ConflictError`` before anything is removed, and once
+        the record is gone no revision can be added (every item write is conditioned on it). Then
+        every other record of the item's partition (revisions, pages, states) is deleted.
+        """
+        item = self.get_item(tenant_id, knowledge_item_id)
+        if item is None:
+            raise ResourceUnavailableError()
+        if item.version != expected_version:
+            raise ConflictError("The item changed; re-read it before purging.", current_version=item.version)
+        writes: list[TransactWriteItemTypeDef] = [
+            {
+                "Delete": {
+                    "TableName": self._table.name,
+                    "Key": codec.key(keys.item_key(tenant_id, knowledge_item_id)),
+                    "ConditionExpression": all_of(EXISTS, VERSION_IS_EXPECTED),
+                    "ExpressionAttributeNames": {"#version": "version"},
+                    "ExpressionAttributeValues": codec.serialize({":expected": expected_version}),
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                }
+            }
+        ]
+        if item.status is not ItemStatus.ARCHIVED:  # an archive already took it off the count
+            writes.append(stored_items_write(self._table, tenant_id, -1, self._stored_items_limit))
+        if item.external_id is not None:
+            writes.append(
+                self._guard_delete(tenant_id, item.knowledge_base_id, item.external_id, knowledge_item_id)
+            )
+        self._table.transact(writes)
+        partition = keys.item_partition(tenant_id, knowledge_item_id)
+        rest = self._table.query_range(partition, keys.PAGE_PREFIX, keys.ITEM_STATE_PREFIX + "\uffff")
+        self._table.delete_quietly(keys.TableKey(record["PK"]["S"], record["SK"]["S"]) for record in rest)
+        logger.info(
+            "item purged",
+            extra={"tenant_id": tenant_id, "knowledge_item_id": knowledge_item_id, "records": len(rest) + 1},
+        )
+
+    def _guard_delete(
+        self, tenant_id: str, knowledge_base_id: str, external_id: str, knowledge_item_id: str
+    ) -> TransactWriteItemTypeDef:
+        """Delete the external-id guard unless another item holds it (or it is already gone)."""
+        return {
+            "Delete": {
+                "TableName": self._table.name,
+                "Key": codec.key(keys.external_id_key(tenant_id, knowledge_base_id, external_id)),
+                "ConditionExpression": _GUARD_IS_ABSENT_OR_OURS,
+                "ExpressionAttributeNames": {"#knowledge_item_id": "knowledge_item_id"},
+                "ExpressionAttributeValues": codec.serialize({":knowledge_item_id": knowledge_item_id}),
+            }
+        }
 
     def set_indexed_revision(
         self,

@@ -215,6 +215,25 @@ class InProcessKnowledgeStore(InProcessNoteStore):
                 self._external_ids.pop((tenant_id, item.knowledge_base_id, item.external_id), None)
             return archived
 
+    def purge_item(self, tenant_id: str, knowledge_item_id: str, *, expected_version: int) -> None:
+        with self._lock:
+            item = self._items.get((tenant_id, knowledge_item_id))
+            if item is None:
+                raise ResourceUnavailableError()
+            if item.version != expected_version:
+                raise ConflictError(_RACE_LOST, current_version=item.version)
+            del self._items[tenant_id, knowledge_item_id]
+            if item.status is not ItemStatus.ARCHIVED:
+                self._count_stored(tenant_id, -1)
+            if item.external_id is not None:
+                guard = (tenant_id, item.knowledge_base_id, item.external_id)
+                if self._external_ids.get(guard) == knowledge_item_id:
+                    del self._external_ids[guard]
+            self._item_states.pop((tenant_id, knowledge_item_id), None)
+            for key in [key for key in self._revisions if key[:2] == (tenant_id, knowledge_item_id)]:
+                del self._revisions[key]
+                self._contents.pop(key, None)
+
     def set_indexed_revision(
         self,
         tenant_id: str,

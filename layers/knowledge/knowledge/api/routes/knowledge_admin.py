@@ -13,6 +13,7 @@
 | ``POST /v1/knowledge-items/{item}/publish`` | write | 200 item |
 | ``POST /v1/knowledge-items/{item}/archive`` | write | 200 item |
 | ``GET /v1/knowledge-items/{item}`` | read | 200 item + ``indexed_revision_id`` |
+| ``DELETE /v1/knowledge-items/{item}?expected_version=&dry_run=`` | admin | 200 ids + receipt |
 | ``POST /v1/tokens`` | admin | 201 the token and what it holds (``TokenResponse``) |
 | ``GET /v1/tokens?tenant_id=&limit=&next_token=`` | admin | 200 ``{tokens, next_token}`` |
 | ``DELETE /v1/tokens/{token_id}`` | admin | 204, no body (also when already revoked); cascades |
@@ -80,12 +81,14 @@ from knowledge.contract.writes import (
     KnowledgeItemList,
     KnowledgeItemResponse,
     PublishRequest,
+    PurgedItemResponse,
     ReindexResponse,
     RevisionList,
     TokenList,
     TokenResponse,
     UpdateKnowledgeBaseRequest,
 )
+from knowledge.domain.bounds import VERSION_MAX, VERSION_MIN
 from knowledge.domain.identifiers import Identifier
 from knowledge.domain.models import EXTERNAL_ID_MAX_CHARS, TENANT_ID_PATTERN, Principal
 
@@ -381,6 +384,53 @@ def publish_knowledge_revision(
     idempotency_key: IdempotencyKey = None,
 ) -> Response[KnowledgeItemResponse]:
     return _json(200, curation.publish(principal, knowledge_item_id, request))
+
+
+def _may_purge_item(principal: Principal, request: Request) -> None:
+    curation_service().authorize_item_purge(principal, _path_parameter(request, "knowledge_item_id"))
+
+
+ExpectedVersion = Annotated[
+    int,
+    Field(ge=VERSION_MIN, le=VERSION_MAX),
+    CANONICAL_INTEGER,
+    Query(description=f"The version the caller last read (optimistic lock), {VERSION_MIN} to {VERSION_MAX}."),
+]
+DryRun = Annotated[
+    bool, Query(description="`true`: change nothing and answer the receipt the delete would give.")
+]
+
+
+@write_route(
+    router,
+    "DELETE",
+    ITEM_PATH,
+    check=_may_purge_item,
+    idempotent=False,
+    operation_id="purge_knowledge_item",
+    summary="Delete an item for good: its records, index documents (history too) and cached embeddings.",
+    description=(
+        "Needs `knowledge:admin` on the item's base; archived items too. Deletes the item record, "
+        "every revision and content page, its state records and external id (table), its documents "
+        "in the search index and the history index, so `as_of` reads lose it too (index), and the "
+        "cached embeddings of its chunks (embedding_cache); the answer's `receipt` lists each. "
+        "`?dry_run=true` changes nothing and answers the receipt the purge would give; a stale "
+        "`expected_version` is 409 either way."
+    ),
+    tags=[TAG],
+    responses=_responses(200, "The purged item's ids and the receipt.", *WRITE_ERRORS),
+)
+def purge_knowledge_item(
+    knowledge_item_id: str,
+    expected_version: ExpectedVersion,
+    principal: CallerPrincipal,
+    curation: Curation,
+    dry_run: DryRun = False,
+) -> Response[PurgedItemResponse]:
+    return _json(
+        200,
+        curation.purge_item(principal, knowledge_item_id, expected_version=expected_version, dry_run=dry_run),
+    )
 
 
 @write_route(
