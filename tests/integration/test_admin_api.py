@@ -1493,3 +1493,68 @@ def test_purge_item_absent_answers_resource_unavailable(admin: AdminClient) -> N
     reply = admin.call("DELETE", "/v1/knowledge-items/ki_01M8MSRAQ70QQ1SJHWP0AMCDPZ", expected_version="1")
 
     error_body(404, "knowledge_resource_unavailable", reply)
+
+
+# -- base archive and purge -------------------------------------------------------------------------
+
+
+def test_archive_base_dry_run_previews_and_the_archive_makes_it_inactive(
+    admin: AdminClient, writer: AdminClient, base: dict[str, Any]
+) -> None:
+    item = _new_item(writer, base, publish=True)
+    path = f"/v1/knowledge-bases/{base['knowledge_base_id']}/archive"
+
+    preview = admin.ok("POST", path, {"expected_version": 1, "dry_run": True})
+    archived = admin.ok("POST", path, {"expected_version": 1})
+    stale = admin.call("POST", path, {"expected_version": 1, "dry_run": True})
+
+    assert (preview["status"], preview["version"], preview["dry_run"]) == ("active", 1, True)
+    assert (archived["status"], archived["version"], archived["dry_run"]) == ("inactive", 2, False)
+    assert {k: v for k, v in preview["receipt"].items() if k != "dry_run"} == {
+        k: v for k, v in archived["receipt"].items() if k != "dry_run"
+    }
+    assert [(e["kind"], e["ids"], e["state"]) for e in archived["receipt"]["table"]] == [
+        ("knowledge_base", [base["knowledge_base_id"]], "hidden")
+    ]
+    assert [(e["kind"], e["ids"], e["state"]) for e in archived["receipt"]["index"]] == [
+        ("item_passages", [item["knowledge_revision_id"]], "scheduled")
+    ]
+    error_body(409, "knowledge_conflict", stale)
+
+
+def test_purge_base_dry_run_previews_and_the_purge_deletes_every_item_archived_ones_too(
+    admin: AdminClient, writer: AdminClient, base: dict[str, Any]
+) -> None:
+    live = _new_item(writer, base, publish=True, external_id="live.md")
+    old = _new_item(writer, base, publish=True)
+    writer.ok("POST", _item_path(old, "/archive"), {"expected_version": 1})
+    path = f"/v1/knowledge-bases/{base['knowledge_base_id']}"
+
+    preview = admin.ok("DELETE", path, expected_version="1", dry_run="true")
+    still = writer.ok("GET", _item_path(live))
+    purged = admin.ok("DELETE", path, expected_version="1")
+
+    assert still["version"] == 1
+    assert (preview["items"], purged["items"], purged["dry_run"]) == (2, 2, False)
+    assert {k: v for k, v in preview["receipt"].items() if k != "dry_run"} == {
+        k: v for k, v in purged["receipt"].items() if k != "dry_run"
+    }
+    table = {e["kind"]: e["ids"] for e in purged["receipt"]["table"]}
+    assert table["knowledge_base"] == [base["knowledge_base_id"]]
+    assert table["item"] == sorted([live["knowledge_item_id"], old["knowledge_item_id"]])
+    assert table["external_id"] == ["live.md"]
+    for item in (live, old):
+        error_body(404, "knowledge_resource_unavailable", writer.call("GET", _item_path(item)))
+    assert admin.ok("GET", "/v1/knowledge-bases")["knowledge_bases"] == []
+
+
+def test_purge_base_stale_expected_version_answers_conflict_and_without_admin_forbidden(
+    admin: AdminClient, writer: AdminClient, base: dict[str, Any]
+) -> None:
+    path = f"/v1/knowledge-bases/{base['knowledge_base_id']}"
+
+    stale = admin.call("DELETE", path, expected_version="2", dry_run="true")
+    forbidden = writer.call("DELETE", path, expected_version="1", dry_run="true")
+
+    assert error_body(409, "knowledge_conflict", stale)["details"]["current_version"] == 1
+    error_body(403, "insufficient_scope", forbidden)

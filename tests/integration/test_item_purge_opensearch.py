@@ -14,6 +14,7 @@ from knowledge.adapters.opensearch.engine import build_opensearch_client
 from knowledge.adapters.opensearch.passages import OpenSearchIndex
 from knowledge.ports import SearchIndex
 from tests.support.knowledge_history import KnowledgeWorld
+from tests.unit.services.test_base_deletes import check_base_purge
 from tests.unit.services.test_item_purge import check_item_purge
 
 
@@ -39,3 +40,9 @@ def test_purge_item_on_opensearch_dry_run_equals_the_receipt_and_both_indexes_lo
     world: KnowledgeWorld,
 ) -> None:
     check_item_purge(world)
+
+
+def test_purge_base_on_opensearch_dry_run_equals_the_receipt_and_both_indexes_lose_every_item(
+    world: KnowledgeWorld,
+) -> None:
+    check_base_purge(world)

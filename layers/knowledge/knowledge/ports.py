@@ -63,6 +63,11 @@ class BaseStore(Protocol):
         """Change ``status`` and/or ``name``; the version moves by one even when neither is given."""
         ...
 
+    def delete_base(self, tenant_id: str, knowledge_base_id: str, *, expected_version: int) -> None:
+        """Delete the base record for good (its items are the caller's: ``ItemStore.purge_item``);
+        ``ConflictError`` on a stale ``expected_version``, ``ResourceUnavailableError`` when absent."""
+        ...
+
     def get_base(self, tenant_id: str, knowledge_base_id: str) -> KnowledgeBase | None: ...
 
     def get_bases(self, tenant_id: str, knowledge_base_ids: Sequence[str]) -> dict[str, KnowledgeBase]:
@@ -171,6 +176,13 @@ class ItemStore(Protocol):
         self, tenant_id: str, knowledge_base_id: str, *, limit: int, next_token: str | None
     ) -> Page[KnowledgeItem]:
         """The base's items that are not archived, in id (creation) order."""
+        ...
+
+    def list_archived_items(
+        self, tenant_id: str, knowledge_base_id: str, *, limit: int, next_token: str | None
+    ) -> Page[KnowledgeItem]:
+        """The base's archived items, in id (creation) order (items archived before archived items
+        were listed are not: see ``adapters.dynamodb.item_records``)."""
         ...
 
     def get_revision(

@@ -29,12 +29,14 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from knowledge.contract.deletion import DeletionReceipt, records
+from knowledge.contract.deletion import DeletionReceipt, merged, records
 from knowledge.contract.segments import to_segments
 from knowledge.contract.writes import (
     LIST_LIMIT_MAX,
+    ArchivedBaseResponse,
     ArchivedItemResponse,
     ArchiveRequest,
+    BaseArchiveRequest,
     CreatedRevisionResponse,
     CreateItemRequest,
     CreateKnowledgeBaseRequest,
@@ -46,6 +48,7 @@ from knowledge.contract.writes import (
     KnowledgeItemList,
     KnowledgeItemResponse,
     PublishRequest,
+    PurgedBaseResponse,
     PurgedItemResponse,
     ReindexResponse,
     RevisionList,
@@ -157,6 +160,97 @@ class CurationService:
             superseded=counts.superseded,
             skipped=counts.skipped,
         )
+
+    def archive_base(
+        self, principal: Principal, knowledge_base_id: str, request: BaseArchiveRequest
+    ) -> ArchivedBaseResponse:
+        """Archive a base: it becomes ``inactive`` (out of search and reads, kept; a ``PATCH`` with
+        ``status: active`` brings it back, re-indexed). The receipt lists the base record
+        ``hidden`` and the ``item_passages`` of its published items ``scheduled`` (the indexer
+        removes the base's documents when it takes the change). With ``request.dry_run`` nothing
+        changes (a stale ``expected_version`` is ``ConflictError`` either way)."""
+        require_scope(principal, Permission.ADMIN)
+        base = self._managed_base(principal, knowledge_base_id)
+        if base.version != request.expected_version:
+            raise ConflictError("The knowledge base changed; re-read it before archiving.", base.version)
+        live = [
+            item.current_revision_id
+            for item in self._items_of(base, archived=False)
+            if item.status is ItemStatus.PUBLISHED and item.current_revision_id is not None
+        ]
+        receipt = DeletionReceipt(
+            dry_run=request.dry_run,
+            table=records("knowledge_base", [base.knowledge_base_id], "hidden"),
+            index=records("item_passages", live, "scheduled") if base.status is BaseStatus.ACTIVE else [],
+        )
+        if request.dry_run:
+            return ArchivedBaseResponse(
+                **KnowledgeBaseResponse.of(base).model_dump(), dry_run=True, receipt=receipt
+            )
+        archived = self._store.update_base(
+            base.tenant_id,
+            base.knowledge_base_id,
+            expected_version=request.expected_version,
+            status=BaseStatus.INACTIVE,
+        )
+        return ArchivedBaseResponse(**KnowledgeBaseResponse.of(archived).model_dump(), receipt=receipt)
+
+    def purge_base(
+        self, principal: Principal, knowledge_base_id: str, *, expected_version: int, dry_run: bool
+    ) -> PurgedBaseResponse:
+        """Delete a base for good with every item in it, archived ones too, each as ``purge_item``
+        does; then the base record (on ``expected_version``) and the base's documents left in the
+        search index. The receipt is the items' receipts together plus the ``knowledge_base``
+        record ``purged``. Items are purged first, so a purge that fails midway can be repeated with
+        the same ``expected_version``. With ``dry_run`` nothing changes (a stale version is
+        ``ConflictError`` either way). Cost: per item, its reads and one content read per revision."""
+        require_scope(principal, Permission.ADMIN)
+        base = self._managed_base(principal, knowledge_base_id)
+        if base.version != expected_version:
+            raise ConflictError("The knowledge base changed; re-read it before purging.", base.version)
+        plans = [self._purge_plan(item) for item in self.items_of_base(base)]
+        receipt = merged(
+            [
+                DeletionReceipt(
+                    dry_run=dry_run, table=records("knowledge_base", [knowledge_base_id], "purged")
+                ),
+                *(plan.receipt(dry_run=dry_run) for plan in plans),
+            ],
+            dry_run=dry_run,
+        )
+        if not dry_run:
+            for plan in plans:
+                self._carry_out(plan.item, plan)
+            self._store.delete_base(base.tenant_id, knowledge_base_id, expected_version=expected_version)
+            self._indexing.remove_base(base.tenant_id, knowledge_base_id)
+            logger.info(
+                "knowledge base purged",
+                extra={
+                    "tenant_id": base.tenant_id,
+                    "knowledge_base_id": knowledge_base_id,
+                    "items": len(plans),
+                },
+            )
+        return PurgedBaseResponse(
+            knowledge_base_id=knowledge_base_id, items=len(plans), dry_run=dry_run, receipt=receipt
+        )
+
+    def items_of_base(self, base: KnowledgeBase) -> list[KnowledgeItem]:
+        """Every item of the base, live ones then archived ones."""
+        return [*self._items_of(base, archived=False), *self._items_of(base, archived=True)]
+
+    def _items_of(self, base: KnowledgeBase, *, archived: bool) -> list[KnowledgeItem]:
+        listing = self._store.list_archived_items if archived else self._store.list_items
+        items: list[KnowledgeItem] = []
+        next_token: str | None = None
+        while True:
+            page = listing(
+                base.tenant_id, base.knowledge_base_id, limit=LIST_LIMIT_MAX, next_token=next_token
+            )
+            items.extend(page.entries)
+            next_token = page.next_token
+            if next_token is None:
+                return items
 
     # -- items and revisions ----------------------------------------------------------------------
 

@@ -319,6 +319,10 @@ class IndexingService:
             },
         )
 
+    def remove_base(self, tenant_id: str, knowledge_base_id: str) -> None:
+        """Remove every document of the base from the live index now (``SearchIndex.remove_base``)."""
+        self._index.remove_base(tenant_id, knowledge_base_id)
+
     def forget_texts(self, texts: Sequence[str]) -> None:
         """Drop the cached embeddings of ``texts`` (``Embedder.forget``)."""
         if texts:

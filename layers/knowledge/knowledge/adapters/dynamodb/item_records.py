@@ -17,7 +17,8 @@ Write protocol:
 - Every item write also puts the item's state at its new version (``STATE#{version:06d}``: status
   and current revision, write-once) in the same transaction: the history ``as_of`` reads
   (``list_item_states``).
-- Archived items drop out of ``list_items`` (their GSI1 keys are removed).
+- Archived items drop out of ``list_items``: their GSI1 keys move to the base's archived partition
+  (``list_archived_items``, which a base purge reads).
 - A live item counts against its tenant's stored items quota: the create's transaction adds one to
   the tenant's count under the limit (else ``StoredItemsQuotaError``, and nothing is written), the
   archive's transaction takes one off.
@@ -208,7 +209,7 @@ class DynamoDBItemStore(TableRecords):
         item = lifecycle.writable_item(self.get_item(tenant_id, knowledge_item_id), expected_version)
         updated = lifecycle.archived_item(item, now=self._clock())
         writes: list[TransactWriteItemTypeDef] = [
-            {"Update": self._item_update(item, updated, remove=("GSI1PK", "GSI1SK"))},
+            {"Update": self._item_update(item, updated, index=codec.item_index_key(updated))},
             stored_items_write(self._table, tenant_id, -1, self._stored_items_limit),
             self._state_write(updated),
         ]
@@ -341,6 +342,20 @@ class DynamoDBItemStore(TableRecords):
             entries=[codec.decode_item(record) for record in records], next_token=token
         )
 
+    def list_archived_items(
+        self, tenant_id: str, knowledge_base_id: str, *, limit: int, next_token: str | None
+    ) -> Page[KnowledgeItem]:
+        """Archived items of the base, in id order (GSI1, eventually consistent). Items archived
+        before archived items were listed there carry no GSI1 keys and are not found."""
+        partition = keys.archived_items_partition(tenant_id, knowledge_base_id)
+        listing = Listing("archived items", "GSI1PK", partition, INDEX_KEY)
+        records, token = self._table.query_listing(
+            listing, keys.ITEM_INDEX_PREFIX, limit=limit, next_token=next_token
+        )
+        return Page[KnowledgeItem](
+            entries=[codec.decode_item(record) for record in records], next_token=token
+        )
+
     def get_revision(
         self, tenant_id: str, knowledge_item_id: str, knowledge_revision_id: str
     ) -> Revision | None:
@@ -368,10 +383,14 @@ class DynamoDBItemStore(TableRecords):
     # Internals
 
     def _item_update(
-        self, item: KnowledgeItem, updated: KnowledgeItem, remove: Iterable[str] = ()
+        self, item: KnowledgeItem, updated: KnowledgeItem, index: keys.TableKey | None = None
     ) -> UpdateTypeDef:
-        """``item`` → ``updated`` as one versioned update of the item record."""
-        change = codec.update(codec.changes(item, updated), remove)
+        """``item`` → ``updated`` as one versioned update of the item record (``index``: its new
+        GSI1 key)."""
+        assign = codec.changes(item, updated)
+        if index is not None:
+            assign.update({"GSI1PK": index.pk, "GSI1SK": index.sk})
+        change = codec.update(assign)
         return {
             "TableName": self._table.name,
             "Key": codec.key(keys.item_key(item.tenant_id, item.knowledge_item_id)),

@@ -112,6 +112,15 @@ class InProcessKnowledgeStore(InProcessNoteStore):
             self._bases[tenant_id, knowledge_base_id] = updated
             return updated
 
+    def delete_base(self, tenant_id: str, knowledge_base_id: str, *, expected_version: int) -> None:
+        with self._lock:
+            base = self._bases.get((tenant_id, knowledge_base_id))
+            if base is None:
+                raise ResourceUnavailableError()
+            if base.version != expected_version:
+                raise ConflictError(_RACE_LOST, current_version=base.version)
+            del self._bases[tenant_id, knowledge_base_id]
+
     def get_base(self, tenant_id: str, knowledge_base_id: str) -> KnowledgeBase | None:
         with self._lock:
             return self._bases.get((tenant_id, knowledge_base_id))
@@ -280,6 +289,20 @@ class InProcessKnowledgeStore(InProcessNoteStore):
                 and item.status is not ItemStatus.ARCHIVED
             ]
         listing = f"items:{tenant_id}:{knowledge_base_id}"
+        return _page(listing, items, _item_id, limit=limit, next_token=next_token)
+
+    def list_archived_items(
+        self, tenant_id: str, knowledge_base_id: str, *, limit: int, next_token: str | None
+    ) -> Page[KnowledgeItem]:
+        with self._lock:
+            items = [
+                item
+                for (tenant, _), item in self._items.items()
+                if tenant == tenant_id
+                and item.knowledge_base_id == knowledge_base_id
+                and item.status is ItemStatus.ARCHIVED
+            ]
+        listing = f"archived:{tenant_id}:{knowledge_base_id}"
         return _page(listing, items, _item_id, limit=limit, next_token=next_token)
 
     def get_revision(
