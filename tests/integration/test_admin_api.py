@@ -1409,3 +1409,152 @@ def test_archive_dry_run_changes_nothing_and_previews_the_receipt(
         ("item_passages", [item["knowledge_revision_id"]], "scheduled")
     ]
     assert writer.ok("GET", _items_path(base), external_id="handbook")["items"] == []
+
+
+# -- item purge -------------------------------------------------------------------------------------
+
+
+def test_purge_item_dry_run_changes_nothing_and_previews_the_receipt(
+    admin: AdminClient, writer: AdminClient, base: dict[str, Any]
+) -> None:
+    item = _new_item(writer, base, publish=True, external_id="handbook")
+
+    preview = admin.ok("DELETE", _item_path(item), expected_version="1", dry_run="true")
+    untouched = writer.ok("GET", _item_path(item))
+    purged = admin.ok("DELETE", _item_path(item), expected_version="1")
+
+    assert (untouched["status"], untouched["version"]) == ("published", 1)
+    assert (preview["dry_run"], purged["dry_run"]) == (True, False)
+    assert (purged["knowledge_item_id"], purged["knowledge_base_id"]) == (
+        item["knowledge_item_id"],
+        base["knowledge_base_id"],
+    )
+    assert {key: value for key, value in preview["receipt"].items() if key != "dry_run"} == {
+        key: value for key, value in purged["receipt"].items() if key != "dry_run"
+    }
+    receipt = purged["receipt"]
+    revision = item["knowledge_revision_id"]
+    assert [(entry["kind"], entry["ids"], entry["state"]) for entry in receipt["table"]] == [
+        ("item", [item["knowledge_item_id"]], "purged"),
+        ("item_revision", [revision], "purged"),
+        ("content_page", [f"{revision}#0"], "purged"),
+        ("item_state", [f"{item['knowledge_item_id']}@1"], "purged"),
+        ("external_id", ["handbook"], "purged"),
+    ]
+    assert [(entry["kind"], entry["ids"]) for entry in receipt["index"]] == [
+        ("item_passages", [revision]),
+        ("item_history", [f"{item['knowledge_item_id']}@1"]),
+    ]
+    assert receipt["embedding_cache"][0]["count"] >= 1
+    error_body(404, "knowledge_resource_unavailable", writer.call("GET", _item_path(item)))
+    assert writer.ok("GET", _items_path(base), external_id="handbook")["items"] == []
+
+
+def test_purge_item_stale_expected_version_answers_conflict(
+    admin: AdminClient, writer: AdminClient, base: dict[str, Any]
+) -> None:
+    item = _new_item(writer, base, publish=True)
+
+    for dry_run in ("true", "false"):
+        reply = admin.call("DELETE", _item_path(item), expected_version="2", dry_run=dry_run)
+        assert error_body(409, "knowledge_conflict", reply)["details"]["current_version"] == 1
+    assert writer.ok("GET", _item_path(item))["version"] == 1
+
+
+def test_purge_item_without_admin_scope_answers_insufficient_scope(
+    writer: AdminClient, base: dict[str, Any]
+) -> None:
+    item = _new_item(writer, base, publish=True)
+
+    reply = writer.call("DELETE", _item_path(item), expected_version="1", dry_run="true")
+
+    assert error_body(403, "insufficient_scope", reply)["details"] == {"required_scope": "knowledge:admin"}
+
+
+@pytest.mark.parametrize(
+    ("query", "code"),
+    [
+        ({}, "validation_error"),
+        ({"expected_version": "01"}, "validation_error"),
+        ({"expected_version": "0"}, "knowledge_invalid_request"),
+        ({"expected_version": "1", "dry_run": "maybe"}, "validation_error"),
+    ],
+)
+def test_purge_item_without_a_valid_query_answers_400(
+    admin: AdminClient, writer: AdminClient, base: dict[str, Any], query: dict[str, str], code: str
+) -> None:
+    item = _new_item(writer, base, publish=True)
+
+    error_body(400, code, admin.call("DELETE", _item_path(item), **query))
+    assert writer.ok("GET", _item_path(item))["version"] == 1
+
+
+def test_purge_item_absent_answers_resource_unavailable(admin: AdminClient) -> None:
+    reply = admin.call("DELETE", "/v1/knowledge-items/ki_01M8MSRAQ70QQ1SJHWP0AMCDPZ", expected_version="1")
+
+    error_body(404, "knowledge_resource_unavailable", reply)
+
+
+# -- base archive and purge -------------------------------------------------------------------------
+
+
+def test_archive_base_dry_run_previews_and_the_archive_makes_it_inactive(
+    admin: AdminClient, writer: AdminClient, base: dict[str, Any]
+) -> None:
+    item = _new_item(writer, base, publish=True)
+    path = f"/v1/knowledge-bases/{base['knowledge_base_id']}/archive"
+
+    preview = admin.ok("POST", path, {"expected_version": 1, "dry_run": True})
+    archived = admin.ok("POST", path, {"expected_version": 1})
+    stale = admin.call("POST", path, {"expected_version": 1, "dry_run": True})
+
+    assert (preview["status"], preview["version"], preview["dry_run"]) == ("active", 1, True)
+    assert (archived["status"], archived["version"], archived["dry_run"]) == ("inactive", 2, False)
+    assert {k: v for k, v in preview["receipt"].items() if k != "dry_run"} == {
+        k: v for k, v in archived["receipt"].items() if k != "dry_run"
+    }
+    assert [(e["kind"], e["ids"], e["state"]) for e in archived["receipt"]["table"]] == [
+        ("knowledge_base", [base["knowledge_base_id"]], "hidden")
+    ]
+    assert [(e["kind"], e["ids"], e["state"]) for e in archived["receipt"]["index"]] == [
+        ("item_passages", [item["knowledge_revision_id"]], "scheduled")
+    ]
+    error_body(409, "knowledge_conflict", stale)
+
+
+def test_purge_base_dry_run_previews_and_the_purge_deletes_every_item_archived_ones_too(
+    admin: AdminClient, writer: AdminClient, base: dict[str, Any]
+) -> None:
+    live = _new_item(writer, base, publish=True, external_id="live.md")
+    old = _new_item(writer, base, publish=True)
+    writer.ok("POST", _item_path(old, "/archive"), {"expected_version": 1})
+    path = f"/v1/knowledge-bases/{base['knowledge_base_id']}"
+
+    preview = admin.ok("DELETE", path, expected_version="1", dry_run="true")
+    still = writer.ok("GET", _item_path(live))
+    purged = admin.ok("DELETE", path, expected_version="1")
+
+    assert still["version"] == 1
+    assert (preview["items"], purged["items"], purged["dry_run"]) == (2, 2, False)
+    assert {k: v for k, v in preview["receipt"].items() if k != "dry_run"} == {
+        k: v for k, v in purged["receipt"].items() if k != "dry_run"
+    }
+    table = {e["kind"]: e["ids"] for e in purged["receipt"]["table"]}
+    assert table["knowledge_base"] == [base["knowledge_base_id"]]
+    assert table["item"] == sorted([live["knowledge_item_id"], old["knowledge_item_id"]])
+    assert table["external_id"] == ["live.md"]
+    for item in (live, old):
+        error_body(404, "knowledge_resource_unavailable", writer.call("GET", _item_path(item)))
+    assert admin.ok("GET", "/v1/knowledge-bases")["knowledge_bases"] == []
+
+
+def test_purge_base_stale_expected_version_answers_conflict_and_without_admin_forbidden(
+    admin: AdminClient, writer: AdminClient, base: dict[str, Any]
+) -> None:
+    path = f"/v1/knowledge-bases/{base['knowledge_base_id']}"
+
+    stale = admin.call("DELETE", path, expected_version="2", dry_run="true")
+    forbidden = writer.call("DELETE", path, expected_version="1", dry_run="true")
+
+    assert error_body(409, "knowledge_conflict", stale)["details"]["current_version"] == 1
+    error_body(403, "insufficient_scope", forbidden)

@@ -78,7 +78,8 @@ class KnowledgeWorld:
 
     def __post_init__(self) -> None:
         self.store = InProcessKnowledgeStore(clock=self.clock)
-        self.embedder = CachedEmbedder(HashingEmbedder(), InProcessEmbeddingCache())
+        self.cache = InProcessEmbeddingCache()
+        self.embedder = CachedEmbedder(HashingEmbedder(), self.cache)
         self.index = self.index_factory()
         self.history = self.history_factory()
         for index in (self.index, self.history):

@@ -104,13 +104,13 @@ def test_decode_record_dispatches_on_entity_and_ignores_other_records() -> None:
     assert codec.decode_record({"PK": {"S": "EMB#x"}, "SK": {"S": "META"}}) is None
 
 
-def test_encode_item_archived_item_has_no_listing_keys() -> None:
+def test_encode_item_archived_item_is_listed_under_its_bases_archived_items() -> None:
     listed = codec.encode_item(_item())
     archived = codec.encode_item(_item(ItemStatus.ARCHIVED))
 
     assert listed["GSI1PK"] == {"S": "T#t1#KB#kb_1"}
-    assert "GSI1PK" not in archived
-    assert "GSI1SK" not in archived
+    assert archived["GSI1PK"] == {"S": "T#t1#KB#kb_1#ARCHIVED"}
+    assert archived["GSI1SK"] == listed["GSI1SK"]
 
 
 def test_timestamp_converts_offsets_to_utc_and_rejects_naive() -> None:

@@ -65,6 +65,11 @@ class BaseStore(Protocol):
         """Change ``status`` and/or ``name``; the version moves by one even when neither is given."""
         ...
 
+    def delete_base(self, tenant_id: str, knowledge_base_id: str, *, expected_version: int) -> None:
+        """Delete the base record for good (its items are the caller's: ``ItemStore.purge_item``);
+        ``ConflictError`` on a stale ``expected_version``, ``ResourceUnavailableError`` when absent."""
+        ...
+
     def get_base(self, tenant_id: str, knowledge_base_id: str) -> KnowledgeBase | None: ...
 
     def get_bases(self, tenant_id: str, knowledge_base_ids: Sequence[str]) -> dict[str, KnowledgeBase]:
@@ -136,6 +141,13 @@ class ItemStore(Protocol):
         stored items quota in the same atomic write."""
         ...
 
+    def purge_item(self, tenant_id: str, knowledge_item_id: str, *, expected_version: int) -> None:
+        """Delete the item for good, archived or not: its record (on ``expected_version``:
+        ``ConflictError`` when stale, ``ResourceUnavailableError`` when absent), its external-id
+        guard and quota count in the same atomic write, then every revision, page and state record.
+        The record goes first, so no write can add to the item while the rest is deleted."""
+        ...
+
     def set_indexed_revision(
         self,
         tenant_id: str,
@@ -176,6 +188,13 @@ class ItemStore(Protocol):
         self, tenant_id: str, knowledge_base_id: str, *, limit: int, next_token: str | None
     ) -> Page[KnowledgeItem]:
         """The base's items that are not archived, in id (creation) order."""
+        ...
+
+    def list_archived_items(
+        self, tenant_id: str, knowledge_base_id: str, *, limit: int, next_token: str | None
+    ) -> Page[KnowledgeItem]:
+        """The base's archived items, in id (creation) order (items archived before archived items
+        were listed are not: see ``adapters.dynamodb.item_records``)."""
         ...
 
     def get_revision(

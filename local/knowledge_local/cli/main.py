@@ -17,6 +17,7 @@
     knowledge usage [--json]                     the tenant's stored counts and quotas left
     knowledge export [--base --path-prefix --no-notes --vectors --out]   a JSONL bundle (``commands.bundles``)
     knowledge import FILE                         a bundle into the tenant
+    knowledge purge-item ITEM [--dry-run] [--json]   delete an item for good (``commands.deletes``)
 
 ``--base`` takes a base id (``kb_...``) or a name; a name that several bases share is a usage error
 listing their ids, and a name no base has is an error naming the close ones (``ingest`` creates
@@ -30,9 +31,9 @@ command), else ``KNOWLEDGE_API_URL`` / ``KNOWLEDGE_TOKEN``, else the files ``mak
 Nothing printed shows a token: whatever looks like one (``kn_...``) in an error is masked.
 
 Each command group is a module of ``commands`` that adds its own subcommands: ``ingest``,
-``search`` (with ``read``), ``bases``, ``sync``, ``tokens``, ``memory``, ``usage`` and ``bundles``;
-the argument types they share are ``arguments``. ``main`` builds the parser, runs the command and
-turns its errors into the exit status and the lines below.
+``search`` (with ``read``), ``bases``, ``sync``, ``tokens``, ``memory``, ``usage``, ``bundles`` and
+``deletes``; the argument types they share are ``arguments``. ``main`` builds the parser, runs the
+command and turns its errors into the exit status and the lines below.
 
 Exit status: 0 on success, 1 when the API refuses (its error code and message are printed, then
 one indented line per entry of its ``details``, such as ``max_results: must be between 1 and 50``,
@@ -53,7 +54,7 @@ from typing import NoReturn
 
 from knowledge_local.cli.arguments import UsageError
 from knowledge_local.cli.client import ApiError, KnowledgeClient
-from knowledge_local.cli.commands import bases, bundles, ingest, memory, search, sync, tokens, usage
+from knowledge_local.cli.commands import bases, bundles, deletes, ingest, memory, search, sync, tokens, usage
 from knowledge_local.cli.documents import DocumentError
 from knowledge_local.cli.ingestion import AmbiguousBaseError, IndexWaitTimeoutError
 from knowledge_local.state import TOKEN_FILE, StateError, display_path, read_endpoints, read_token, state_dir
@@ -196,4 +197,5 @@ def _parser() -> argparse.ArgumentParser:
     memory.add_commands(commands, shared)
     usage.add_commands(commands, shared)
     bundles.add_commands(commands, shared)
+    deletes.add_commands(commands, shared)
     return parser

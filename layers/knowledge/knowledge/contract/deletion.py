@@ -63,6 +63,23 @@ class DeletionReceipt(BaseModel):
         }
 
 
+def merged(receipts: list[DeletionReceipt], *, dry_run: bool) -> DeletionReceipt:
+    """One receipt of several deletes: per store, the records of each ``(kind, state)`` together
+    (ids sorted and deduplicated), in the order each first appears."""
+    stores: dict[str, dict[tuple[str, DeletionState], list[str]]] = {}
+    for receipt in receipts:
+        for store, entries in receipt.stores().items():
+            for entry in entries:
+                stores.setdefault(store, {}).setdefault((entry.kind, entry.state), []).extend(entry.ids)
+    return DeletionReceipt(
+        dry_run=dry_run,
+        **{
+            store: [record for (kind, state), ids in kinds.items() for record in records(kind, ids, state)]
+            for store, kinds in stores.items()
+        },
+    )
+
+
 def records(kind: str, ids: list[str], state: DeletionState) -> list[DeletedRecords]:
     """``[DeletedRecords]`` of ``ids`` (sorted, deduplicated), or ``[]`` when there are none."""
     unique = sorted(set(ids))

@@ -282,6 +282,42 @@ class ArchivedItemResponse(KnowledgeItemResponse):
     receipt: DeletionReceipt
 
 
+class BaseArchiveRequest(_Request):
+    """``POST /v1/knowledge-bases/{kb}/archive``; ``dry_run`` changes nothing and answers the
+    receipt the archive would give."""
+
+    expected_version: Version
+    dry_run: bool = False
+
+
+class ArchivedBaseResponse(KnowledgeBaseResponse):
+    """A base archive's answer: the base as archived (``inactive``; with ``dry_run``: as it stands)
+    and the receipt (``knowledge.contract.deletion``)."""
+
+    dry_run: bool = False
+    receipt: DeletionReceipt
+
+
+class PurgedBaseResponse(BaseModel):
+    """``DELETE /v1/knowledge-bases/{kb}``: the base id, how many items went with it, ``dry_run``
+    and the receipt of what left each store for good (with ``dry_run``: what would)."""
+
+    knowledge_base_id: str
+    items: int = Field(ge=0)
+    dry_run: bool = False
+    receipt: DeletionReceipt
+
+
+class PurgedItemResponse(BaseModel):
+    """``DELETE /v1/knowledge-items/{item}``: the purged item's ids, ``dry_run`` and the receipt of
+    what left each store for good (``knowledge.contract.deletion``; with ``dry_run``: what would)."""
+
+    knowledge_item_id: str
+    knowledge_base_id: str
+    dry_run: bool = False
+    receipt: DeletionReceipt
+
+
 class KnowledgeItemDetail(KnowledgeItemResponse):
     """``GET /v1/knowledge-items/{item}``: ``indexed_revision_id`` is the revision the search index
     holds; it equals ``current_revision_id`` once a publish is searchable."""

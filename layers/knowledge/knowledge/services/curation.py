@@ -26,11 +26,17 @@ Errors: ``InsufficientScopeError`` (403), ``ResourceUnavailableError`` (404), ``
 
 from __future__ import annotations
 
-from knowledge.contract.deletion import DeletionReceipt, records
+import hashlib
+from dataclasses import dataclass
+
+from knowledge.contract.deletion import DeletionReceipt, merged, records
 from knowledge.contract.segments import to_segments
 from knowledge.contract.writes import (
+    LIST_LIMIT_MAX,
+    ArchivedBaseResponse,
     ArchivedItemResponse,
     ArchiveRequest,
+    BaseArchiveRequest,
     CreatedRevisionResponse,
     CreateItemRequest,
     CreateKnowledgeBaseRequest,
@@ -42,6 +48,8 @@ from knowledge.contract.writes import (
     KnowledgeItemList,
     KnowledgeItemResponse,
     PublishRequest,
+    PurgedBaseResponse,
+    PurgedItemResponse,
     ReindexResponse,
     RevisionList,
     RevisionResponse,
@@ -50,6 +58,7 @@ from knowledge.contract.writes import (
 )
 from knowledge.domain import ids
 from knowledge.domain.access.visibility import can_see
+from knowledge.domain.as_of import ItemState
 from knowledge.domain.models import (
     BaseStatus,
     ItemStatus,
@@ -60,7 +69,9 @@ from knowledge.domain.models import (
     Revision,
     Source,
 )
+from knowledge.domain.retrieval.hits import history_key
 from knowledge.errors import ConflictError, RequestValidationError, ResourceUnavailableError
+from knowledge.observability import logger
 from knowledge.ports import CatalogStore, RuntimeSwitch
 from knowledge.services.access import find_base, find_item, require_scope
 from knowledge.services.indexing import IndexingService
@@ -150,6 +161,97 @@ class CurationService:
             skipped=counts.skipped,
         )
 
+    def archive_base(
+        self, principal: Principal, knowledge_base_id: str, request: BaseArchiveRequest
+    ) -> ArchivedBaseResponse:
+        """Archive a base: it becomes ``inactive`` (out of search and reads, kept; a ``PATCH`` with
+        ``status: active`` brings it back, re-indexed). The receipt lists the base record
+        ``hidden`` and the ``item_passages`` of its published items ``scheduled`` (the indexer
+        removes the base's documents when it takes the change). With ``request.dry_run`` nothing
+        changes (a stale ``expected_version`` is ``ConflictError`` either way)."""
+        require_scope(principal, Permission.ADMIN)
+        base = self._managed_base(principal, knowledge_base_id)
+        if base.version != request.expected_version:
+            raise ConflictError("The knowledge base changed; re-read it before archiving.", base.version)
+        live = [
+            item.current_revision_id
+            for item in self._items_of(base, archived=False)
+            if item.status is ItemStatus.PUBLISHED and item.current_revision_id is not None
+        ]
+        receipt = DeletionReceipt(
+            dry_run=request.dry_run,
+            table=records("knowledge_base", [base.knowledge_base_id], "hidden"),
+            index=records("item_passages", live, "scheduled") if base.status is BaseStatus.ACTIVE else [],
+        )
+        if request.dry_run:
+            return ArchivedBaseResponse(
+                **KnowledgeBaseResponse.of(base).model_dump(), dry_run=True, receipt=receipt
+            )
+        archived = self._store.update_base(
+            base.tenant_id,
+            base.knowledge_base_id,
+            expected_version=request.expected_version,
+            status=BaseStatus.INACTIVE,
+        )
+        return ArchivedBaseResponse(**KnowledgeBaseResponse.of(archived).model_dump(), receipt=receipt)
+
+    def purge_base(
+        self, principal: Principal, knowledge_base_id: str, *, expected_version: int, dry_run: bool
+    ) -> PurgedBaseResponse:
+        """Delete a base for good with every item in it, archived ones too, each as ``purge_item``
+        does; then the base record (on ``expected_version``) and the base's documents left in the
+        search index. The receipt is the items' receipts together plus the ``knowledge_base``
+        record ``purged``. Items are purged first, so a purge that fails midway can be repeated with
+        the same ``expected_version``. With ``dry_run`` nothing changes (a stale version is
+        ``ConflictError`` either way). Cost: per item, its reads and one content read per revision."""
+        require_scope(principal, Permission.ADMIN)
+        base = self._managed_base(principal, knowledge_base_id)
+        if base.version != expected_version:
+            raise ConflictError("The knowledge base changed; re-read it before purging.", base.version)
+        plans = [self._purge_plan(item) for item in self.items_of_base(base)]
+        receipt = merged(
+            [
+                DeletionReceipt(
+                    dry_run=dry_run, table=records("knowledge_base", [knowledge_base_id], "purged")
+                ),
+                *(plan.receipt(dry_run=dry_run) for plan in plans),
+            ],
+            dry_run=dry_run,
+        )
+        if not dry_run:
+            for plan in plans:
+                self._carry_out(plan.item, plan)
+            self._store.delete_base(base.tenant_id, knowledge_base_id, expected_version=expected_version)
+            self._indexing.remove_base(base.tenant_id, knowledge_base_id)
+            logger.info(
+                "knowledge base purged",
+                extra={
+                    "tenant_id": base.tenant_id,
+                    "knowledge_base_id": knowledge_base_id,
+                    "items": len(plans),
+                },
+            )
+        return PurgedBaseResponse(
+            knowledge_base_id=knowledge_base_id, items=len(plans), dry_run=dry_run, receipt=receipt
+        )
+
+    def items_of_base(self, base: KnowledgeBase) -> list[KnowledgeItem]:
+        """Every item of the base, live ones then archived ones."""
+        return [*self._items_of(base, archived=False), *self._items_of(base, archived=True)]
+
+    def _items_of(self, base: KnowledgeBase, *, archived: bool) -> list[KnowledgeItem]:
+        listing = self._store.list_archived_items if archived else self._store.list_items
+        items: list[KnowledgeItem] = []
+        next_token: str | None = None
+        while True:
+            page = listing(
+                base.tenant_id, base.knowledge_base_id, limit=LIST_LIMIT_MAX, next_token=next_token
+            )
+            items.extend(page.entries)
+            next_token = page.next_token
+            if next_token is None:
+                return items
+
     # -- items and revisions ----------------------------------------------------------------------
 
     def authorize_item_creation(self, principal: Principal, knowledge_base_id: str) -> None:
@@ -236,6 +338,68 @@ class CurationService:
             principal.tenant_id, item.knowledge_item_id, expected_version=request.expected_version
         )
         return ArchivedItemResponse(**KnowledgeItemResponse.of(archived).model_dump(), receipt=receipt)
+
+    def authorize_item_purge(self, principal: Principal, knowledge_item_id: str) -> None:
+        """``InsufficientScopeError`` or ``ResourceUnavailableError`` unless the caller may purge
+        the item (``knowledge:admin``, item of a base it manages; archived or not)."""
+        require_scope(principal, Permission.ADMIN)
+        find_item(self._store, principal, knowledge_item_id, allowed=_manages)
+
+    def purge_item(
+        self, principal: Principal, knowledge_item_id: str, *, expected_version: int, dry_run: bool
+    ) -> PurgedItemResponse:
+        """Delete the item for good, archived or not (``item_receipt``): its records from the
+        table, its documents from the live and history indexes (so ``as_of`` reads lose it too) and
+        the cached embeddings of its revisions' chunks. With ``dry_run`` nothing changes and the
+        receipt says what would go (a stale ``expected_version`` is ``ConflictError`` either way).
+        The receipt is computed before anything is deleted: one content read per revision."""
+        require_scope(principal, Permission.ADMIN)
+        item, _ = find_item(self._store, principal, knowledge_item_id, allowed=_manages)
+        if item.version != expected_version:
+            raise ConflictError("The item changed; re-read it before purging.", item.version)
+        plan = self._purge_plan(item)
+        if not dry_run:
+            self._carry_out(item, plan)
+        return PurgedItemResponse(
+            knowledge_item_id=item.knowledge_item_id,
+            knowledge_base_id=item.knowledge_base_id,
+            dry_run=dry_run,
+            receipt=plan.receipt(dry_run=dry_run),
+        )
+
+    def _purge_plan(self, item: KnowledgeItem) -> ItemPurge:
+        revisions = self._all_revisions(item)
+        states = self._store.list_item_states(item.tenant_id, item.knowledge_item_id)
+        texts = [text for revision in revisions for text in self._indexing.embedded_texts(revision)]
+        return ItemPurge(item=item, revisions=revisions, states=states, texts=list(dict.fromkeys(texts)))
+
+    def _carry_out(self, item: KnowledgeItem, plan: ItemPurge) -> None:
+        self._store.purge_item(item.tenant_id, item.knowledge_item_id, expected_version=item.version)
+        self._indexing.purge_item(
+            item.tenant_id, item.knowledge_item_id, version=item.version, history_keys=plan.history_keys()
+        )
+        self._indexing.forget_texts(plan.texts)
+        logger.info(
+            "item purged",
+            extra={
+                "tenant_id": item.tenant_id,
+                "knowledge_item_id": item.knowledge_item_id,
+                "revisions": len(plan.revisions),
+                "cached_texts": len(plan.texts),
+            },
+        )
+
+    def _all_revisions(self, item: KnowledgeItem) -> list[Revision]:
+        revisions: list[Revision] = []
+        next_token: str | None = None
+        while True:
+            page = self._store.list_revisions(
+                item.tenant_id, item.knowledge_item_id, limit=LIST_LIMIT_MAX, next_token=next_token
+            )
+            revisions.extend(page.entries)
+            next_token = page.next_token
+            if next_token is None:
+                return revisions
 
     def get_item(self, principal: Principal, knowledge_item_id: str) -> KnowledgeItemDetail:
         """The item with ``indexed_revision_id`` (without ``knowledge:write``: its published view)."""
@@ -377,6 +541,66 @@ def _may_read(principal: Principal, item: KnowledgeItem) -> bool:
 def _as_seen_by(principal: Principal, item: KnowledgeItem) -> KnowledgeItem:
     """Curators see the item as stored; other readers its published view (no draft revision id)."""
     return item if principal.has_scope(Permission.WRITE) else published_view(item)
+
+
+@dataclass(frozen=True)
+class ItemPurge:
+    """What purging ``item`` deletes, read before anything is: its ``revisions`` (with their
+    pages), its recorded ``states`` and the ``texts`` its chunks were embedded as."""
+
+    item: KnowledgeItem
+    revisions: list[Revision]
+    states: list[ItemState]
+    texts: list[str]
+
+    def history_keys(self) -> list[str]:
+        """The history index entries the item may have: one per published state with a current
+        revision (``{item}@{state version}``)."""
+        return [
+            history_key(self.item.knowledge_item_id, state.version)
+            for state in self.states
+            if state.status is ItemStatus.PUBLISHED and state.current_revision_id is not None
+        ]
+
+    def receipt(self, *, dry_run: bool) -> DeletionReceipt:
+        """``table``: the ``item`` record, each ``item_revision`` (by revision id), each
+        ``content_page`` (``{revision}#{page number}``, from 0), each ``item_state``
+        (``{item}@{version}``) and the ``external_id`` guard, all ``purged``; ``index``: the
+        ``item_passages`` of the live index (named by the current revision of a published item) and
+        the ``item_history`` entries (``history_keys``), ``purged`` (an entry the index never took
+        is counted too); ``embedding_cache``: the ``cached_vector`` rows of ``texts`` (by the hex
+        SHA-256 of the text), ``purged``."""
+        item = self.item
+        live = (
+            [item.current_revision_id]
+            if item.status is ItemStatus.PUBLISHED and item.current_revision_id
+            else []
+        )
+        return DeletionReceipt(
+            dry_run=dry_run,
+            table=records("item", [item.knowledge_item_id], "purged")
+            + records(
+                "item_revision", [revision.knowledge_revision_id for revision in self.revisions], "purged"
+            )
+            + records(
+                "content_page",
+                [
+                    f"{revision.knowledge_revision_id}#{number}"
+                    for revision in self.revisions
+                    for number in range(revision.page_count)
+                ],
+                "purged",
+            )
+            + records(
+                "item_state", [f"{item.knowledge_item_id}@{state.version}" for state in self.states], "purged"
+            )
+            + records("external_id", [item.external_id] if item.external_id is not None else [], "purged"),
+            index=records("item_passages", live, "purged")
+            + records("item_history", self.history_keys(), "purged"),
+            embedding_cache=records(
+                "cached_vector", [hashlib.sha256(text.encode()).hexdigest() for text in self.texts], "purged"
+            ),
+        )
 
 
 def archive_receipt(item: KnowledgeItem, *, dry_run: bool) -> DeletionReceipt:

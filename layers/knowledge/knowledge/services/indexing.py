@@ -48,8 +48,8 @@ from typing import TYPE_CHECKING
 
 from knowledge.domain.changes import ChangeKind, IndexAction, StoreChange
 from knowledge.domain.models import BaseStatus, ItemStatus, KnowledgeBase, KnowledgeItem, Revision
-from knowledge.domain.retrieval.chunking import Chunker
-from knowledge.domain.retrieval.hits import IndexedItem, history_key
+from knowledge.domain.retrieval.chunking import Chunker, embedding_text
+from knowledge.domain.retrieval.hits import Chunk, IndexedItem, history_key
 from knowledge.domain.retrieval.index_work import (
     FANOUT_WINDOW,
     ORDINAL_STRIDE,
@@ -280,6 +280,53 @@ class IndexingService:
             extra={"tenant_id": tenant_id, "knowledge_item_id": knowledge_item_id, "entries": len(entries)},
         )
         return len(entries)
+
+    def embedded_texts(self, revision: Revision) -> list[str]:
+        """The texts the indexer embeds for ``revision``: each chunk with the title prepended
+        (``embedding_text``), chunked part by part as the live index does and whole as the history
+        index does (the same chunks when the revision is one part), distinct, in order. These name
+        the revision's rows of the embedding cache. One content read; nothing is embedded."""
+        content = self._store.read_all_content(revision)
+        spans = [content]
+        parts = part_count(revision.total_chars)
+        if parts > 1:
+            for part in range(parts):
+                start, end = part_span(content, 0, part=part, total_chars=revision.total_chars)
+                spans.append(content[start:end])
+        texts = (
+            embedding_text(revision.title, chunk.text)
+            for span in spans
+            for chunk in (self._chunker.split(span) or [Chunk(ordinal=0, start=0, end=0, text="")])
+        )
+        return list(dict.fromkeys(texts))
+
+    def purge_item(
+        self, tenant_id: str, knowledge_item_id: str, *, version: int, history_keys: Sequence[str]
+    ) -> None:
+        """Remove the item's documents from the live index and its ``history_keys`` entries from
+        the history index now, each left as a tombstone at ``version`` (ids and version only, no
+        text) so a late write of the item, which carries at most that version, is refused."""
+        self._index.remove_item(tenant_id, knowledge_item_id, version=version)
+        if self._history is not None:
+            for key in history_keys:
+                self._history.remove_item(tenant_id, key, version=version)
+        logger.info(
+            "item purged from the indexes",
+            extra={
+                "tenant_id": tenant_id,
+                "knowledge_item_id": knowledge_item_id,
+                "history": len(history_keys),
+            },
+        )
+
+    def remove_base(self, tenant_id: str, knowledge_base_id: str) -> None:
+        """Remove every document of the base from the live index now (``SearchIndex.remove_base``)."""
+        self._index.remove_base(tenant_id, knowledge_base_id)
+
+    def forget_texts(self, texts: Sequence[str]) -> None:
+        """Drop the cached embeddings of ``texts`` (``Embedder.forget``)."""
+        if texts:
+            self._embedder.forget(texts)
 
     def _deferred(self, revision: Revision) -> bool:
         """True for a revision the stream consumer leaves out of the history index: with a work

@@ -14,6 +14,7 @@ from knowledge.adapters.dynamodb.paging import INDEX_KEY, Listing
 from knowledge.adapters.dynamodb.table import EXISTS, VERSION_IS_EXPECTED, TableRecords, all_of
 from knowledge.domain import lifecycle
 from knowledge.domain.models import BaseStatus, KnowledgeBase, Page, Scope
+from knowledge.errors import ResourceUnavailableError
 from knowledge.observability import logger
 
 
@@ -73,6 +74,31 @@ class DynamoDBBaseStore(TableRecords):
             extra={"tenant_id": tenant_id, "knowledge_base_id": knowledge_base_id, "version": base.version},
         )
         return base
+
+    def delete_base(self, tenant_id: str, knowledge_base_id: str, *, expected_version: int) -> None:
+        """Delete the base record on its version (its GSI1 listing key goes with it).
+
+        Raises ``ConflictError`` (stale ``expected_version``) or ``ResourceUnavailableError`` (no such base).
+        """
+        if self._table.get(keys.base_key(tenant_id, knowledge_base_id)) is None:
+            raise ResourceUnavailableError()
+        self._table.transact(
+            [
+                {
+                    "Delete": {
+                        "TableName": self._table.name,
+                        "Key": codec.key(keys.base_key(tenant_id, knowledge_base_id)),
+                        "ConditionExpression": all_of(EXISTS, VERSION_IS_EXPECTED),
+                        "ExpressionAttributeNames": {"#version": "version"},
+                        "ExpressionAttributeValues": codec.serialize({":expected": expected_version}),
+                        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                    }
+                }
+            ]
+        )
+        logger.info(
+            "knowledge base deleted", extra={"tenant_id": tenant_id, "knowledge_base_id": knowledge_base_id}
+        )
 
     def get_base(self, tenant_id: str, knowledge_base_id: str) -> KnowledgeBase | None:
         record = self._table.get(keys.base_key(tenant_id, knowledge_base_id))

@@ -155,21 +155,19 @@ def decode_base(item: Mapping[str, Any]) -> KnowledgeBase:
 
 
 def encode_item(knowledge_item: KnowledgeItem) -> RawItem:
-    """An item record; archived items carry no GSI1 keys, so base listings skip them."""
-    tenant, base, item_id = (
-        knowledge_item.tenant_id,
-        knowledge_item.knowledge_base_id,
-        knowledge_item.knowledge_item_id,
+    """An item record; archived items are listed in their base's archived partition of GSI1
+    (``keys.archived_item_index_key``), so base listings skip them and a base purge finds them."""
+    index = item_index_key(knowledge_item)
+    record_key = keys.item_key(knowledge_item.tenant_id, knowledge_item.knowledge_item_id)
+    return _record(Entity.ITEM, record_key, knowledge_item, GSI1PK=index.pk, GSI1SK=index.sk)
+
+
+def item_index_key(knowledge_item: KnowledgeItem) -> keys.TableKey:
+    """The GSI1 key of an item record: under its base, or its base's archived items."""
+    key = (
+        keys.archived_item_index_key if knowledge_item.status is ItemStatus.ARCHIVED else keys.item_index_key
     )
-    index = keys.item_index_key(tenant, base, item_id)
-    listed = knowledge_item.status is not ItemStatus.ARCHIVED
-    return _record(
-        Entity.ITEM,
-        keys.item_key(tenant, item_id),
-        knowledge_item,
-        GSI1PK=index.pk if listed else None,
-        GSI1SK=index.sk if listed else None,
-    )
+    return key(knowledge_item.tenant_id, knowledge_item.knowledge_base_id, knowledge_item.knowledge_item_id)
 
 
 def decode_item(item: Mapping[str, Any]) -> KnowledgeItem:

@@ -17,7 +17,8 @@ Write protocol:
 - Every item write also puts the item's state at its new version (``STATE#{version:06d}``: status
   and current revision, write-once) in the same transaction: the history ``as_of`` reads
   (``list_item_states``).
-- Archived items drop out of ``list_items`` (their GSI1 keys are removed).
+- Archived items drop out of ``list_items``: their GSI1 keys move to the base's archived partition
+  (``list_archived_items``, which a base purge reads).
 - A write that makes a revision current (a publishing create or revision, a publish) also puts the
   item's unindexed mark (``T#{tenant}#UNINDEXED_ITEMS`` / ``ITEM#{item}``, naming that revision)
   in its transaction; the indexer's ``set_indexed_revision`` of that revision deletes it (only
@@ -232,7 +233,7 @@ class DynamoDBItemStore(TableRecords):
         item = lifecycle.writable_item(self.get_item(tenant_id, knowledge_item_id), expected_version)
         updated = lifecycle.archived_item(item, now=self._clock())
         writes: list[TransactWriteItemTypeDef] = [
-            {"Update": self._item_update(item, updated, remove=("GSI1PK", "GSI1SK"))},
+            {"Update": self._item_update(item, updated, index=codec.item_index_key(updated))},
             stored_items_write(self._table, tenant_id, -1, self._stored_items_limit),
             self._state_write(updated),
             {
@@ -243,19 +244,8 @@ class DynamoDBItemStore(TableRecords):
             },
         ]
         if item.external_id is not None:
-            guard = keys.external_id_key(tenant_id, item.knowledge_base_id, item.external_id)
             writes.append(
-                {
-                    "Delete": {
-                        "TableName": self._table.name,
-                        "Key": codec.key(guard),
-                        "ConditionExpression": _GUARD_IS_ABSENT_OR_OURS,
-                        "ExpressionAttributeNames": {"#knowledge_item_id": "knowledge_item_id"},
-                        "ExpressionAttributeValues": codec.serialize(
-                            {":knowledge_item_id": knowledge_item_id}
-                        ),
-                    }
-                }
+                self._guard_delete(tenant_id, item.knowledge_base_id, item.external_id, knowledge_item_id)
             )
         self._table.transact(writes)
         logger.info(
@@ -267,6 +257,78 @@ class DynamoDBItemStore(TableRecords):
             },
         )
         return updated
+
+    def purge_item(self, tenant_id: str, knowledge_item_id: str, *, expected_version: int) -> None:
+        """Delete the item for good (see ``ports.ItemStore.purge_item``).
+
+        The record goes first, on its version, with the guard and the quota count: a purge that
+        loses a race with a writer raises ``ConflictError`` before anything is removed, and once
+        the record is gone no revision can be added (every item write is conditioned on it). Then
+        every other record of the item's partition (revisions, pages, states) is deleted.
+        """
+        item = self.get_item(tenant_id, knowledge_item_id)
+        if item is None:
+            raise ResourceUnavailableError()
+        if item.version != expected_version:
+            raise ConflictError("The item changed; re-read it before purging.", current_version=item.version)
+        writes: list[TransactWriteItemTypeDef] = [
+            {
+                "Delete": {
+                    "TableName": self._table.name,
+                    "Key": codec.key(keys.item_key(tenant_id, knowledge_item_id)),
+                    "ConditionExpression": all_of(EXISTS, VERSION_IS_EXPECTED),
+                    "ExpressionAttributeNames": {"#version": "version"},
+                    "ExpressionAttributeValues": codec.serialize({":expected": expected_version}),
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                }
+            }
+        ]
+        partition = keys.item_partition(tenant_id, knowledge_item_id)
+        rest = self._table.query_range(partition, keys.PAGE_PREFIX, keys.ITEM_STATE_PREFIX + "\uffff")
+        # The stored bytes of its revisions' content leave with it (its pages hold that content).
+        freed = -sum(
+            content_bytes(codec.decode_page(record)[1])
+            for record in rest
+            if str(record["SK"]["S"]).startswith(keys.PAGE_PREFIX)
+        )
+        if item.status is not ItemStatus.ARCHIVED:  # an archive already took it off the count
+            writes.append(
+                stored_items_write(self._table, tenant_id, -1, self._stored_items_limit, content_bytes=freed)
+            )
+        elif freed:
+            writes.append(stored_bytes_write(self._table, tenant_id, freed))
+        writes.append(
+            {
+                "Delete": {
+                    "TableName": self._table.name,
+                    "Key": codec.key(keys.unindexed_item_key(tenant_id, knowledge_item_id)),
+                }
+            }
+        )
+        if item.external_id is not None:
+            writes.append(
+                self._guard_delete(tenant_id, item.knowledge_base_id, item.external_id, knowledge_item_id)
+            )
+        self._table.transact(writes)
+        self._table.delete_quietly(keys.TableKey(record["PK"]["S"], record["SK"]["S"]) for record in rest)
+        logger.info(
+            "item purged",
+            extra={"tenant_id": tenant_id, "knowledge_item_id": knowledge_item_id, "records": len(rest) + 1},
+        )
+
+    def _guard_delete(
+        self, tenant_id: str, knowledge_base_id: str, external_id: str, knowledge_item_id: str
+    ) -> TransactWriteItemTypeDef:
+        """Delete the external-id guard unless another item holds it (or it is already gone)."""
+        return {
+            "Delete": {
+                "TableName": self._table.name,
+                "Key": codec.key(keys.external_id_key(tenant_id, knowledge_base_id, external_id)),
+                "ConditionExpression": _GUARD_IS_ABSENT_OR_OURS,
+                "ExpressionAttributeNames": {"#knowledge_item_id": "knowledge_item_id"},
+                "ExpressionAttributeValues": codec.serialize({":knowledge_item_id": knowledge_item_id}),
+            }
+        }
 
     def set_indexed_revision(
         self,
@@ -359,6 +421,20 @@ class DynamoDBItemStore(TableRecords):
             entries=[codec.decode_item(record) for record in records], next_token=token
         )
 
+    def list_archived_items(
+        self, tenant_id: str, knowledge_base_id: str, *, limit: int, next_token: str | None
+    ) -> Page[KnowledgeItem]:
+        """Archived items of the base, in id order (GSI1, eventually consistent). Items archived
+        before archived items were listed there carry no GSI1 keys and are not found."""
+        partition = keys.archived_items_partition(tenant_id, knowledge_base_id)
+        listing = Listing("archived items", "GSI1PK", partition, INDEX_KEY)
+        records, token = self._table.query_listing(
+            listing, keys.ITEM_INDEX_PREFIX, limit=limit, next_token=next_token
+        )
+        return Page[KnowledgeItem](
+            entries=[codec.decode_item(record) for record in records], next_token=token
+        )
+
     def get_revision(
         self, tenant_id: str, knowledge_item_id: str, knowledge_revision_id: str
     ) -> Revision | None:
@@ -386,10 +462,14 @@ class DynamoDBItemStore(TableRecords):
     # Internals
 
     def _item_update(
-        self, item: KnowledgeItem, updated: KnowledgeItem, remove: Iterable[str] = ()
+        self, item: KnowledgeItem, updated: KnowledgeItem, index: keys.TableKey | None = None
     ) -> UpdateTypeDef:
-        """``item`` → ``updated`` as one versioned update of the item record."""
-        change = codec.update(codec.changes(item, updated), remove)
+        """``item`` → ``updated`` as one versioned update of the item record (``index``: its new
+        GSI1 key)."""
+        assign = codec.changes(item, updated)
+        if index is not None:
+            assign.update({"GSI1PK": index.pk, "GSI1SK": index.sk})
+        change = codec.update(assign)
         return {
             "TableName": self._table.name,
             "Key": codec.key(keys.item_key(item.tenant_id, item.knowledge_item_id)),

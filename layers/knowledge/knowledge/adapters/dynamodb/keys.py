@@ -175,6 +175,18 @@ def item_index_key(tenant_id: str, knowledge_base_id: str, knowledge_item_id: st
     )
 
 
+def archived_items_partition(tenant_id: str, knowledge_base_id: str) -> str:
+    """``T#{tenant}#KB#{kb}#ARCHIVED``: the GSI1 partition of a base's archived items."""
+    return f"{base_partition(tenant_id, knowledge_base_id)}#ARCHIVED"
+
+
+def archived_item_index_key(tenant_id: str, knowledge_base_id: str, knowledge_item_id: str) -> TableKey:
+    """GSI1 key listing an archived item under its base's archived items."""
+    return TableKey(
+        archived_items_partition(tenant_id, knowledge_base_id), ITEM_INDEX_PREFIX + _part(knowledge_item_id)
+    )
+
+
 def base_index_key(tenant_id: str, knowledge_base_id: str) -> TableKey:
     """GSI1 key listing a base under its tenant."""
     return TableKey(bases_partition(tenant_id), BASE_INDEX_PREFIX + _part(knowledge_base_id))

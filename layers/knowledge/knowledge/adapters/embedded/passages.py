@@ -304,6 +304,12 @@ class EmbeddedIndex:
             if any(dropped):
                 self._commit()
 
+    def document_ids(self, tenant_id: str) -> set[str]:
+        """The items (history entries ``{item}@{version}`` in a history index) whose chunks the
+        index holds for ``tenant_id``: the names a deletion receipt gives them."""
+        with self._lock:
+            return {item_id for tenant, item_id in self._item_rows if tenant == tenant_id}
+
     def refresh(self) -> None:
         """Commit the writes that wait (``search`` does it too)."""
         with self._lock:

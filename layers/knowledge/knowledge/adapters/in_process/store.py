@@ -115,6 +115,15 @@ class InProcessKnowledgeStore(InProcessNoteStore):
             self._bases[tenant_id, knowledge_base_id] = updated
             return updated
 
+    def delete_base(self, tenant_id: str, knowledge_base_id: str, *, expected_version: int) -> None:
+        with self._lock:
+            base = self._bases.get((tenant_id, knowledge_base_id))
+            if base is None:
+                raise ResourceUnavailableError()
+            if base.version != expected_version:
+                raise ConflictError(_RACE_LOST, current_version=base.version)
+            del self._bases[tenant_id, knowledge_base_id]
+
     def get_base(self, tenant_id: str, knowledge_base_id: str) -> KnowledgeBase | None:
         with self._lock:
             return self._bases.get((tenant_id, knowledge_base_id))
@@ -218,6 +227,25 @@ class InProcessKnowledgeStore(InProcessNoteStore):
                 self._external_ids.pop((tenant_id, item.knowledge_base_id, item.external_id), None)
             return archived
 
+    def purge_item(self, tenant_id: str, knowledge_item_id: str, *, expected_version: int) -> None:
+        with self._lock:
+            item = self._items.get((tenant_id, knowledge_item_id))
+            if item is None:
+                raise ResourceUnavailableError()
+            if item.version != expected_version:
+                raise ConflictError(_RACE_LOST, current_version=item.version)
+            del self._items[tenant_id, knowledge_item_id]
+            if item.status is not ItemStatus.ARCHIVED:
+                self._count_stored(tenant_id, -1)
+            if item.external_id is not None:
+                guard = (tenant_id, item.knowledge_base_id, item.external_id)
+                if self._external_ids.get(guard) == knowledge_item_id:
+                    del self._external_ids[guard]
+            self._item_states.pop((tenant_id, knowledge_item_id), None)
+            for key in [key for key in self._revisions if key[:2] == (tenant_id, knowledge_item_id)]:
+                del self._revisions[key]
+                self._count_bytes(tenant_id, -content_bytes(self._contents.pop(key, "")))
+
     def set_indexed_revision(
         self,
         tenant_id: str,
@@ -279,6 +307,20 @@ class InProcessKnowledgeStore(InProcessNoteStore):
                 and item.status is not ItemStatus.ARCHIVED
             ]
         listing = f"items:{tenant_id}:{knowledge_base_id}"
+        return _page(listing, items, _item_id, limit=limit, next_token=next_token)
+
+    def list_archived_items(
+        self, tenant_id: str, knowledge_base_id: str, *, limit: int, next_token: str | None
+    ) -> Page[KnowledgeItem]:
+        with self._lock:
+            items = [
+                item
+                for (tenant, _), item in self._items.items()
+                if tenant == tenant_id
+                and item.knowledge_base_id == knowledge_base_id
+                and item.status is ItemStatus.ARCHIVED
+            ]
+        listing = f"archived:{tenant_id}:{knowledge_base_id}"
         return _page(listing, items, _item_id, limit=limit, next_token=next_token)
 
     def get_revision(

@@ -370,6 +370,26 @@ class OpenSearchIndex:
             if self._refresh:
                 self.refresh()
 
+    def document_ids(self, tenant_id: str) -> set[str]:
+        """The items (history entries ``{item}@{version}`` in a history index) whose chunks or
+        passages the index holds for ``tenant_id`` (tombstones left out): the names a deletion
+        receipt gives them; at most 10,000 documents read, as of the last refresh."""
+        query = {
+            "bool": {
+                "filter": [
+                    {"terms": {"doc_type": list(dsl.ITEM_DOCUMENTS)}},
+                    {"term": {"tenant_id": tenant_id}},
+                ]
+            }
+        }
+        with translated("document_ids"):
+            answer = self._client.search(
+                index=self._name,
+                body={"size": 10_000, "_source": ["knowledge_item_id"], "query": query},
+                routing=tenant_id,
+            )
+        return {str(hit["_source"]["knowledge_item_id"]) for hit in answer["hits"]["hits"]}
+
     def remove_base(self, tenant_id: str, knowledge_base_id: str) -> None:
         """Delete every chunk of the base. Item heads stay, so stale writes are still refused and a
         re-upsert at the same version restores the item."""

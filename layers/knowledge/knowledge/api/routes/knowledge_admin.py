@@ -5,6 +5,8 @@
 | ``POST /v1/knowledge-bases`` | admin | 201 base |
 | ``GET /v1/knowledge-bases?limit=&next_token=`` | read | 200 ``{knowledge_bases, next_token}`` |
 | ``PATCH /v1/knowledge-bases/{kb}`` | admin | 200 base |
+| ``POST /v1/knowledge-bases/{kb}/archive`` | admin | 200 base (inactive) + receipt |
+| ``DELETE /v1/knowledge-bases/{kb}?expected_version=&dry_run=`` | admin | 200 id, items + receipt |
 | ``POST /v1/knowledge-bases/{kb}/items`` | write | 201 item + ``knowledge_revision_id`` (200 unchanged) |
 | ``GET /v1/knowledge-bases/{kb}/items?external_id=&limit=&next_token=`` | read | 200 ``{items,next_token}`` |
 | ``POST /v1/knowledge-bases/{kb}/reindex`` | admin | 200 counts |
@@ -13,6 +15,7 @@
 | ``POST /v1/knowledge-items/{item}/publish`` | write | 200 item |
 | ``POST /v1/knowledge-items/{item}/archive`` | write | 200 item |
 | ``GET /v1/knowledge-items/{item}`` | read | 200 item + ``indexed_revision_id`` |
+| ``DELETE /v1/knowledge-items/{item}?expected_version=&dry_run=`` | admin | 200 ids + receipt |
 | ``POST /v1/tokens`` | admin | 201 the token and what it holds (``TokenResponse``) |
 | ``GET /v1/tokens?tenant_id=&limit=&next_token=`` | admin | 200 ``{tokens, next_token}`` |
 | ``DELETE /v1/tokens/{token_id}`` | admin | 204, no body (also when already revoked); cascades |
@@ -71,8 +74,10 @@ from knowledge.contract.usage import UsageResponse
 from knowledge.contract.writes import (
     LIST_LIMIT_DEFAULT,
     LIST_LIMIT_MAX,
+    ArchivedBaseResponse,
     ArchivedItemResponse,
     ArchiveRequest,
+    BaseArchiveRequest,
     CreatedRevisionResponse,
     CreateItemRequest,
     CreateKnowledgeBaseRequest,
@@ -85,12 +90,15 @@ from knowledge.contract.writes import (
     KnowledgeItemList,
     KnowledgeItemResponse,
     PublishRequest,
+    PurgedBaseResponse,
+    PurgedItemResponse,
     ReindexResponse,
     RevisionList,
     TokenList,
     TokenResponse,
     UpdateKnowledgeBaseRequest,
 )
+from knowledge.domain.bounds import VERSION_MAX, VERSION_MIN
 from knowledge.domain.identifiers import Identifier
 from knowledge.domain.models import EXTERNAL_ID_MAX_CHARS, TENANT_ID_PATTERN, Principal
 
@@ -99,6 +107,7 @@ BASE_PATH = "/v1/knowledge-bases/<knowledge_base_id>"
 ITEMS_PATH = "/v1/knowledge-bases/<knowledge_base_id>/items"
 REINDEX_PATH = "/v1/knowledge-bases/<knowledge_base_id>/reindex"
 ITEM_PATH = "/v1/knowledge-items/<knowledge_item_id>"
+BASE_ARCHIVE_PATH = "/v1/knowledge-bases/<knowledge_base_id>/archive"
 REVISIONS_PATH = "/v1/knowledge-items/<knowledge_item_id>/revisions"
 PUBLISH_PATH = "/v1/knowledge-items/<knowledge_item_id>/publish"
 ARCHIVE_PATH = "/v1/knowledge-items/<knowledge_item_id>/archive"
@@ -120,6 +129,17 @@ Limit = Annotated[
     Field(ge=1, le=LIST_LIMIT_MAX),
     CANONICAL_INTEGER,
     Query(description=f"Page size, 1 to {LIST_LIMIT_MAX}."),
+]
+
+
+ExpectedVersion = Annotated[
+    int,
+    Field(ge=VERSION_MIN, le=VERSION_MAX),
+    CANONICAL_INTEGER,
+    Query(description=f"The version the caller last read (optimistic lock), {VERSION_MIN} to {VERSION_MAX}."),
+]
+DryRun = Annotated[
+    bool, Query(description="`true`: change nothing and answer the receipt the delete would give.")
 ]
 
 
@@ -372,6 +392,101 @@ def publish_knowledge_revision(
     idempotency_key: IdempotencyKey = None,
 ) -> Response[KnowledgeItemResponse]:
     return json_response(200, curation.publish(principal, knowledge_item_id, request))
+
+
+@write_route(
+    router,
+    "POST",
+    BASE_ARCHIVE_PATH,
+    check=_may_manage_base,
+    body=BaseArchiveRequest,
+    operation_id="archive_knowledge_base",
+    summary="Archive a knowledge base: it becomes inactive, out of search and reads, and is kept.",
+    description=(
+        "Needs `knowledge:admin`. The base's status becomes `inactive` (a PATCH with `status: active` "
+        "brings it back). The `receipt` lists the base record `hidden` (table) and the passages of its "
+        "published items `scheduled` (index: the indexer removes them). `dry_run: true` changes "
+        "nothing and answers the receipt the archive would give (a stale `expected_version` is 409 "
+        "either way)."
+    ),
+    tags=[TAG],
+    responses=route_responses(200, "The archived base.", *WRITE_ERRORS),
+)
+def archive_knowledge_base(
+    knowledge_base_id: str,
+    request: Annotated[BaseArchiveRequest, Body()],
+    principal: CallerPrincipal,
+    curation: Curation,
+    idempotency_key: IdempotencyKey = None,
+) -> Response[ArchivedBaseResponse]:
+    return json_response(200, curation.archive_base(principal, knowledge_base_id, request))
+
+
+@write_route(
+    router,
+    "DELETE",
+    BASE_PATH,
+    check=_may_manage_base,
+    idempotent=False,
+    operation_id="purge_knowledge_base",
+    summary="Delete a knowledge base for good, with every item in it (archived ones too).",
+    description=(
+        "Needs `knowledge:admin`. Every item of the base is purged as `DELETE "
+        "/v1/knowledge-items/{item}` does, then the base record. The `receipt` lists them all "
+        "together; `items` counts the items. `?dry_run=true` changes nothing and answers the receipt "
+        "the purge would give; a stale `expected_version` is 409 either way. Runs in the request: "
+        "for a base of many items, `POST /v1/erasures` is the job that does not time out."
+    ),
+    tags=[TAG],
+    responses=route_responses(200, "The purged base's id, item count and receipt.", *WRITE_ERRORS),
+)
+def purge_knowledge_base(
+    knowledge_base_id: str,
+    expected_version: ExpectedVersion,
+    principal: CallerPrincipal,
+    curation: Curation,
+    dry_run: DryRun = False,
+) -> Response[PurgedBaseResponse]:
+    return json_response(
+        200,
+        curation.purge_base(principal, knowledge_base_id, expected_version=expected_version, dry_run=dry_run),
+    )
+
+
+def _may_purge_item(principal: Principal, request: Request) -> None:
+    curation_service().authorize_item_purge(principal, _path_parameter(request, "knowledge_item_id"))
+
+
+@write_route(
+    router,
+    "DELETE",
+    ITEM_PATH,
+    check=_may_purge_item,
+    idempotent=False,
+    operation_id="purge_knowledge_item",
+    summary="Delete an item for good: its records, index documents (history too) and cached embeddings.",
+    description=(
+        "Needs `knowledge:admin` on the item's base; archived items too. Deletes the item record, "
+        "every revision and content page, its state records and external id (table), its documents "
+        "in the search index and the history index, so `as_of` reads lose it too (index), and the "
+        "cached embeddings of its chunks (embedding_cache); the answer's `receipt` lists each. "
+        "`?dry_run=true` changes nothing and answers the receipt the purge would give; a stale "
+        "`expected_version` is 409 either way."
+    ),
+    tags=[TAG],
+    responses=route_responses(200, "The purged item's ids and the receipt.", *WRITE_ERRORS),
+)
+def purge_knowledge_item(
+    knowledge_item_id: str,
+    expected_version: ExpectedVersion,
+    principal: CallerPrincipal,
+    curation: Curation,
+    dry_run: DryRun = False,
+) -> Response[PurgedItemResponse]:
+    return json_response(
+        200,
+        curation.purge_item(principal, knowledge_item_id, expected_version=expected_version, dry_run=dry_run),
+    )
 
 
 @write_route(

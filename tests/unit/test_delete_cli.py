@@ -1,0 +1,74 @@
+"""``knowledge purge-item``: it reads the item's version, sends the purge at that version (with
+``dry_run=true`` under ``--dry-run``) and prints one line per store and kind of the receipt."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.unit.test_memory_cli import FakeApi, api, run  # noqa: F401  (``api`` is a fixture)
+
+ITEM = "ki_01M8MSRAQ70QQ1SJHWP0AMCDPZ"
+BASE = "kb_01M8MSRAQ70QQ1SJHWP0AMCDQ0"
+REVISION = "kr_01M8MSRAQ70QQ1SJHWP0AMCDQ1"
+
+
+def _purged(dry_run: bool) -> dict[str, Any]:
+    return {
+        "knowledge_item_id": ITEM,
+        "knowledge_base_id": BASE,
+        "dry_run": dry_run,
+        "receipt": {
+            "dry_run": dry_run,
+            "table": [
+                {"kind": "item", "ids": [ITEM], "count": 1, "state": "purged"},
+                {"kind": "item_revision", "ids": [REVISION], "count": 1, "state": "purged"},
+            ],
+            "index": [{"kind": "item_history", "ids": [f"{ITEM}@1"], "count": 1, "state": "purged"}],
+            "pins": [],
+            "embedding_cache": [{"kind": "cached_vector", "ids": ["ab" * 32], "count": 1, "state": "purged"}],
+            "queued_messages": [],
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("flags", "verb", "query"), [((), "purged", ""), (("--dry-run",), "would purge", "&dry_run=true")]
+)
+def test_purge_item_sends_the_current_version_and_prints_the_receipt(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    flags: tuple[str, ...],
+    verb: str,
+    query: str,
+) -> None:
+    api.reply("GET", f"/v1/knowledge-items/{ITEM}", 200, {"knowledge_item_id": ITEM, "version": 4})
+    api.reply("DELETE", f"/v1/knowledge-items/{ITEM}", 200, _purged(bool(flags)))
+
+    assert run("purge-item", ITEM, *flags) == 0
+
+    assert capsys.readouterr().out.splitlines() == [
+        f"{verb}: {ITEM} (base {BASE})",
+        "  table item: 1 purged",
+        "  table item_revision: 1 purged",
+        "  index item_history: 1 purged",
+        "  embedding_cache cached_vector: 1 purged",
+    ]
+    deletes = [request for request in api.requests if request.method == "DELETE"]
+    assert [request.url.query.decode() for request in deletes] == [f"expected_version=4{query}"]
+
+
+def test_purge_item_json_prints_the_answer(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
+    api.reply("GET", f"/v1/knowledge-items/{ITEM}", 200, {"knowledge_item_id": ITEM, "version": 1})
+    api.reply("DELETE", f"/v1/knowledge-items/{ITEM}", 200, _purged(False))
+
+    assert run("purge-item", ITEM, "--json") == 0
+
+    assert json.loads(capsys.readouterr().out) == _purged(False)
+
+
+def test_purge_item_of_a_malformed_id_is_a_usage_error_before_any_request(api: FakeApi) -> None:  # noqa: F811
+    assert run("purge-item", "not-an-item") == 2
+    assert api.requests == []
