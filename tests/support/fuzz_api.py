@@ -39,6 +39,9 @@ ENVELOPE_TYPES = {"error", "knowledge_unavailable"}
 ERROR_FIELDS = {"code", "message", "retryable", "details"}
 
 
+BUNDLE_BUCKET = "knowledge-bundles"
+
+
 @dataclass
 class FuzzApi:
     app: WsgiGateway
@@ -58,9 +61,14 @@ def fuzz_api() -> Iterator[FuzzApi]:
         boto3.client("dynamodb", region_name="us-east-1").create_table(
             **create_table_kwargs("KnowledgeTable", TABLE_NAME)
         )
+        # A deployment's document queue and bundle bucket: syncs, exports and imports answer as deployed.
+        queue_url = boto3.client("sqs", region_name="us-east-1").create_queue(QueueName="documents")[
+            "QueueUrl"
+        ]
+        boto3.client("s3", region_name="us-east-1").create_bucket(Bucket=BUNDLE_BUCKET)
         embedder = HashingEmbedder()
         container = build_container(
-            Settings(table_name=TABLE_NAME),
+            Settings(table_name=TABLE_NAME, document_queue_url=queue_url, bundle_bucket=BUNDLE_BUCKET),
             store=InProcessKnowledgeStore(),
             index=EmbeddedIndex(),
             embedder=embedder,

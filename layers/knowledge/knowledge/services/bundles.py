@@ -10,8 +10,10 @@ Jobs: ``POST /v1/exports`` stores a ``queued`` job and sends ``BundleWork`` to t
 its consumer (``run``) writes the bundle to the bundle bucket and records counts and size. An
 import is created ``awaiting_upload`` with a presigned PUT; its start queues it, and ``run`` reads
 the bundle line by line. A job is taken by a worker when ``queued``, or ``running`` with its lease
-(``lease_seconds`` from its start) run out; on the message's last delivery a job that still fails is
-marked ``failed``. Both are idempotent: an export run again writes the same bundle, an import run
+(``lease_seconds`` from the worker's take) run out; on the message's last delivery a job that still
+fails is marked ``failed``. An export runs within one invocation; an import stores its progress
+every ``CHECKPOINT_LINES`` lines and, out of time, hands on to a next step that goes on after the
+last line stored. Both are idempotent: an export run again writes the same bundle, an import run
 again finds what it wrote ``present``.
 
 Import: each record is restored as exported (ids, versions, timestamps kept) when the tenant has
