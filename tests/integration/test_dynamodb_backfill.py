@@ -11,10 +11,9 @@ import boto3
 
 from knowledge.adapters.dynamodb.backfill import backfill_note_listing, main
 from knowledge.adapters.dynamodb.knowledge_store import DynamoDBKnowledgeStore
-from knowledge.domain.memory.lifecycle import NoteDraft, NoteWrite, new_note
-from knowledge.domain.memory.notes import MemoryType, claims_of
 from knowledge.domain.models import Scope
 from tests.conftest import TABLE_NAME
+from tests.integration.store_contract.test_bundles import _note
 from tests.support.store import REGION
 
 TENANT = "acme"
@@ -22,19 +21,7 @@ NOW = datetime(2026, 6, 1, tzinfo=UTC)
 
 
 def _written_by_an_earlier_version(store: DynamoDBKnowledgeStore, client: Any, content: str) -> str:
-    draft = NoteDraft(
-        content=content,
-        scope=Scope.PRIVATE,
-        team_id=None,
-        agent_id=None,
-        path="/ops",
-        memory_type=MemoryType.FACT,
-        importance=0.5,
-        semantic_key=None,
-        expires_at=None,
-    )
-    note = new_note(TENANT, "user-1", draft, supersedes=(), now=NOW)
-    store.commit_notes(TENANT, [NoteWrite(previous=None, note=note, claim=tuple(claims_of(note)))])
+    note = _note(store, content, tenant_id=TENANT)
     client.update_item(
         TableName=TABLE_NAME,
         Key={"PK": {"S": f"T#{TENANT}#NOTE#{note.note_id}"}, "SK": {"S": "META"}},

@@ -298,30 +298,27 @@ class InProcessKnowledgeStore(InProcessNoteStore):
     def list_items(
         self, tenant_id: str, knowledge_base_id: str, *, limit: int, next_token: str | None
     ) -> Page[KnowledgeItem]:
-        with self._lock:
-            items = [
-                item
-                for (tenant, _), item in self._items.items()
-                if tenant == tenant_id
-                and item.knowledge_base_id == knowledge_base_id
-                and item.status is not ItemStatus.ARCHIVED
-            ]
         listing = f"items:{tenant_id}:{knowledge_base_id}"
+        items = self._base_items(tenant_id, knowledge_base_id, archived=False)
         return _page(listing, items, _item_id, limit=limit, next_token=next_token)
 
     def list_archived_items(
         self, tenant_id: str, knowledge_base_id: str, *, limit: int, next_token: str | None
     ) -> Page[KnowledgeItem]:
+        listing = f"archived:{tenant_id}:{knowledge_base_id}"
+        items = self._base_items(tenant_id, knowledge_base_id, archived=True)
+        return _page(listing, items, _item_id, limit=limit, next_token=next_token)
+
+    def _base_items(self, tenant_id: str, knowledge_base_id: str, *, archived: bool) -> list[KnowledgeItem]:
+        """The base's archived items, or its other ones."""
         with self._lock:
-            items = [
+            return [
                 item
                 for (tenant, _), item in self._items.items()
                 if tenant == tenant_id
                 and item.knowledge_base_id == knowledge_base_id
-                and item.status is ItemStatus.ARCHIVED
+                and (item.status is ItemStatus.ARCHIVED) == archived
             ]
-        listing = f"archived:{tenant_id}:{knowledge_base_id}"
-        return _page(listing, items, _item_id, limit=limit, next_token=next_token)
 
     def get_revision(
         self, tenant_id: str, knowledge_item_id: str, knowledge_revision_id: str
