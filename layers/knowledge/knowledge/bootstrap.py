@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from knowledge.services.curation import CurationService
     from knowledge.services.data_sources import DataSourceService
     from knowledge.services.document_sync import DocumentSync
+    from knowledge.services.erasure import ErasureService
     from knowledge.services.indexing import IndexingService
     from knowledge.services.ingest import IngestService
     from knowledge.services.memory_search import MemorySearchService
@@ -382,6 +383,7 @@ class Container:
                 page_size=self.settings.sync_page_size,
                 lease_seconds=lease_seconds,
                 bundles=self.bundles(lease_seconds=lease_seconds),
+                erasures=self.erasures(lease_seconds=lease_seconds),
             )
 
         return self._once("document_sync", build)
@@ -409,6 +411,24 @@ class Container:
             )
 
         return self._once("bundles", build)
+
+    def erasures(self, *, lease_seconds: int = 900) -> ErasureService:
+        """Tenant erasures (``knowledge.services.erasure``); ``lease_seconds`` is the longest run of
+        one invocation of the worker."""
+
+        def build() -> ErasureService:
+            from knowledge.services.erasure import ErasureService
+
+            return ErasureService(
+                self.store,
+                self.curation,
+                self.notes,
+                sync_queue_for(self.settings),
+                utc_now,
+                lease_seconds=lease_seconds,
+            )
+
+        return self._once("erasures", build)
 
     @property
     def ingest(self) -> IngestService:

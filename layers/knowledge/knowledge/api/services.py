@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from knowledge.services.bundles import BundleService
     from knowledge.services.curation import CurationService
     from knowledge.services.data_sources import DataSourceService
+    from knowledge.services.erasure import ErasureService
     from knowledge.services.memory_search import MemorySearchService
     from knowledge.services.notes import NoteService
     from knowledge.services.pins import PinService
@@ -72,6 +73,11 @@ def bundle_service() -> BundleService:
     return get_container().bundles()
 
 
+def erasure_service() -> ErasureService:
+    """Erasures of the caller's tenant."""
+    return get_container().erasures()
+
+
 def token_administration() -> TokenAdministration:
     """Issuing, listing and revoking tokens."""
     return get_container().token_admin
@@ -93,6 +99,7 @@ if TYPE_CHECKING:
     Tokens = Annotated[TokenAdministration, Depends(token_administration)]
     DataSources = Annotated[DataSourceService, Depends(data_source_service)]
     Bundles = Annotated[BundleService, Depends(bundle_service)]
+    Erasures = Annotated[ErasureService, Depends(erasure_service)]
 else:  # Powertools reads the dependency, never the type: the service modules stay unimported.
     Quotas = Annotated[Any, Depends(quota_service)]
     Search = Annotated[Any, Depends(search_service)]
@@ -104,3 +111,4 @@ else:  # Powertools reads the dependency, never the type: the service modules st
     Tokens = Annotated[Any, Depends(token_administration)]
     DataSources = Annotated[Any, Depends(data_source_service)]
     Bundles = Annotated[Any, Depends(bundle_service)]
+    Erasures = Annotated[Any, Depends(erasure_service)]

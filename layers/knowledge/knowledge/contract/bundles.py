@@ -146,19 +146,21 @@ class BundleJobResponse(BaseModel):
 
 
 class BundleWork(BaseModel):
-    """Run one export or import job (the document queue; the job's own record says what)."""
+    """Run one export, import or erasure job (the document queue; the job's own record says
+    what)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
-    op: Literal["export", "import"]
+    op: Literal["export", "import", "erase"]
     tenant_id: Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[^#\s]+$")]
     job_id: str
 
     @field_validator("job_id")
     @classmethod
     def _job_id(cls, value: str) -> str:
-        if not (ids.is_well_formed(value, ids.EXPORT_PREFIX) or ids.is_well_formed(value, ids.IMPORT_PREFIX)):
-            raise ValueError("must be an export or import id")
+        prefixes = (ids.EXPORT_PREFIX, ids.IMPORT_PREFIX, ids.ERASURE_PREFIX)
+        if not any(ids.is_well_formed(value, prefix) for prefix in prefixes):
+            raise ValueError("must be an export, import or erasure id")
         return value
 
 

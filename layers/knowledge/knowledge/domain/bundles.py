@@ -1,7 +1,8 @@
-"""Export and import jobs (DESIGN §9 "Export and import"): what a job is and the counts it keeps.
+"""Tenant jobs (DESIGN §12): exports, imports and erasures; what a job is and the counts it keeps.
 
 An export writes a tenant's records (or chosen bases' and a note path prefix's) to a JSONL bundle
-(``knowledge.contract.bundles``); an import writes a bundle's records into the caller's tenant. Both
+(``knowledge.contract.bundles``); an import writes a bundle's records into the caller's tenant; an
+erasure deletes every base, item and note of the tenant (``knowledge.domain.erasure``). All
 run as jobs: ``queued`` when asked for, ``running`` while the document queue's consumer works on
 them, then ``succeeded`` or ``failed`` (``error`` says why). ``version`` moves with every stored
 step (conditional writes); ``object_key`` names the bundle in the bundle bucket.
@@ -14,10 +15,13 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from knowledge.domain.erasure import ErasureProgress
+
 
 class BundleJobKind(StrEnum):
     EXPORT = "export"
     IMPORT = "import"
+    ERASE = "erase"
 
 
 class BundleJobStatus(StrEnum):
@@ -42,9 +46,10 @@ class BundleSelection(BaseModel):
 
 
 class BundleJob(BaseModel):
-    """One export or import of a tenant. ``counts`` holds records by kind (exported, or for an
-    import ``<kind>.imported``, ``<kind>.present`` and ``<kind>.conflicts``); ``bytes`` is the
-    bundle's size once written (export) or read (import)."""
+    """One export, import or erasure of a tenant. ``counts`` holds records by kind (exported, or
+    for an import ``<kind>.imported``, ``<kind>.present`` and ``<kind>.conflicts``); ``bytes`` is
+    the bundle's size once written (export) or read (import); ``erasure`` is an erasure's progress
+    (``knowledge.domain.erasure``; an erasure has no bundle, so no ``object_key``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -54,7 +59,7 @@ class BundleJob(BaseModel):
     status: BundleJobStatus
     requested_by: str
     selection: BundleSelection = BundleSelection()
-    object_key: str
+    object_key: str = ""
     counts: dict[str, int] = Field(default_factory=dict)
     conflicts: tuple[str, ...] = ()
     bytes: int = Field(default=0, ge=0)
@@ -66,8 +71,17 @@ class BundleJob(BaseModel):
     finished_at: datetime | None = None
     lease_until: datetime | None = None
     """When the worker running the job gives it up unless it stored a step by then."""
+    erasure: ErasureProgress | None = None
     version: int = Field(default=1, ge=1)
 
     @property
     def finished(self) -> bool:
         return self.status in (BundleJobStatus.SUCCEEDED, BundleJobStatus.FAILED)
+
+    def takeable(self, now: datetime) -> bool:
+        """Whether a worker may take the job at ``now``: ``queued``, or ``running`` with its lease
+        run out (its worker stopped)."""
+        if self.status is BundleJobStatus.QUEUED:
+            return True
+        running = self.status is BundleJobStatus.RUNNING
+        return running and (self.lease_until is None or self.lease_until <= now)

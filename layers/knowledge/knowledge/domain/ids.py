@@ -27,6 +27,7 @@ DATA_SOURCE_PREFIX = "ds_"
 SYNC_JOB_PREFIX = "sj_"
 EXPORT_PREFIX = "ex_"
 IMPORT_PREFIX = "im_"
+ERASURE_PREFIX = "er_"
 
 KINDS = {
     KB_PREFIX: "knowledge base id",
@@ -38,11 +39,12 @@ KINDS = {
     SYNC_JOB_PREFIX: "sync job id",
     EXPORT_PREFIX: "export id",
     IMPORT_PREFIX: "import id",
+    ERASURE_PREFIX: "erasure id",
 }
 """What each prefix names, for error messages."""
 _EXAMPLE_ULID = "01J9Z3K4QW5E6R7T8Y9V0A1B2C"
 
-_ID_RE = re.compile(r"^(kb|ki|kr|nt|pn|ds|sj|ex|im)_[0-9A-HJKMNP-TV-Z]{26}$")
+_ID_RE = re.compile(r"^(kb|ki|kr|nt|pn|ds|sj|ex|im|er)_[0-9A-HJKMNP-TV-Z]{26}$")
 
 
 def _encode(value: int) -> str:
@@ -110,6 +112,10 @@ def new_export_id() -> str:
 
 def new_import_id() -> str:
     return IMPORT_PREFIX + new_ulid()
+
+
+def new_erasure_id() -> str:
+    return ERASURE_PREFIX + new_ulid()
 
 
 def is_well_formed(identifier: str, prefix: str) -> bool:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from enum import StrEnum
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -55,14 +55,12 @@ from knowledge.domain.models import (
     KnowledgeBase,
     KnowledgeItem,
     Page,
-    Permission,
     Principal,
     Revision,
 )
 from knowledge.errors import (
     ConflictError,
     DependencyUnavailableError,
-    InsufficientScopeError,
     InvalidRequestError,
     ResourceUnavailableError,
 )
@@ -76,7 +74,7 @@ from knowledge.ports import (
     SyncWorkQueue,
     VectorCache,
 )
-from knowledge.services.access import require_scope
+from knowledge.services.access import require_tenant_admin
 
 if TYPE_CHECKING:  # the chunker loads tiktoken: only an export with vectors needs it
     from knowledge.domain.retrieval.chunking import Chunker
@@ -254,7 +252,7 @@ class BundleService:
         marked ``failed``."""
         job = self._store.get_bundle_job(work.tenant_id, work.job_id)
         now = self._clock()
-        if job is None or job.finished or not self._takeable(job, now):
+        if job is None or job.finished or not job.takeable(now):
             logger.info("bundle work skipped", extra={"tenant_id": work.tenant_id, "job_id": work.job_id})
             return BundleAction.SKIPPED
         job = self._store.put_bundle_job(
@@ -287,12 +285,6 @@ class BundleService:
             return BundleAction.FAILED
         self._finish(work, counts=counts, conflicts=conflicts, size=size)
         return action
-
-    def _takeable(self, job: BundleJob, now: datetime) -> bool:
-        if job.status is BundleJobStatus.QUEUED:
-            return True
-        running = job.status is BundleJobStatus.RUNNING
-        return running and (job.lease_until is None or job.lease_until <= now)
 
     def _finish(
         self,
@@ -621,16 +613,7 @@ class BundleService:
     def authorize(self, principal: Principal) -> str:
         """The caller's tenant when it may export and import (see the module doc), else
         ``InsufficientScopeError`` (403)."""
-        why = "export and import hold every base and note of the tenant"
-        require_scope(principal, Permission.ADMIN, why)
-        require_scope(principal, Permission.MEMORY_ADMIN, why)
-        if principal.knowledge_base_ids is not None:
-            raise InsufficientScopeError(
-                "A token with a knowledge base allow-list cannot export or import: a bundle holds "
-                "every base of the tenant.",
-                {"required_scope": Permission.ADMIN.value},
-            )
-        return principal.tenant_id
+        return require_tenant_admin(principal, "export and import hold every base and note of the tenant")
 
     def _job(self, principal: Principal, job_id: str, kind: BundleJobKind) -> BundleJob:
         tenant_id = self.authorize(principal)

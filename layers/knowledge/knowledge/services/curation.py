@@ -208,7 +208,7 @@ class CurationService:
         base = self._managed_base(principal, knowledge_base_id)
         if base.version != expected_version:
             raise ConflictError("The knowledge base changed; re-read it before purging.", base.version)
-        plans = [self._purge_plan(item) for item in self.items_of_base(base)]
+        plans = [self.purge_plan(item) for item in self.items_of_base(base)]
         receipt = merged(
             [
                 DeletionReceipt(
@@ -220,9 +220,8 @@ class CurationService:
         )
         if not dry_run:
             for plan in plans:
-                self._carry_out(plan.item, plan)
-            self._store.delete_base(base.tenant_id, knowledge_base_id, expected_version=expected_version)
-            self._indexing.remove_base(base.tenant_id, knowledge_base_id)
+                self.carry_out_purge(plan)
+            self.delete_base(base.model_copy(update={"version": expected_version}))
             logger.info(
                 "knowledge base purged",
                 extra={
@@ -234,6 +233,12 @@ class CurationService:
         return PurgedBaseResponse(
             knowledge_base_id=knowledge_base_id, items=len(plans), dry_run=dry_run, receipt=receipt
         )
+
+    def delete_base(self, base: KnowledgeBase) -> None:
+        """Delete the base record (on ``base.version``) and the base's documents left in the
+        search index; its items are the caller's to purge first."""
+        self._store.delete_base(base.tenant_id, base.knowledge_base_id, expected_version=base.version)
+        self._indexing.remove_base(base.tenant_id, base.knowledge_base_id)
 
     def items_of_base(self, base: KnowledgeBase) -> list[KnowledgeItem]:
         """Every item of the base, live ones then archived ones."""
@@ -357,9 +362,9 @@ class CurationService:
         item, _ = find_item(self._store, principal, knowledge_item_id, allowed=_manages)
         if item.version != expected_version:
             raise ConflictError("The item changed; re-read it before purging.", item.version)
-        plan = self._purge_plan(item)
+        plan = self.purge_plan(item)
         if not dry_run:
-            self._carry_out(item, plan)
+            self.carry_out_purge(plan)
         return PurgedItemResponse(
             knowledge_item_id=item.knowledge_item_id,
             knowledge_base_id=item.knowledge_base_id,
@@ -367,13 +372,17 @@ class CurationService:
             receipt=plan.receipt(dry_run=dry_run),
         )
 
-    def _purge_plan(self, item: KnowledgeItem) -> ItemPurge:
+    def purge_plan(self, item: KnowledgeItem) -> ItemPurge:
+        """What purging ``item`` deletes (``ItemPurge``), read now: one content read per revision."""
         revisions = self._all_revisions(item)
         states = self._store.list_item_states(item.tenant_id, item.knowledge_item_id)
         texts = [text for revision in revisions for text in self._indexing.embedded_texts(revision)]
         return ItemPurge(item=item, revisions=revisions, states=states, texts=list(dict.fromkeys(texts)))
 
-    def _carry_out(self, item: KnowledgeItem, plan: ItemPurge) -> None:
+    def carry_out_purge(self, plan: ItemPurge) -> None:
+        """Purge ``plan.item`` (on its version: ``ConflictError`` when it changed since the plan was
+        read, ``ResourceUnavailableError`` when it is gone)."""
+        item = plan.item
         self._store.purge_item(item.tenant_id, item.knowledge_item_id, expected_version=item.version)
         self._indexing.purge_item(
             item.tenant_id, item.knowledge_item_id, version=item.version, history_keys=plan.history_keys()

@@ -35,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -81,6 +82,9 @@ from knowledge.services.bundles import BundleService
 from knowledge.services.data_sources import lease_expired
 from knowledge.services.upsert import MAX_ATTEMPTS, Document, UpsertOutcome, upsert_by_external_id
 
+if TYPE_CHECKING:  # the erasure service loads the curation and note services: only its work needs them
+    from knowledge.services.erasure import ErasureService
+
 SWEEP_BATCH = 100
 """Records archived per sweep step."""
 LEASE_MARGIN_SECONDS = 30
@@ -100,6 +104,10 @@ class DocumentAction(StrEnum):
     BUNDLE_PAUSED = "bundle_paused"
     BUNDLE_SKIPPED = "bundle_skipped"
     BUNDLE_FAILED = "bundle_failed"
+    ERASURE_ERASED = "erasure_erased"
+    ERASURE_PAUSED = "erasure_paused"
+    ERASURE_SKIPPED = "erasure_skipped"
+    ERASURE_FAILED = "erasure_failed"
 
 
 class DocumentMessageRejectedError(RequestValidationError):
@@ -122,7 +130,8 @@ class _Result:
 class DocumentSync:
     """Runs the document queue's messages. ``lease_seconds`` must exceed a worker's run (the
     function's timeout); the queue's visibility timeout must exceed the lease. Export and import
-    work goes to ``bundles`` (``knowledge.services.bundles``)."""
+    work goes to ``bundles`` (``knowledge.services.bundles``), erasure work to ``erasures``
+    (``knowledge.services.erasure``)."""
 
     def __init__(
         self,
@@ -138,8 +147,10 @@ class DocumentSync:
         page_size: int,
         lease_seconds: int,
         bundles: BundleService | None = None,
+        erasures: ErasureService | None = None,
     ) -> None:
         self._bundles = bundles
+        self._erasures = erasures
         self._catalog = catalog
         self._sources = sources
         self._bucket = bucket
@@ -181,6 +192,11 @@ class DocumentSync:
             ) from None
         if isinstance(message, SyncWork):
             return self.run(message, seconds_left=seconds_left, give_up=give_up)
+        if isinstance(message, BundleWork) and message.op == "erase":
+            if self._erasures is None:
+                raise DependencyUnavailableError("Erasures are not served by this worker.")
+            erased = self._erasures.run(message, give_up=give_up, seconds_left=seconds_left)
+            return DocumentAction(f"erasure_{erased.value}")
         if isinstance(message, BundleWork):
             if self._bundles is None:
                 raise DependencyUnavailableError("Exports and imports need BUNDLE_BUCKET.")

@@ -88,6 +88,16 @@ ATTEMPTS = 4
 
 
 @dataclass(frozen=True)
+class NotePurge:
+    """What deleting ``note`` for good removes: its ``versions`` and the ``receipt`` (``dry_run``
+    false)."""
+
+    note: Note
+    versions: list[Note]
+    receipt: DeletionReceipt
+
+
+@dataclass(frozen=True)
 class Remembered:
     """What ``remember`` did: ``result`` and the note as stored; ``created`` answers 201."""
 
@@ -433,6 +443,17 @@ class NoteService:
                 "Another current memory now holds this content or key.", current_version=note.version
             ) from error
         return MemoryResponse(result="restored", note=view(restored), indexed=False)
+
+    def purge_plan(self, note: Note) -> NotePurge:
+        """What deleting ``note`` for good removes (a hard forget's plan, whatever the note's
+        state), read now: its versions and the receipt (see ``knowledge.contract.deletion``)."""
+        versions = self._all_versions(note.tenant_id, note.note_id)
+        return NotePurge(note, versions, self._receipt(note, versions, ForgetMode.HARD, dry_run=False))
+
+    def carry_out_purge(self, plan: NotePurge) -> None:
+        """Delete ``plan.note`` for good as a hard forget does (on its version:
+        ``RetryableMemoryConflictError`` when it changed since the plan was read)."""
+        self._delete(plan.note.tenant_id, plan.note, plan.versions)
 
     def _drop_pin(self, tenant_id: str, note_id: str) -> None:
         pin = self._store.get_pin(tenant_id, note_id)
