@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from knowledge.adapters.dynamodb.backfill import backfill_note_listing
+from knowledge.adapters.dynamodb.backfill import backfill_archived_item_listing, backfill_note_listing
 from knowledge.bootstrap import get_container, use_container
 from knowledge.ports import Embedder
 from knowledge.settings import get_settings
@@ -218,8 +218,11 @@ class LocalStack:
                     tables = [table.name, *others]
                     self.restored = self._durable.restore(aws, tables=tables, kept_queues=kept)
                     if self.restored.anything:
-                        # A table saved by an earlier version: notes it wrote lack the export listing.
-                        backfill_note_listing(aws_client("dynamodb", aws.url), table.name)
+                        # A table saved by an earlier version: notes it wrote lack the export
+                        # listing, items it archived the archived-items listing.
+                        client = aws_client("dynamodb", aws.url)
+                        backfill_note_listing(client, table.name)
+                        backfill_archived_item_listing(client, table.name)
             with timings.phase("documents bucket"):
                 self._provision_bucket(aws.url, document_queue.arn if document_queue else None)
             with timings.phase("index"):

@@ -193,8 +193,8 @@ class ItemStore(Protocol):
     def list_archived_items(
         self, tenant_id: str, knowledge_base_id: str, *, limit: int, next_token: str | None
     ) -> Page[KnowledgeItem]:
-        """The base's archived items, in id (creation) order (items archived before archived items
-        were listed are not: see ``adapters.dynamodb.item_records``)."""
+        """The base's archived items, in id (creation) order (on DynamoDB, items an earlier version
+        archived only once ``adapters.dynamodb.backfill`` keyed them)."""
         ...
 
     def get_revision(

@@ -27,6 +27,7 @@ from knowledge.errors import (
     RequestValidationError,
     ResourceUnavailableError,
 )
+from knowledge.ports import SearchIndex
 from knowledge.services.curation import CurationService
 from knowledge.services.erasure import BATCH, ErasureAction, ErasureService
 from knowledge.services.indexing import IndexingService
@@ -41,12 +42,20 @@ OPERATOR = agent("ops", Permission.ADMIN, MEMORY_ADMIN, READ, WRITE)
 class ErasureWorld:
     """Two seeded tenants on one deployment, the knowledge index and the erasure service."""
 
-    def __init__(self, *, extra_items: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        extra_items: int = 0,
+        seeded: bool = True,
+        index_factory: Callable[[], SearchIndex] = EmbeddedIndex,
+        history_factory: Callable[[], SearchIndex] = EmbeddedIndex,
+    ) -> None:
         self.deployment = Deployment()
         world = self.deployment.world
         # Items are embedded into the cache the notes use, so the cache holds both.
         embedder = CachedEmbedder(HashingEmbedder(), world.cache)
-        self.index, self.history = EmbeddedIndex(), EmbeddedIndex()
+        self.index: Any = index_factory()
+        self.history: Any = history_factory()
         for index in (self.index, self.history):
             index.ensure_ready(model_id=embedder.model_id, dimension=embedder.dimension)
         chunker = Chunker(max_tokens=64, overlap_tokens=8)
@@ -56,7 +65,7 @@ class ErasureWorld:
         )
         self.queue = ListQueue()
         self.service = ErasureService(world.store, self.curation, world.notes, self.queue, world.clock)
-        self.seeded = {tenant: seed(self.deployment, tenant) for tenant in (SOURCE, TARGET)}
+        self.seeded = {tenant: seed(self.deployment, tenant) for tenant in (SOURCE, TARGET) if seeded}
         for number in range(extra_items):
             world.store.create_item(
                 SOURCE,
@@ -114,8 +123,10 @@ def principal(tenant_id: str = SOURCE, *scopes: Permission, **kwargs: Any) -> An
     return agent("ops", *chosen, **kwargs).model_copy(update={"tenant_id": tenant_id})
 
 
-def test_a_dry_run_deletes_nothing_and_equals_the_real_erasures_receipt() -> None:
-    run = ErasureWorld()
+def check_erasure(run: ErasureWorld) -> None:
+    """The dry run deletes nothing and equals the real erasure's receipt; the real erasure leaves
+    the tenant nothing in the table or either index, and the other tenant everything."""
+    other, other_documents = run.snapshot(TARGET), run.documents(TARGET)
     before = {tenant: run.snapshot(tenant) for tenant in (SOURCE, TARGET)}
     documents = run.documents(SOURCE)
     assert documents
@@ -140,6 +151,14 @@ def test_a_dry_run_deletes_nothing_and_equals_the_real_erasures_receipt() -> Non
     assert {entry.kind for entry in erased.receipt.pins} == {"pin"}
     assert erased.receipt.embedding_cache
     assert erased.receipt.index
+    assert run.snapshot(SOURCE) == [{"kind": "end", "counts": {}}]
+    assert run.documents(SOURCE) == set()
+    assert run.snapshot(TARGET) == other
+    assert run.documents(TARGET) == other_documents
+
+
+def test_a_dry_run_deletes_nothing_and_equals_the_real_erasures_receipt() -> None:
+    check_erasure(ErasureWorld())
 
 
 def test_the_erasure_leaves_the_tenant_nothing_and_takes_nothing_of_another() -> None:

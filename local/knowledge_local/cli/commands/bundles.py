@@ -103,24 +103,28 @@ def follow(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> dict[str, Any]:
-    """Poll the job at ``path`` until it ends, its status and elapsed time on stderr; ``ApiError``
+    """Poll the job at ``path`` (an export, import or erasure) until it ends, its status, an
+    erasure's phase and records so far, and the elapsed time on stderr; ``ApiError``
     (``job_timeout``) after ``timeout`` seconds (the job goes on)."""
     started = clock()
     status = StatusLine(sys.stderr, redraw=sys.stderr.isatty(), clock=clock)
     while True:
         job = client.request("GET", path)
         elapsed = clock() - started
-        line = f"{job['kind']} {job['status']} for {elapsed:.0f} s (waiting for the document queue's worker)"
+        kind = job.get("kind", "erasure")
         if job["status"] in ("succeeded", "failed"):
-            status.close(f"{job['kind']} {job['status']} in {elapsed:.1f} s")
+            status.close(f"{kind} {job['status']} in {elapsed:.1f} s")
             return job
-        status.update(line, key=job["status"])
+        done = f" in phase {job['phase']}, {describe(job['erased'])} so far" if "phase" in job else ""
+        waiting = " (waiting for the document queue's worker)" if job["status"] == "queued" else ""
+        status.update(f"{kind} {job['status']}{done} for {elapsed:.0f} s{waiting}", key=job["status"])
         if timeout is not None and elapsed >= timeout:
             status.close()
+            job_id = job.get("job_id") or job.get("erasure_id")
             raise ApiError(
                 None,
                 "job_timeout",
-                f"{job['kind']} {job['job_id']} is still {job['status']} after {timeout:.0f} s; "
+                f"{kind} {job_id} is still {job['status']} after {timeout:.0f} s; "
                 f"it goes on: `GET {path}` tells how it ends",
             )
         sleep(POLL_SECONDS)

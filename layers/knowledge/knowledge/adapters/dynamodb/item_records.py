@@ -424,8 +424,8 @@ class DynamoDBItemStore(TableRecords):
     def list_archived_items(
         self, tenant_id: str, knowledge_base_id: str, *, limit: int, next_token: str | None
     ) -> Page[KnowledgeItem]:
-        """Archived items of the base, in id order (GSI1, eventually consistent). Items archived
-        before archived items were listed there carry no GSI1 keys and are not found."""
+        """Archived items of the base, in id order (GSI1, eventually consistent). Items an earlier
+        version archived carry no GSI1 keys until ``backfill.backfill_archived_item_listing``."""
         partition = keys.archived_items_partition(tenant_id, knowledge_base_id)
         listing = Listing("archived items", "GSI1PK", partition, INDEX_KEY)
         records, token = self._table.query_listing(

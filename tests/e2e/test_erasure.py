@@ -1,0 +1,54 @@
+"""Tenant erasure on the running runtime, as a user runs it: ``knowledge erase`` refuses without
+the tenant confirmed, a dry run counts what would go and changes nothing, and the real erasure,
+run by the document queue's worker, leaves the tenant no base, item or note while the dev tenant
+keeps its own."""
+
+from __future__ import annotations
+
+from tests.e2e.runtime_process import RuntimeProcess, search_knowledge
+from tests.e2e.test_cli import knowledge
+
+DOOMED = "doomed"
+SCOPES = "knowledge:read,knowledge:write,knowledge:admin,memory:read,memory:write,memory:admin"
+
+
+def test_erase_counts_first_then_empties_only_the_tenant(runtime: RuntimeProcess) -> None:
+    made = knowledge(runtime, "token", "create", "--tenant", DOOMED, "--subject", "ops", "--scopes", SCOPES)
+    assert made.returncode == 0, made.stderr
+    token = made.stdout.strip()
+    with runtime.http(token) as api:
+        base = api.post("/v1/knowledge-bases", json={"name": "Doomed", "scope": "tenant"})
+        assert base.status_code == 201, base.text
+        item = api.post(
+            f"/v1/knowledge-bases/{base.json()['knowledge_base_id']}/items",
+            json={"title": "Lighthouse", "content": "The lighthouse lamp turns every 10 s.", "publish": True},
+        )
+        assert item.status_code == 201, item.text
+        note = api.post(
+            "/v1/tools/remember", json={"content": "The keeper's name is Ada.", "path": "/keepers"}
+        )
+        assert note.status_code == 201, note.text
+    with runtime.http() as dev:
+        before = search_knowledge(dev, query="espresso extraction pressure", max_results=5)["results"]
+
+    refused = knowledge(runtime, "--token", token, "erase")
+    assert refused.returncode == 2
+    assert f"--confirm {DOOMED}" in refused.stderr
+
+    preview = knowledge(runtime, "--token", token, "erase", "--dry-run")
+    assert preview.returncode == 0, preview.stderr
+    assert "would erase: 1 item, 1 knowledge_base, 1 note" in preview.stdout
+    assert "table item: 1 purged" in preview.stdout
+
+    erased = knowledge(runtime, "--token", token, "erase", "--confirm", DOOMED)
+    assert erased.returncode == 0, erased.stderr
+    assert "erased: 1 item, 1 knowledge_base, 1 note" in erased.stdout
+    assert erased.stdout.split("\n", 1)[1] == preview.stdout.split("\n", 1)[1]  # the same receipt
+    with runtime.http(token) as api:
+        assert api.get("/v1/knowledge-bases").json()["knowledge_bases"] == []
+        usage = api.get("/v1/usage").json()["stored"]
+        assert (usage["items"], usage["notes"]) == (0, 0)
+        found = api.post("/v1/tools/search_memory", json={"query": "keeper name", "consistent": True})
+        assert found.json()["results"] == []
+    with runtime.http() as dev:
+        assert search_knowledge(dev, query="espresso extraction pressure", max_results=5)["results"] == before
