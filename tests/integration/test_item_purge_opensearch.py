@@ -1,6 +1,7 @@
-"""Item purge with the chunk index and the knowledge history index on a real OpenSearch node
-(``tests/unit/services/test_item_purge.py``): the dry run writes nothing and equals the receipt,
-and both indexes lose every document of the item, so ``as_of`` searches no longer find it."""
+"""Item purge, base purge and tenant erasure with the chunk index and the knowledge history index on
+a real OpenSearch node (``tests/unit/services/test_item_purge.py``, ``test_base_deletes.py``,
+``test_erasure.py``): each dry run writes nothing and equals the receipt, and both indexes lose
+every document of what was purged (so ``as_of`` searches no longer find it) and keep the rest."""
 
 from __future__ import annotations
 
@@ -15,15 +16,19 @@ from knowledge.adapters.opensearch.passages import OpenSearchIndex
 from knowledge.ports import SearchIndex
 from tests.support.knowledge_history import KnowledgeWorld
 from tests.unit.services.test_base_deletes import check_base_purge
+from tests.unit.services.test_erasure import ErasureWorld, check_erasure
 from tests.unit.services.test_item_purge import check_item_purge
+
+Factory = Callable[[str], Callable[[], SearchIndex]]
 
 
 @pytest.fixture
-def world(opensearch_url: str) -> Iterator[KnowledgeWorld]:
+def factory(opensearch_url: str) -> Iterator[Factory]:
+    """Builders of fresh indexes on the node (``factory("chunks")()``), deleted afterwards."""
     client: OpenSearch = build_opensearch_client(opensearch_url, auth="none", region="us-east-1")
     created: list[str] = []
 
-    def factory(kind: str) -> Callable[[], SearchIndex]:
+    def of_kind(kind: str) -> Callable[[], SearchIndex]:
         def build() -> SearchIndex:
             name = f"purge-{kind}-{uuid.uuid4().hex[:12]}"
             created.append(name)
@@ -31,9 +36,14 @@ def world(opensearch_url: str) -> Iterator[KnowledgeWorld]:
 
         return build
 
-    yield KnowledgeWorld(index_factory=factory("chunks"), history_factory=factory("history"))
+    yield of_kind
     for name in created:
         client.indices.delete(index=name, ignore_unavailable=True)
+
+
+@pytest.fixture
+def world(factory: Factory) -> KnowledgeWorld:
+    return KnowledgeWorld(index_factory=factory("chunks"), history_factory=factory("history"))
 
 
 def test_purge_item_on_opensearch_dry_run_equals_the_receipt_and_both_indexes_lose_it(
@@ -46,3 +56,7 @@ def test_purge_base_on_opensearch_dry_run_equals_the_receipt_and_both_indexes_lo
     world: KnowledgeWorld,
 ) -> None:
     check_base_purge(world)
+
+
+def test_an_erasure_on_opensearch_equals_its_dry_run_and_empties_only_its_tenant(factory: Factory) -> None:
+    check_erasure(ErasureWorld(index_factory=factory("chunks"), history_factory=factory("history")))

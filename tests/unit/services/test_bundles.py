@@ -25,7 +25,8 @@ from knowledge.errors import (
     RequestValidationError,
     ResourceUnavailableError,
 )
-from knowledge.services.bundles import BundleAction, BundleFormatError, BundleService
+from knowledge.services.bundles import BundleFormatError, BundleService
+from knowledge.services.tenant_jobs import JobAction
 from tests.support.embedding import HashingEmbedder
 from tests.unit.services.memory_world import ADMIN as MEMORY_ADMIN
 from tests.unit.services.memory_world import READ, SHARE, WRITE, MemoryWorld, agent
@@ -91,7 +92,7 @@ class Deployment:
             json.loads(line) for line in self.service.bundle_lines(tenant_id, selection or BundleSelection())
         ]
 
-    def run_all(self) -> list[BundleAction]:
+    def run_all(self) -> list[JobAction]:
         sent, self.queue.sent = self.queue.sent, []
         return [self.service.run(work) for work in sent]
 
@@ -360,7 +361,7 @@ def test_an_export_job_runs_from_the_queue_and_offers_a_download() -> None:
     assert started.status is BundleJobStatus.QUEUED
     assert deployment.queue.sent == [BundleWork(op="export", tenant_id=SOURCE, job_id=started.job_id)]
 
-    assert deployment.run_all() == [BundleAction.EXPORTED]
+    assert deployment.run_all() == [JobAction.EXPORTED]
 
     job = deployment.service.get_job(OPERATOR, started.job_id, BundleJobKind.EXPORT)
     assert job.status is BundleJobStatus.SUCCEEDED
@@ -370,7 +371,7 @@ def test_an_export_job_runs_from_the_queue_and_offers_a_download() -> None:
     assert job.url_expires_at is not None
     assert (
         deployment.service.run(BundleWork(op="export", tenant_id=SOURCE, job_id=started.job_id))
-        is BundleAction.SKIPPED
+        is JobAction.SKIPPED
     )
 
 
@@ -392,7 +393,7 @@ def test_an_import_job_waits_for_its_upload_then_restores_the_bundle() -> None:
     again = target.service.start_import(operator, created.job_id)  # answers as it stands, sends nothing
     assert again.status is BundleJobStatus.QUEUED
 
-    assert target.run_all() == [BundleAction.IMPORTED]
+    assert target.run_all() == [JobAction.IMPORTED]
 
     job = target.service.get_job(operator, created.job_id, BundleJobKind.IMPORT)
     assert job.status is BundleJobStatus.SUCCEEDED
@@ -407,7 +408,7 @@ def test_a_damaged_upload_fails_its_import_with_the_reason() -> None:
     deployment.bucket.objects[f"bundles/{SOURCE}/{created.job_id}.jsonl"] = b'{"kind":"bundle"}\n'
     deployment.service.start_import(OPERATOR, created.job_id)
 
-    assert deployment.run_all() == [BundleAction.FAILED]
+    assert deployment.run_all() == [JobAction.FAILED]
 
     job = deployment.service.get_job(OPERATOR, created.job_id, BundleJobKind.IMPORT)
     assert job.status is BundleJobStatus.FAILED
@@ -428,7 +429,7 @@ def test_a_job_whose_store_keeps_failing_is_failed_on_the_last_delivery() -> Non
     with pytest.raises(DependencyUnavailableError):
         deployment.service.run(work)
     deployment.world.clock.advance(3_600)  # the first worker's lease runs out
-    assert deployment.service.run(work, give_up=True) is BundleAction.FAILED
+    assert deployment.service.run(work, give_up=True) is JobAction.FAILED
     job = deployment.service.get_job(OPERATOR, started.job_id, BundleJobKind.EXPORT)
     assert job.status is BundleJobStatus.FAILED
     assert "unavailable" in (job.error or "")
@@ -502,12 +503,12 @@ def test_an_import_out_of_time_hands_on_and_the_next_step_goes_on_from_its_check
     first = target.service.run(target.queue.sent.pop(), seconds_left=lambda: next(budget, 0.0))
 
     paused = target.service.get_job(operator, created.job_id, BundleJobKind.IMPORT)
-    assert first is BundleAction.PAUSED
+    assert first is JobAction.PAUSED
     assert paused.status is BundleJobStatus.QUEUED
     assert sum(paused.counts.values()) == 3  # header, then three records
     assert len(target.queue.sent) == 1
 
-    assert target.run_all() == [BundleAction.IMPORTED]
+    assert target.run_all() == [JobAction.IMPORTED]
 
     done = target.service.get_job(operator, created.job_id, BundleJobKind.IMPORT)
     assert done.status is BundleJobStatus.SUCCEEDED

@@ -29,8 +29,9 @@ from knowledge.errors import (
 )
 from knowledge.ports import SearchIndex
 from knowledge.services.curation import CurationService
-from knowledge.services.erasure import BATCH, ErasureAction, ErasureService
+from knowledge.services.erasure import BATCH, ErasureService
 from knowledge.services.indexing import IndexingService
+from knowledge.services.tenant_jobs import JobAction
 from tests.support.embedding import HashingEmbedder
 from tests.unit.services.memory_world import ADMIN as MEMORY_ADMIN
 from tests.unit.services.memory_world import READ, WRITE, agent
@@ -105,7 +106,7 @@ class ErasureWorld:
         request = ErasureRequest(dry_run=dry_run, confirm_tenant_id=None if dry_run else SOURCE)
         return self.service.start(principal(), request)
 
-    def run_all(self, seconds_left: Callable[[], float] | None = None) -> list[ErasureAction]:
+    def run_all(self, seconds_left: Callable[[], float] | None = None) -> list[JobAction]:
         actions = []
         while self.queue.sent:
             work = self.queue.sent.pop(0)
@@ -114,7 +115,7 @@ class ErasureWorld:
 
     def erase(self, *, dry_run: bool) -> ErasureResponse:
         started = self.start(dry_run=dry_run)
-        assert self.run_all() == [ErasureAction.ERASED]
+        assert self.run_all() == [JobAction.ERASED]
         return self.service.get(principal(), started.erasure_id)
 
 
@@ -192,8 +193,8 @@ def test_an_erasure_out_of_time_goes_on_in_steps_and_counts_each_record_once() -
 
     actions = run.run_all(seconds_left=lambda: 0)
 
-    assert actions[-1] is ErasureAction.ERASED
-    assert actions.count(ErasureAction.PAUSED) >= 3
+    assert actions[-1] is JobAction.ERASED
+    assert actions.count(JobAction.PAUSED) >= 3
     erased = run.service.get(principal(), started.erasure_id)
     assert erased.receipt.stores() == preview.receipt.stores()
     assert erased.erased == preview.erased == {"item": 2 * BATCH + 6, "knowledge_base": 2, "note": 5}
@@ -224,7 +225,7 @@ def test_an_erasure_failing_midway_is_retried_and_its_receipt_counts_each_record
     stuck = run.service.get(principal(), started.erasure_id)
     assert stuck.status is BundleJobStatus.RUNNING
     run.deployment.world.clock.advance(3600)  # the lease runs out: the redelivered message takes it
-    assert run.service.run(work) is ErasureAction.ERASED
+    assert run.service.run(work) is JobAction.ERASED
 
     erased = run.service.get(principal(), started.erasure_id)
     assert erased.receipt.stores() == preview.receipt.stores()
@@ -240,7 +241,7 @@ def test_an_erasure_failing_on_its_last_delivery_is_marked_failed(monkeypatch: p
         raise RuntimeError("the index went away")
 
     monkeypatch.setattr(run.curation, "carry_out_purge", broken)
-    assert run.service.run(run.queue.sent.pop(), give_up=True) is ErasureAction.FAILED
+    assert run.service.run(run.queue.sent.pop(), give_up=True) is JobAction.FAILED
     failed = run.service.get(principal(), started.erasure_id)
     assert failed.status is BundleJobStatus.FAILED
     assert failed.error == "RuntimeError: the index went away"
@@ -250,11 +251,11 @@ def test_a_finished_or_unknown_erasure_is_skipped() -> None:
     run = ErasureWorld()
     started = run.start(dry_run=True)
     work = run.queue.sent[0]
-    assert run.run_all() == [ErasureAction.ERASED]
-    assert run.service.run(work) is ErasureAction.SKIPPED
+    assert run.run_all() == [JobAction.ERASED]
+    assert run.service.run(work) is JobAction.SKIPPED
     assert started.status is BundleJobStatus.QUEUED
     unknown = BundleWork(op="erase", tenant_id=SOURCE, job_id="er_01J9Z3K4QW5E6R7T8Y9V0A1B2C")
-    assert run.service.run(unknown) is ErasureAction.SKIPPED
+    assert run.service.run(unknown) is JobAction.SKIPPED
 
 
 def test_a_real_erasure_needs_the_tenant_confirmed() -> None:

@@ -30,9 +30,8 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
-from enum import StrEnum
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -67,14 +66,12 @@ from knowledge.errors import (
 from knowledge.observability import logger
 from knowledge.ports import (
     BundleBucket,
-    BundleStore,
     Clock,
-    CorpusStore,
-    MemoryStore,
     SyncWorkQueue,
     VectorCache,
 )
 from knowledge.services.access import require_tenant_admin
+from knowledge.services.tenant_jobs import JobAction, TenantStore, take
 
 if TYPE_CHECKING:  # the chunker loads tiktoken: only an export with vectors needs it
     from knowledge.domain.retrieval.chunking import Chunker
@@ -90,21 +87,6 @@ CHECKPOINT_LINES = 500
 """An import stores its progress every this many lines."""
 T = TypeVar("T")
 R = TypeVar("R")
-
-
-class PortableStore(CorpusStore, MemoryStore, BundleStore, Protocol):
-    """What export and import read and write."""
-
-
-class BundleAction(StrEnum):
-    """What one bundle work message did."""
-
-    EXPORTED = "exported"
-    IMPORTED = "imported"
-    PAUSED = "paused"
-    """Out of time: the progress is stored and the next step queued."""
-    SKIPPED = "skipped"
-    FAILED = "failed"
 
 
 @dataclass
@@ -138,7 +120,7 @@ class BundleService:
 
     def __init__(
         self,
-        store: PortableStore,
+        store: TenantStore,
         bucket: BundleBucket | None,
         queue: SyncWorkQueue | None,
         clock: Clock,
@@ -244,45 +226,34 @@ class BundleService:
 
     def run(
         self, work: BundleWork, *, give_up: bool = False, seconds_left: Callable[[], float] | None = None
-    ) -> BundleAction:
+    ) -> JobAction:
         """Run the job ``work`` names (see the module doc). An import stores its progress every
         ``CHECKPOINT_LINES`` lines and, once ``seconds_left()`` is spent, queues its next step and
         answers ``PAUSED``. Raises the store's and bucket's errors for a retry (a retried import goes
         on from its last checkpoint), except on the last delivery (``give_up``), where the job is
         marked ``failed``."""
-        job = self._store.get_bundle_job(work.tenant_id, work.job_id)
-        now = self._clock()
-        if job is None or job.finished or not job.takeable(now):
-            logger.info("bundle work skipped", extra={"tenant_id": work.tenant_id, "job_id": work.job_id})
-            return BundleAction.SKIPPED
-        job = self._store.put_bundle_job(
-            job.model_copy(
-                update={
-                    "status": BundleJobStatus.RUNNING,
-                    "started_at": job.started_at or now,
-                    "lease_until": now + self._lease,
-                }
-            ),
-            expected_version=job.version,
-        )
+        kinds = (BundleJobKind.EXPORT, BundleJobKind.IMPORT)
+        job = take(self._store, work.tenant_id, work.job_id, kinds, now=self._clock(), lease=self._lease)
+        if job is None:
+            return JobAction.SKIPPED
         try:
             if job.kind is BundleJobKind.EXPORT:
                 counts, conflicts, size = self._export(job)
-                action = BundleAction.EXPORTED
+                action = JobAction.EXPORTED
             else:
                 progress = self._import(job, seconds_left)
                 if progress is None:
-                    return BundleAction.PAUSED
+                    return JobAction.PAUSED
                 counts, conflicts, size = progress.counts, progress.conflicts, progress.bytes_read
-                action = BundleAction.IMPORTED
+                action = JobAction.IMPORTED
         except BundleFormatError as error:
             self._finish(work, error=str(error))
-            return BundleAction.FAILED
+            return JobAction.FAILED
         except Exception as error:
             if not give_up:
                 raise
             self._finish(work, error=f"{type(error).__name__}: {error}")
-            return BundleAction.FAILED
+            return JobAction.FAILED
         self._finish(work, counts=counts, conflicts=conflicts, size=size)
         return action
 

@@ -32,8 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
-from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any
 
 from knowledge.contract.bundles import BundleWork
 from knowledge.contract.deletion import DeletionReceipt, records
@@ -44,10 +43,11 @@ from knowledge.domain.erasure import ErasurePhase, ErasureProgress, TallyEntry, 
 from knowledge.domain.models import KnowledgeBase, KnowledgeItem, Page, Principal
 from knowledge.errors import DependencyUnavailableError, InvalidRequestError, ResourceUnavailableError
 from knowledge.observability import logger
-from knowledge.ports import BundleStore, Clock, CorpusStore, MemoryStore, SyncWorkQueue
+from knowledge.ports import Clock, SyncWorkQueue
 from knowledge.services.access import require_tenant_admin
 from knowledge.services.curation import CurationService
 from knowledge.services.notes import NoteService
+from knowledge.services.tenant_jobs import JobAction, TenantStore, take
 
 BATCH = 25
 """Items or notes deleted per stored step."""
@@ -56,27 +56,13 @@ LIVE, ARCHIVED, RECORD = "live", "archived", "record"
 """Where the ``bases`` phase is in the current base: its live items, its archived items, its record."""
 
 
-class ErasableStore(CorpusStore, MemoryStore, BundleStore, Protocol):
-    """What an erasure reads (its deletes go through the curation and note services)."""
-
-
-class ErasureAction(StrEnum):
-    """What one erasure work message did."""
-
-    ERASED = "erased"
-    PAUSED = "paused"
-    """Out of time: the place is stored and the next step queued."""
-    SKIPPED = "skipped"
-    FAILED = "failed"
-
-
 class ErasureService:
     """Tenant erasures (see the module doc). ``queue`` ``None``: ``DependencyUnavailableError``
     (503) on a start."""
 
     def __init__(
         self,
-        store: ErasableStore,
+        store: TenantStore,
         curation: CurationService,
         notes: NoteService,
         queue: SyncWorkQueue | None,
@@ -141,25 +127,20 @@ class ErasureService:
 
     def run(
         self, work: BundleWork, *, give_up: bool = False, seconds_left: Callable[[], float] | None = None
-    ) -> ErasureAction:
+    ) -> JobAction:
         """Run the erasure ``work`` names (see the module doc). Raises the stores' and indexes'
         errors for a retry (the retry deletes what is pending, then goes on), except on the
         message's last delivery (``give_up``), where the job is marked ``failed``."""
-        job = self._store.get_bundle_job(work.tenant_id, work.job_id)
-        now = self._clock()
-        if job is None or job.kind is not BundleJobKind.ERASE or job.finished or not job.takeable(now):
-            logger.info("erasure work skipped", extra={"tenant_id": work.tenant_id, "job_id": work.job_id})
-            return ErasureAction.SKIPPED
-        job = self._store.put_bundle_job(
-            job.model_copy(
-                update={
-                    "status": BundleJobStatus.RUNNING,
-                    "started_at": job.started_at or now,
-                    "lease_until": now + self._lease,
-                }
-            ),
-            expected_version=job.version,
+        job = take(
+            self._store,
+            work.tenant_id,
+            work.job_id,
+            (BundleJobKind.ERASE,),
+            now=self._clock(),
+            lease=self._lease,
         )
+        if job is None:
+            return JobAction.SKIPPED
         walk = _Walk(self, job)
         try:
             finished = walk.run(seconds_left)
@@ -173,18 +154,18 @@ class ErasureService:
                 error=f"{type(error).__name__}: {error}",
             )
             logger.warning("erasure failed", extra={"tenant_id": job.tenant_id, "job_id": job.job_id})
-            return ErasureAction.FAILED
+            return JobAction.FAILED
         if not finished:
             walk.save(status=BundleJobStatus.QUEUED, lease_until=None)
             self._require_queue().send(BundleWork(op="erase", tenant_id=job.tenant_id, job_id=job.job_id))
             logger.info("erasure paused", extra={"tenant_id": job.tenant_id, "job_id": job.job_id})
-            return ErasureAction.PAUSED
+            return JobAction.PAUSED
         walk.save(status=BundleJobStatus.SUCCEEDED, finished_at=self._clock(), lease_until=None)
         logger.info(
             "erasure finished",
             extra={"tenant_id": job.tenant_id, "job_id": job.job_id, "erased": walk.progress.records},
         )
-        return ErasureAction.ERASED
+        return JobAction.ERASED
 
     def _require_queue(self) -> SyncWorkQueue:
         if self._queue is None:
