@@ -62,7 +62,7 @@ console-screenshots: install browser  ## run the console's browser tests, saving
 unit: install $(SAM_STAMP)  ## unit tests only
 	$(BIN)/pytest tests/unit -q
 
-FUZZ_TESTS := tests/unit/services/test_isolation_properties.py tests/unit/services/test_erasure_properties.py tests/unit/services/test_memory_governance_properties.py tests/unit/services/test_token_reach_properties.py tests/integration/test_api_fuzz.py tests/integration/test_mcp_fuzz.py tests/e2e/test_crash_recovery.py tests/e2e/test_read_your_writes.py
+FUZZ_TESTS := tests/unit/services/test_isolation_properties.py tests/unit/services/test_erasure_properties.py tests/unit/services/test_bundle_properties.py tests/unit/services/test_memory_governance_properties.py tests/unit/services/test_token_reach_properties.py tests/integration/test_api_fuzz.py tests/integration/test_mcp_fuzz.py tests/e2e/test_crash_recovery.py tests/e2e/test_read_your_writes.py
 
 fuzz: install  ## the long isolation, memory governance and token reach properties, REST/MCP fuzzing and 20 crash points (thousands of cases; docs/reliability.md)
 	KNOWLEDGE_FUZZ=long POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/pytest -q -p no:cacheprovider -p no:logging --hypothesis-show-statistics $(FUZZ_TESTS)
