@@ -324,5 +324,6 @@ def test_console_usage_shows_the_tenants_quotas(page: Page, runtime: RuntimeProc
     _sign_in(page, runtime, "#/usage")
 
     expect(page.locator("#usage-stored")).to_contain_text("stored")
+    expect(page.locator("#usage-stored")).to_contain_text("of content")
     expect(page.locator("table")).to_contain_text("requests_per_second")
     page.screenshot(path=shots / "usage.png", full_page=True)
