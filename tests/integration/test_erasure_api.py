@@ -121,8 +121,14 @@ def test_a_real_erasure_without_the_tenant_confirmed_answers_400(world: SearchWo
 
 @pytest.mark.parametrize(
     "body",
-    [{"dry_run": "maybe"}, {"tenant_id": "someone-else"}, {"confirm_tenant_id": ""}],
-    ids=["not-a-boolean", "unknown-field", "empty-confirmation"],
+    [
+        {"dry_run": "maybe"},
+        {"tenant_id": "someone-else"},
+        {"confirm_tenant_id": ""},
+        {"dry_run": True, "knowledge_base_ids": ["nope"]},
+        {"dry_run": True, "knowledge_base_ids": []},
+    ],
+    ids=["not-a-boolean", "unknown-field", "empty-confirmation", "malformed-base-id", "no-base"],
 )
 def test_a_malformed_erasure_request_answers_400(world: SearchWorld, body: dict[str, Any]) -> None:
     client, _ = _operator(world, SOURCE)
@@ -155,6 +161,29 @@ def test_an_unknown_erasure_answers_404_and_a_malformed_id_400(world: SearchWorl
         404, "knowledge_resource_unavailable", other.call("GET", f"/v1/erasures/{started['erasure_id']}")
     )
     assert error_body(400, "validation_error", client.call("GET", "/v1/erasures/nope"))
+    unknown_base = {"dry_run": True, "knowledge_base_ids": ["kb_01J9Z3K4QW5E6R7T8Y9V0A1B2C"]}
+    assert error_body(
+        404, "knowledge_resource_unavailable", client.call("POST", "/v1/erasures", unknown_base)
+    )
+
+
+def test_an_erasure_of_a_chosen_base_leaves_the_other_bases_and_the_notes(
+    world: SearchWorld, queue_url: str
+) -> None:
+    client, token = _operator(world, SOURCE)
+    seeded = _seed(client, token)
+    other = client.ok("POST", "/v1/knowledge-bases", {"name": "Kept", "scope": "tenant"}, status=201)
+    body = {"confirm_tenant_id": SOURCE, "knowledge_base_ids": [seeded["base"]]}
+
+    started = client.ok("POST", "/v1/erasures", body, status=202)
+    assert _run_queue(queue_url) == []
+    erased = client.ok("GET", f"/v1/erasures/{started['erasure_id']}")
+
+    assert erased["knowledge_base_ids"] == [seeded["base"]]
+    assert erased["erased"] == {"item": 2, "knowledge_base": 1}
+    bases = client.ok("GET", "/v1/knowledge-bases")["knowledge_bases"]
+    assert [base["knowledge_base_id"] for base in bases] == [other["knowledge_base_id"]]
+    assert _stored(client)["notes"] == 2
 
 
 def test_without_a_document_queue_an_erasure_answers_503(table: Any) -> None:

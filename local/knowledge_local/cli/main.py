@@ -18,7 +18,7 @@
     knowledge export [--base --path-prefix --no-notes --vectors --out]   a JSONL bundle (``commands.bundles``)
     knowledge import FILE                         a bundle into the tenant
     knowledge purge-item ITEM [--dry-run] [--json]   delete an item for good (``commands.deletes``)
-    knowledge erase [--dry-run] [--confirm TENANT]   erase the whole tenant (``commands.deletes``)
+    knowledge erase [--dry-run] [--confirm TENANT] [--base B]   the tenant or bases (``commands.deletes``)
 
 ``--base`` takes a base id (``kb_...``) or a name; a name that several bases share is a usage error
 listing their ids, and a name no base has is an error naming the close ones (``ingest`` creates

@@ -323,3 +323,42 @@ def test_an_item_written_under_another_scope_is_erased_too() -> None:
     erased = run.erase(dry_run=False)
     assert erased.erased["knowledge_base"] == 3
     assert run.snapshot(SOURCE) == [{"kind": "end", "counts": {}}]
+
+
+def test_an_erasure_of_chosen_bases_erases_them_alone_and_equals_its_dry_run() -> None:
+    run = ErasureWorld()
+    chosen = run.seeded[SOURCE]["handbook"]
+    before = run.snapshot(SOURCE)
+    kept = [
+        record
+        for record in before
+        if not (record["kind"] == "base" and record["base"]["knowledge_base_id"] == chosen)
+        and not (record["kind"] == "item" and record["item"]["knowledge_base_id"] == chosen)
+    ]
+
+    def erase(dry_run: bool) -> ErasureResponse:
+        request = ErasureRequest(
+            dry_run=dry_run, confirm_tenant_id=None if dry_run else SOURCE, knowledge_base_ids=[chosen]
+        )
+        started = run.service.start(principal(), request)
+        assert started.knowledge_base_ids == [chosen]
+        assert run.run_all() == [JobAction.ERASED]
+        return run.service.get(principal(), started.erasure_id)
+
+    preview = erase(dry_run=True)
+    assert run.snapshot(SOURCE) == before
+    erased = erase(dry_run=False)
+
+    assert preview.receipt.stores() == erased.receipt.stores()
+    assert erased.erased == {"item": 2, "knowledge_base": 1}  # the live item and the archived one
+    after = run.snapshot(SOURCE)
+    assert after[:-1] == kept[:-1]
+    assert after[-1]["counts"]["note"] == before[-1]["counts"]["note"]
+
+
+def test_an_erasure_of_an_unknown_base_is_unavailable() -> None:
+    run = ErasureWorld()
+    request = ErasureRequest(dry_run=True, knowledge_base_ids=["kb_01J9Z3K4QW5E6R7T8Y9V0A1B2C"])
+    with pytest.raises(ResourceUnavailableError):
+        run.service.start(principal(), request)
+    assert run.queue.sent == []

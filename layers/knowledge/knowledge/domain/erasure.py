@@ -49,6 +49,8 @@ class ErasureProgress(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     dry_run: bool = False
+    chosen_bases: bool = False
+    """Only the bases of ``base_ids`` (chosen by the request), and no notes: ``done`` after them."""
     phase: ErasurePhase = ErasurePhase.BASES
     base_ids: tuple[str, ...] | None = None
     base_index: int = Field(default=0, ge=0)

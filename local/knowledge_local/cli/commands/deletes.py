@@ -3,12 +3,13 @@
 first with ``GET /v1/knowledge-items/{item}``); prints one line per store and kind of the receipt
 (``--dry-run``: what would go, nothing changed).
 
-``knowledge erase [--dry-run] [--confirm TENANT] [--timeout S] [--json]``: erase the whole tenant
-(``POST /v1/erasures``, ``knowledge:admin`` and ``memory:admin``): every base with its items and
-every note, for good. It follows the job on stderr (phase, records so far, seconds) and prints the
-records erased by kind and one line per store and kind of the receipt. A real erasure needs
-``--confirm`` with the tenant id (the error names it); ``--dry-run`` counts what would go. Exit
-status 1 when the job fails or has not ended after ``--timeout`` seconds."""
+``knowledge erase [--dry-run] [--confirm TENANT] [--base B ...] [--timeout S] [--json]``: erase the
+whole tenant (``POST /v1/erasures``, ``knowledge:admin`` and ``memory:admin``): every base with its
+items and every note, for good; with ``--base``, only those bases (no note). It follows the job on
+stderr (phase, records so far, seconds) and prints the records erased by kind and one line per
+store and kind of the receipt. A real erasure needs ``--confirm`` with the tenant id (the error
+names it); ``--dry-run`` counts what would go. Exit status 1 when the job fails or has not ended
+after ``--timeout`` seconds."""
 
 from __future__ import annotations
 
@@ -18,10 +19,11 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from knowledge_local.cli.arguments import UsageError, item_id, positive_seconds
+from knowledge_local.cli.arguments import UsageError, base_reference, item_id, positive_seconds
 from knowledge_local.cli.client import ApiError, KnowledgeClient
 from knowledge_local.cli.commands.bundles import TIMEOUT_HELP, describe, follow
 from knowledge_local.cli.commands.memory import receipt_lines
+from knowledge_local.cli.commands.search import base_id
 
 
 def add_commands(commands: Any, shared: Sequence[argparse.ArgumentParser]) -> None:
@@ -44,6 +46,12 @@ def add_commands(commands: Any, shared: Sequence[argparse.ArgumentParser]) -> No
     )
     erase.add_argument("--dry-run", action="store_true", help="count what would be erased; change nothing")
     erase.add_argument("--confirm", metavar="TENANT", help="the tenant id: a real erasure needs it")
+    erase.add_argument(
+        "--base",
+        action="append",
+        type=base_reference,
+        help="erase only this base (id kb_... or name) with its items, no note; repeatable",
+    )
     erase.add_argument("--timeout", type=positive_seconds, default=None, help=TIMEOUT_HELP)
     erase.add_argument("--json", action="store_true", help="print the finished job's JSON")
     erase.set_defaults(run=_erase)
@@ -69,14 +77,17 @@ def _erase(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
     body: dict[str, Any] = {"dry_run": arguments.dry_run}
     if arguments.confirm:
         body["confirm_tenant_id"] = arguments.confirm
+    if arguments.base:
+        body["knowledge_base_ids"] = [base_id(client, base) for base in arguments.base]
     try:
         job = client.request("POST", "/v1/erasures", json=body)
     except ApiError as error:
         tenant = error.details.get("tenant_id")
         if error.details.get("field") != "confirm_tenant_id" or tenant is None:
             raise
+        what = "the chosen bases and their items" if arguments.base else "every base, item and note"
         raise UsageError(
-            f"an erasure deletes every base, item and note of tenant {tenant} for good: "
+            f"an erasure deletes {what} of tenant {tenant} for good: "
             f"run it with --confirm {tenant}, or with --dry-run to see what would go"
         ) from None
     print(f"erasure {job['erasure_id']} of tenant {job['tenant_id']} started", file=sys.stderr, flush=True)

@@ -56,7 +56,9 @@ def _may_erase(principal: Principal, request: Request) -> None:
         "claims, pin, cached embeddings). A real erasure needs `confirm_tenant_id` equal to the "
         "caller's tenant (400 `knowledge_invalid_request` otherwise, with `details.tenant_id`); "
         "`dry_run: true` deletes nothing and its receipt lists what would go, equal to the real "
-        "erasure's for the same state. Each receipt entry names the first 100 ids of its kind and "
+        "erasure's for the same state. With `knowledge_base_ids`, only those bases are erased (their "
+        "items, then the bases; no note): a base purge as a job, for a base too large for one "
+        "request; an unknown base is 404. Each receipt entry names the first 100 ids of its kind and "
         "counts them all. Kept: tokens, quotas, data source configurations and export bundles "
         "(expired by the bucket after 7 days)."
     ),
