@@ -203,23 +203,29 @@ def test_an_erasure_out_of_time_goes_on_in_steps_and_counts_each_record_once() -
     assert run.snapshot(SOURCE) == [{"kind": "end", "counts": {}}]
 
 
+@pytest.mark.parametrize(
+    ("service", "step", "failing_call"),
+    [("curation", "carry_out_purge", 5), ("notes", "carry_out_purge", 2), ("curation", "delete_base", 1)],
+    ids=["an-item", "a-note", "a-base-record"],
+)
 def test_an_erasure_failing_midway_is_retried_and_its_receipt_counts_each_record_once(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, service: str, step: str, failing_call: int
 ) -> None:
     run = ErasureWorld(extra_items=BATCH)
     preview = run.erase(dry_run=True)
     started = run.start(dry_run=False)
     work = run.queue.sent.pop()
-    carry_out = run.curation.carry_out_purge
+    target = run.curation if service == "curation" else run.deployment.world.notes
+    original = getattr(target, step)
     calls = {"n": 0}
 
-    def failing(plan: Any) -> None:
+    def failing(argument: Any) -> None:
         calls["n"] += 1
-        if calls["n"] == 5:
+        if calls["n"] == failing_call:
             raise RuntimeError("the index went away")
-        carry_out(plan)
+        original(argument)
 
-    monkeypatch.setattr(run.curation, "carry_out_purge", failing)
+    monkeypatch.setattr(target, step, failing)
     with pytest.raises(RuntimeError):
         run.service.run(work)
     stuck = run.service.get(principal(), started.erasure_id)
@@ -231,6 +237,18 @@ def test_an_erasure_failing_midway_is_retried_and_its_receipt_counts_each_record
     assert erased.receipt.stores() == preview.receipt.stores()
     assert erased.erased == preview.erased
     assert run.snapshot(SOURCE) == [{"kind": "end", "counts": {}}]
+
+
+def test_a_base_deleted_before_its_turn_is_passed_over() -> None:
+    run = ErasureWorld()
+    chosen = run.seeded[SOURCE]["drafts"]
+    started = run.service.start(principal(), ErasureRequest(dry_run=True, knowledge_base_ids=[chosen]))
+    base = run.store.get_base(SOURCE, chosen)
+    run.curation.purge_base(principal(), chosen, expected_version=base.version, dry_run=False)
+
+    assert run.run_all() == [JobAction.ERASED]
+    done = run.service.get(principal(), started.erasure_id)
+    assert (done.erased, done.receipt.stores()["table"]) == ({}, [])
 
 
 def test_an_erasure_failing_on_its_last_delivery_is_marked_failed(monkeypatch: pytest.MonkeyPatch) -> None:
