@@ -42,9 +42,9 @@ class ErasureProgress(BaseModel):
     """Where an erasure stands. ``base_ids`` are the bases the ``bases`` phase walks (read when
     the job starts, sorted); ``base_index`` the one it is at and ``stage`` where in it (its
     ``live`` items, its ``archived`` items, its ``record``); ``next_token`` the listing's next page
-    (a dry run's: a real run lists again from the start, what it erased being gone); ``pending``
-    the ``item:<id>``/``note:<id>``/``base:<id>`` records whose receipts are in ``tally`` but which
-    may not be deleted yet."""
+    (the stores' tokens name the last id listed, so a page goes on after it whether or not what
+    came before was deleted); ``pending`` the ``item:<id>``/``note:<id>``/``base:<id>`` records
+    whose receipts are in ``tally`` but which may not be deleted yet."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

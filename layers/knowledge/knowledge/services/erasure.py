@@ -43,7 +43,7 @@ from knowledge.contract.erasure import ErasureRequest, ErasureResponse
 from knowledge.domain import ids
 from knowledge.domain.bundles import BundleJob, BundleJobKind, BundleJobStatus
 from knowledge.domain.erasure import ErasurePhase, ErasureProgress, TallyEntry, added
-from knowledge.domain.models import KnowledgeBase, KnowledgeItem, Page, Principal
+from knowledge.domain.models import KnowledgeBase, KnowledgeItem, Principal
 from knowledge.errors import DependencyUnavailableError, InvalidRequestError, ResourceUnavailableError
 from knowledge.observability import logger
 from knowledge.ports import Clock, SyncWorkQueue
@@ -228,10 +228,6 @@ class _Walk:
     def _move(self, **update: Any) -> None:
         self.progress = self.progress.model_copy(update=update)
 
-    def _token(self, page: Page[Any]) -> str | None:
-        # A real run lists from the start again: what it erased is gone from the listing.
-        return page.next_token if self._dry_run else None
-
     def _base_step(self) -> None:
         progress = self.progress
         assert progress.base_ids is not None
@@ -263,7 +259,7 @@ class _Walk:
         page = listing(self.tenant_id, base_id, limit=BATCH, next_token=progress.next_token)
         plans = [self._curation.purge_plan(item) for item in self._fresh_items(page.entries)]
         if page.next_token is not None:
-            place: dict[str, Any] = {"next_token": self._token(page)}
+            place: dict[str, Any] = {"next_token": page.next_token}
         else:
             place = {"stage": RECORD if progress.stage == ARCHIVED else ARCHIVED, "next_token": None}
         self._record(
@@ -280,7 +276,7 @@ class _Walk:
         page = self._store.list_notes(self.tenant_id, limit=BATCH, next_token=self.progress.next_token)
         found = self._store.get_notes(self.tenant_id, [note.note_id for note in page.entries])
         plans = [self._notes.purge_plan(found[key]) for key in sorted(found)]
-        place: dict[str, Any] = {"next_token": self._token(page)}
+        place: dict[str, Any] = {"next_token": page.next_token}
         if page.next_token is None:
             place = {"phase": ErasurePhase.DONE, "next_token": None}
         self._record(
