@@ -189,7 +189,7 @@ class _SentWork:
         self.sent.extend(work)
 
 
-def test_sync_history_with_work_queue_leaves_out_a_revision_of_several_parts() -> None:
+def test_with_a_work_queue_a_revision_of_several_parts_enters_the_history_with_its_last_part() -> None:
     world = KnowledgeWorld()
     queue = _SentWork()
     chunker = Chunker(max_tokens=64, overlap_tokens=8)
@@ -219,3 +219,34 @@ def test_sync_history_with_work_queue_leaves_out_a_revision_of_several_parts() -
 
     assert queued.sync_history(TENANT, large.knowledge_item_id, since_version=1) == 0
     assert queued.sync_history(TENANT, small.knowledge_item_id, since_version=1) == 1
+    queued.sync_item(TENANT, large.knowledge_item_id, last_known_version=large.version)
+    world.clock.advance(1)
+    first = world.clock.now
+    assert world.found(READER, as_of=first) == {(small.knowledge_item_id, small.current_revision_id)}
+
+    while queue.sent:  # the work consumer, one part after another; the last one records the history
+        queued.index_part(queue.sent.pop(0))
+
+    both = {
+        (small.knowledge_item_id, small.current_revision_id),
+        (large.knowledge_item_id, large.current_revision_id),
+    }
+    assert world.found(READER, as_of=first) == both
+    world.clock.advance(1)
+    revised, _ = world.store.add_revision(
+        TENANT,
+        large.knowledge_item_id,
+        content=f"{WORD} short now",
+        title=None,
+        source=None,
+        publish=True,
+        expected_version=large.version,
+    )
+    world.clock.advance(1)
+    # The next state closes the large revision's entry from the stream: as of then it is the short one.
+    queued.sync_item(TENANT, large.knowledge_item_id, last_known_version=revised.version)
+    assert world.found(READER, as_of=world.clock.now) == {
+        (small.knowledge_item_id, small.current_revision_id),
+        (large.knowledge_item_id, revised.current_revision_id),
+    }
+    assert world.found(READER, as_of=first) == both

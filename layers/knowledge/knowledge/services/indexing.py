@@ -222,7 +222,9 @@ class IndexingService:
             return IndexAction.SKIPPED
         return self._sync_publishable([(item, base)])[0]
 
-    def sync_history(self, tenant_id: str, knowledge_item_id: str, *, since_version: int) -> int:
+    def sync_history(
+        self, tenant_id: str, knowledge_item_id: str, *, since_version: int, whole: bool = False
+    ) -> int:
         """Record in the history index (DESIGN §11) the transitions from the item's state
         ``since_version`` on: the state before it is closed at that state's moment, and each state
         from it on is written with its interval (open while current). Only published states with a
@@ -233,7 +235,8 @@ class IndexingService:
 
         One state listing of the item, and per revision involved one revision read, one content read
         and one embedding call (the embedding cache answers for a revision seen before). With a work
-        queue, a revision of more than one part is left out (``_deferred``).
+        queue, the open state's revision of more than one part is left out (``_deferred``) unless
+        ``whole``: the work consumer records it once its parts are indexed (``index_part``).
         """
         if self._history is None:
             return 0
@@ -254,9 +257,10 @@ class IndexingService:
             revision_id = state.current_revision_id
             if revision_id not in built:
                 revision = self._store.get_revision(tenant_id, knowledge_item_id, revision_id)
+                is_open = position == len(states) - 1
                 built[revision_id] = (
                     None
-                    if revision is None or self._deferred(revision)
+                    if revision is None or (is_open and not whole and self._deferred(revision))
                     else self._indexed_revision(item, base, revision)
                 )
             entry = built[revision_id]
@@ -329,12 +333,13 @@ class IndexingService:
             self._embedder.forget(texts)
 
     def _deferred(self, revision: Revision) -> bool:
-        """True for a revision the stream consumer leaves out of the history index: with a work
-        queue, one of several parts, whose embedding would hold up the stream (DESIGN §11)."""
+        """True for a revision the stream consumer leaves out of the history index while it is the
+        open state's: with a work queue, one of several parts, whose embedding would hold up the
+        stream (DESIGN §11); the work consumer records it once its last part is indexed."""
         if self._work is None or part_count(revision.total_chars) == 1:
             return False
-        logger.warning(
-            "revision left out of the history index",
+        logger.info(
+            "revision's history left to its last part",
             extra={"knowledge_revision_id": revision.knowledge_revision_id, "chars": revision.total_chars},
         )
         return True
@@ -401,6 +406,8 @@ class IndexingService:
         if not outcome.complete:
             return IndexAction.PARTIAL
         self._mark(item, revision.knowledge_revision_id)
+        if work.parts > 1:  # the stream consumer left this revision to the history: record it now
+            self.sync_history(item.tenant_id, item.knowledge_item_id, since_version=item.version, whole=True)
         return IndexAction.INDEXED
 
     def sync_base(self, tenant_id: str, knowledge_base_id: str) -> ReindexCounts:
