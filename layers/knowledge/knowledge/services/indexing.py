@@ -287,8 +287,9 @@ class IndexingService:
 
     def embedded_texts(self, revision: Revision) -> list[str]:
         """The texts the indexer embeds for ``revision``: each chunk with the title prepended
-        (``embedding_text``), chunked part by part as the live index does and whole as the history
-        index does (the same chunks when the revision is one part), distinct, in order. These name
+        (``embedding_text``), chunked part by part as both indexes do, and whole as entries written
+        by an earlier version were (the same chunks when the revision is one part), distinct, in
+        order. These name
         the revision's rows of the embedding cache. One content read; nothing is embedded."""
         content = self._store.read_all_content(revision)
         spans = [content]
@@ -590,7 +591,22 @@ class IndexingService:
         return self._indexed_revision(item, base, self._revision(item))
 
     def _indexed_revision(self, item: KnowledgeItem, base: KnowledgeBase, revision: Revision) -> IndexedItem:
-        return self._build(item, base, revision, self._store.read_all_content(revision), offset=0, part=0)
+        """The revision as one index entry, chunked part by part as the work consumer chunks it
+        (``index_part``), so its texts are the ones the embedding cache holds from its parts."""
+        content = self._store.read_all_content(revision)
+        parts = part_count(revision.total_chars)
+        if parts == 1:
+            return self._build(item, base, revision, content, offset=0, part=0)
+        built = []
+        for part in range(parts):
+            start, end = part_span(content, 0, part=part, total_chars=revision.total_chars)
+            built.append(self._build(item, base, revision, content[start:end], offset=start, part=part))
+        return built[0].model_copy(
+            update={
+                "chunks": [chunk for entry in built for chunk in entry.chunks],
+                "passages": [passage for entry in built for passage in entry.passages],
+            }
+        )
 
     def _build(
         self,
