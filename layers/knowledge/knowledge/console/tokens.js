@@ -35,13 +35,19 @@ function list(tokens, refresh) {
 export async function render(view) {
   view.append(h("h2", {}, "Tokens"));
   const listBox = h("div", {});
+  // Refreshes may overlap (a mint while the first listing loads): only the latest one draws.
+  let latest = 0;
   async function refresh() {
-    clear(listBox);
+    const mine = ++latest;
+    let shown;
     try {
-      listBox.append(list(await all("/v1/tokens", "tokens"), refresh));
+      shown = list(await all("/v1/tokens", "tokens"), refresh);
     } catch (error) {
-      listBox.append(errorBox(error instanceof ApiError ? error : { message: String(error) }));
+      shown = errorBox(error instanceof ApiError ? error : { message: String(error) });
     }
+    if (mine !== latest) return;
+    clear(listBox);
+    listBox.append(shown);
   }
   const subject = h("input", { type: "text", name: "subject_id", required: true });
   const teams = h("input", { type: "text", name: "team_ids", placeholder: "comma separated" });
