@@ -105,8 +105,7 @@ class ErasureService:
             if len(self._store.get_bases(tenant_id, chosen)) != len(chosen):
                 raise ResourceUnavailableError()
             progress = progress.model_copy(update={"base_ids": tuple(chosen), "chosen_bases": True})
-        if self._queue is None:
-            raise DependencyUnavailableError("Erasures need the document queue (SYNC_QUEUE_URL).")
+        queue = self._require_queue()
         job = BundleJob(
             tenant_id=tenant_id,
             job_id=ids.new_erasure_id(),
@@ -117,7 +116,7 @@ class ErasureService:
             erasure=progress,
         )
         self._store.create_bundle_job(job)
-        self._queue.send(BundleWork(op="erase", tenant_id=tenant_id, job_id=job.job_id))
+        queue.send(BundleWork(op="erase", tenant_id=tenant_id, job_id=job.job_id))
         logger.info(
             "erasure queued",
             extra={"tenant_id": tenant_id, "job_id": job.job_id, "dry_run": request.dry_run},
@@ -180,7 +179,7 @@ class ErasureService:
 
     def _require_queue(self) -> SyncWorkQueue:
         if self._queue is None:
-            raise DependencyUnavailableError("Erasures need the document queue (SYNC_QUEUE_URL).")
+            raise DependencyUnavailableError("Erasures need the document queue (DOCUMENT_QUEUE_URL).")
         return self._queue
 
 
