@@ -7,6 +7,7 @@ copy gives the same records again."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -81,3 +82,33 @@ def test_export_then_import_into_another_tenant_answers_the_same(
     assert repeated.returncode == 0, repeated.stderr
     assert "item.present" in repeated.stdout
     assert ".imported" not in repeated.stdout
+
+
+def test_an_export_with_vectors_carries_the_runtimes_cached_vectors(
+    runtime: RuntimeProcess, tmp_path: Path
+) -> None:
+    exported = tmp_path / "vectors.jsonl"
+
+    out = knowledge(runtime, "export", "--vectors", "--out", str(exported))
+
+    assert out.returncode == 0, out.stderr
+    lines = [json.loads(line) for line in exported.read_text(encoding="utf-8").splitlines()]
+    header = lines[0]
+    assert header["embedding"]["model_id"]
+    assert header["embedding"]["dimension"] > 0
+    vectors = {
+        key: vector for line in lines if line["kind"] == "vectors" for key, vector in line["vectors"].items()
+    }
+    assert vectors
+    assert {len(vector) for vector in vectors.values()} == {header["embedding"]["dimension"]}
+    token = knowledge(
+        runtime, "token", "create", "--tenant", "dev-vectors", "--subject", "dev", "--scopes", SCOPES
+    )
+    assert token.returncode == 0, token.stderr
+
+    imported = knowledge(runtime, "--token", token.stdout.strip(), "import", str(exported))
+
+    assert imported.returncode == 0, imported.stderr
+    kept = re.search(r"([\d,]+) vectors\.kept", imported.stdout)
+    assert kept is not None, imported.stdout
+    assert int(kept.group(1).replace(",", "")) == len(vectors)

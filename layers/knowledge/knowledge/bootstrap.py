@@ -194,10 +194,10 @@ class Container:
 
     def _vector_cache(self) -> VectorCache | None:
         """The embedder's cache (``None`` for an embedder passed in without one)."""
-        from knowledge.adapters.embedding_cache import CachedEmbedder
+        from knowledge import ports
 
         embedder = self.embedder
-        return embedder if isinstance(embedder, CachedEmbedder) else None
+        return embedder if isinstance(embedder, ports.VectorCache) else None
 
     def _forget_embeddings(self, texts: Sequence[str]) -> None:
         self.embedder.forget(texts)
@@ -407,6 +407,7 @@ class Container:
                 utc_now,
                 vectors=self._vector_cache,
                 chunker=lambda: self.chunker,
+                held=lambda: self.indexing,
                 lease_seconds=lease_seconds,
             )
 

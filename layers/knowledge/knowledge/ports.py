@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from knowledge.contract.bundles import BundleWork
 from knowledge.contract.data_sources import SyncWork
@@ -568,9 +568,12 @@ class Embedder(Protocol):
         ...
 
 
+@runtime_checkable
 class VectorCache(Protocol):
     """An embedder's cached vectors by cache key (``embedding_cache.embedding_key``): what an
-    export carries and a same-model import puts back, so nothing is embedded twice."""
+    export carries and a same-model import puts back, so nothing is embedded twice. ``cached``
+    gives the vectors of texts already embedded (none is computed); ``keep`` stores vectors of the
+    model's dimension and answers how many it stored."""
 
     @property
     def model_id(self) -> str: ...
@@ -637,6 +640,11 @@ class SearchIndex(Protocol):
 
     def remove_base(self, tenant_id: str, knowledge_base_id: str) -> None: ...
 
+    def held_version(self, tenant_id: str, knowledge_item_id: str) -> int | None:
+        """The version the index holds for the item, live or a tombstone; ``None`` when it holds
+        none. An item written again at or below a tombstone's version is refused."""
+        ...
+
     def search(self, query: IndexQuery) -> LegHits:
         """Up to ``query.k`` visible hits per requested leg, best first. A leg the engine fails raises
         ``DependencyUnavailableError`` with ``details.leg``, or, when ``query.tolerate`` names it and
@@ -679,6 +687,11 @@ class NoteIndex(Protocol):
 
     def remove_note(self, tenant_id: str, note_id: str, *, version: int) -> None:
         """Remove the note and remember ``version``: a later upsert at or below it is ignored."""
+        ...
+
+    def held_version(self, tenant_id: str, note_id: str) -> int | None:
+        """The version the index holds for the note, live or a tombstone (a history index: its
+        tombstone); ``None`` when it holds none."""
         ...
 
     def search(self, query: NoteQuery) -> NoteLegHits:

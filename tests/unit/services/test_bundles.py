@@ -6,7 +6,7 @@ at fault, and the jobs move from queued to succeeded or failed."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import Any
 
@@ -25,7 +25,8 @@ from knowledge.errors import (
     RequestValidationError,
     ResourceUnavailableError,
 )
-from knowledge.services.bundles import BundleFormatError, BundleService
+from knowledge.ports import NoteIndex
+from knowledge.services.bundles import BundleFormatError, BundleService, HeldVersions
 from knowledge.services.tenant_jobs import JobAction
 from tests.support.embedding import HashingEmbedder
 from tests.unit.services.memory_world import ADMIN as MEMORY_ADMIN
@@ -69,8 +70,20 @@ class ListQueue:
 class Deployment:
     """One deployment: a store with its memory services, a bucket, a queue and the bundle service."""
 
-    def __init__(self, *, dimension: int = 64) -> None:
-        self.world = MemoryWorld()
+    def __init__(
+        self,
+        *,
+        dimension: int = 64,
+        held: Callable[[], HeldVersions | None] = lambda: None,
+        note_indexes: tuple[Callable[[], NoteIndex], Callable[[], NoteIndex]] | None = None,
+    ) -> None:
+        """``held`` is the import's view of the search indexes (none by default); ``note_indexes``
+        builds the note index and the note history index (in process by default)."""
+        self.world = (
+            MemoryWorld()
+            if note_indexes is None
+            else MemoryWorld(index_factory=note_indexes[0], history_factory=note_indexes[1])
+        )
         self.world.embedder = CachedEmbedder(HashingEmbedder(dimension), InProcessEmbeddingCache())
         self.bucket = MemoryBundleBucket()
         self.queue = ListQueue()
@@ -81,6 +94,7 @@ class Deployment:
             self.world.clock,
             vectors=lambda: self.world.embedder,
             chunker=lambda: Chunker(max_tokens=64, overlap_tokens=8),
+            held=held,
         )
 
     @property

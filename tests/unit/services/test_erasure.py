@@ -27,7 +27,7 @@ from knowledge.errors import (
     RequestValidationError,
     ResourceUnavailableError,
 )
-from knowledge.ports import SearchIndex
+from knowledge.ports import NoteIndex, SearchIndex
 from knowledge.services.curation import CurationService
 from knowledge.services.erasure import BATCH, ErasureService
 from knowledge.services.indexing import IndexingService
@@ -50,8 +50,9 @@ class ErasureWorld:
         seeded: bool = True,
         index_factory: Callable[[], SearchIndex] = EmbeddedIndex,
         history_factory: Callable[[], SearchIndex] = EmbeddedIndex,
+        note_indexes: tuple[Callable[[], NoteIndex], Callable[[], NoteIndex]] | None = None,
     ) -> None:
-        self.deployment = Deployment()
+        self.deployment = Deployment(held=lambda: self.indexing, note_indexes=note_indexes)
         world = self.deployment.world
         # Items are embedded into the cache the notes use, so the cache holds both.
         embedder = CachedEmbedder(HashingEmbedder(), world.cache)
@@ -60,7 +61,9 @@ class ErasureWorld:
         for index in (self.index, self.history):
             index.ensure_ready(model_id=embedder.model_id, dimension=embedder.dimension)
         chunker = Chunker(max_tokens=64, overlap_tokens=8)
-        self.indexing = IndexingService(world.store, self.index, embedder, chunker, history=self.history)
+        self.indexing = IndexingService(
+            world.store, self.index, embedder, chunker, notes=world.indexing, history=self.history
+        )
         self.curation = CurationService(
             world.store, self.indexing, StaticRuntimeSwitch(True), max_content_chars=100_000
         )
@@ -156,6 +159,52 @@ def check_erasure(run: ErasureWorld) -> None:
     assert run.documents(SOURCE) == set()
     assert run.snapshot(TARGET) == other
     assert run.documents(TARGET) == other_documents
+
+
+def check_reimport(run: ErasureWorld) -> None:
+    """The tenant's own export, imported after its erasure, is all back and indexed again: the
+    purge's tombstones in the indexes do not keep the restored records out (their versions move
+    above them), and the search finds them."""
+    world = run.deployment.world
+    bundle = list(run.deployment.service.bundle_lines(SOURCE, BundleSelection()))
+    items_before = run.index.document_ids(SOURCE)
+    notes_before = world.index.document_ids(SOURCE)
+    assert items_before
+    assert notes_before
+    keyed = run.seeded[SOURCE]["keyed"]
+    item = run.seeded[SOURCE]["item"]
+    reader = agent("alice", READ).model_copy(update={"tenant_id": SOURCE})
+    found = world.found(reader, "blue pump seal replaced")
+    assert found[:1] == ["The blue pump's seal was replaced."]
+    run.erase(dry_run=False)
+    for note_id in notes_before:  # the stream's removals, each at the version it deleted
+        world.indexing.sync_note(
+            SOURCE, note_id, last_known_version=world.index.held_version(SOURCE, note_id)
+        )
+    assert run.index.document_ids(SOURCE) == set()
+    assert world.index.document_ids(SOURCE) == set()
+    assert world.found(reader, "blue pump seal replaced") == []
+    tombstones = (run.index.held_version(SOURCE, item), world.index.held_version(SOURCE, keyed))
+    assert None not in tombstones
+
+    progress = run.deployment.service.import_lines(SOURCE, bundle)
+
+    assert progress is not None
+    assert progress.conflicts == []
+    assert not any(kind.endswith(".present") for kind in progress.counts)
+    run.index_everything(SOURCE)
+    for note in run.store.list_notes(SOURCE, limit=100, next_token=None).entries:
+        world.indexing.sync_note(SOURCE, note.note_id, last_known_version=note.version)
+    assert run.index.document_ids(SOURCE) == items_before
+    assert world.index.document_ids(SOURCE) == notes_before
+    assert world.found(reader, "blue pump seal replaced") == found
+    restored_item, restored_note = run.store.get_item(SOURCE, item), run.store.get_note(SOURCE, keyed)
+    assert restored_item is not None
+    assert restored_note is not None
+    assert restored_item.version > tombstones[0]
+    assert restored_note.version > tombstones[1]
+    records = [line for line in run.snapshot(SOURCE) if line["kind"] != "end"]
+    assert len(records) == len(bundle) - 2
 
 
 def test_a_dry_run_deletes_nothing_and_equals_the_real_erasures_receipt() -> None:
@@ -380,3 +429,7 @@ def test_an_erasure_of_an_unknown_base_is_unavailable() -> None:
     with pytest.raises(ResourceUnavailableError):
         run.service.start(principal(), request)
     assert run.queue.sent == []
+
+
+def test_an_erased_tenants_own_export_imports_back_and_is_indexed_again() -> None:
+    check_reimport(ErasureWorld())

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import ValidationError
 
@@ -109,13 +109,23 @@ class BundleFormatError(ValueError):
         self.line = line
 
 
+class HeldVersions(Protocol):
+    """The highest version the search indexes hold for a record, live or a tombstone (0 for
+    none): ``IndexingService`` over ``SearchIndex.held_version`` and ``NoteIndex.held_version``."""
+
+    def held_item_version(self, tenant_id: str, knowledge_item_id: str) -> int: ...
+
+    def held_note_version(self, tenant_id: str, note_id: str) -> int: ...
+
+
 class BundleService:
     """Export and import jobs of the caller's tenant (see the module doc).
 
     ``vectors`` is the deployment's embedding cache, ``None`` where there is none (vectors are
     then neither exported nor kept); ``chunker`` splits revisions as the indexer does, so exported
-    vectors are keyed by the texts the indexer embeds. ``bucket`` or ``queue`` ``None``: exports
-    and imports are ``DependencyUnavailableError`` (503).
+    vectors are keyed by the texts the indexer embeds. ``held`` gives the versions the indexes
+    hold (``None``: none are read, and records keep their versions). ``bucket`` or ``queue``
+    ``None``: exports and imports are ``DependencyUnavailableError`` (503).
     """
 
     def __init__(
@@ -127,6 +137,7 @@ class BundleService:
         *,
         vectors: Callable[[], VectorCache | None],
         chunker: Callable[[], Chunker],
+        held: Callable[[], HeldVersions | None] = lambda: None,
         lease_seconds: int = 900,
     ) -> None:
         self._store = store
@@ -135,6 +146,7 @@ class BundleService:
         self._clock = clock
         self._vectors = vectors
         self._chunker = chunker
+        self._held = held
         self._lease = timedelta(seconds=lease_seconds)
 
     # -- the API side ------------------------------------------------------------------------------
@@ -550,6 +562,7 @@ class BundleService:
             versions = [Note.model_validate(version | mine) for version in document["versions"]]
             if any(version.note_id != note.note_id for version in versions):
                 raise ValueError("a note's versions must carry its note_id")
+            note, versions = self._above_tombstone(note, versions)
             try:
                 return _outcome("note", self._store.restore_note(note, versions))
             except ConflictError:
@@ -574,10 +587,43 @@ class BundleService:
         ]
         states = [ItemState.model_validate(state | mine) for state in document["states"]]
         _check_item(item, revisions)
+        item, states = self._item_above_tombstone(item, states)
         try:
             return _outcome("item", self._store.restore_item(item, revisions, states))
         except ConflictError:
             return "item.conflicts", 1, f"item:{item.knowledge_item_id}"
+
+    def _item_above_tombstone(
+        self, item: KnowledgeItem, states: list[ItemState]
+    ) -> tuple[KnowledgeItem, list[ItemState]]:
+        """``item`` and ``states`` as restored: versions moved above a version the indexes still
+        hold for the item's id (its tombstone, when it was purged or erased here), else as they are."""
+        held = self._held()
+        floor = 0 if held is None else held.held_item_version(item.tenant_id, item.knowledge_item_id)
+        shift = _shift(floor, [item.version, *(state.version for state in states)])
+        if not shift:
+            return item, states
+        logger.debug(
+            "item versions moved above the index's",
+            extra={"knowledge_item_id": item.knowledge_item_id, "held_version": floor, "shift": shift},
+        )
+        moved = [state.model_copy(update={"version": state.version + shift}) for state in states]
+        return item.model_copy(update={"version": item.version + shift}), moved
+
+    def _above_tombstone(self, note: Note, versions: list[Note]) -> tuple[Note, list[Note]]:
+        """``note`` and its ``versions`` as restored: moved above a version the indexes still hold
+        for the note's id (its tombstone, when it was forgotten for good or erased here)."""
+        held = self._held()
+        floor = 0 if held is None else held.held_note_version(note.tenant_id, note.note_id)
+        shift = _shift(floor, [note.version, *(version.version for version in versions)])
+        if not shift:
+            return note, versions
+        logger.debug(
+            "note versions moved above the index's",
+            extra={"note_id": note.note_id, "held_version": floor, "shift": shift},
+        )
+        moved = [version.model_copy(update={"version": version.version + shift}) for version in versions]
+        return note.model_copy(update={"version": note.version + shift}), moved
 
     # -- helpers -----------------------------------------------------------------------------------
 
@@ -617,6 +663,11 @@ def _every(read: Callable[[str | None], Page[T]]) -> Iterator[T]:
         if page.next_token is None:
             return
         token = page.next_token
+
+
+def _shift(floor: int, versions: list[int]) -> int:
+    """How far a record's ``versions`` move so the lowest is above ``floor``; 0 when it is."""
+    return max(floor + 1 - min(versions), 0)
 
 
 def _object_key(tenant_id: str, job_id: str) -> str:

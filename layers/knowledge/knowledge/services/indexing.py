@@ -328,6 +328,16 @@ class IndexingService:
         """Remove every document of the base from the live index now (``SearchIndex.remove_base``)."""
         self._index.remove_base(tenant_id, knowledge_base_id)
 
+    def held_item_version(self, tenant_id: str, knowledge_item_id: str) -> int:
+        """The version the live index holds for the item, live or its tombstone (0 for none): a
+        restore below it would be refused (``BundleService``)."""
+        return self._index.held_version(tenant_id, knowledge_item_id) or 0
+
+    def held_note_version(self, tenant_id: str, note_id: str) -> int:
+        """The highest version the note indexes hold for the note (0 for none, or without a note
+        indexer)."""
+        return 0 if self._notes is None else self._notes.held_version(tenant_id, note_id)
+
     def forget_texts(self, texts: Sequence[str]) -> None:
         """Drop the cached embeddings of ``texts`` (``Embedder.forget``)."""
         if texts:

@@ -81,6 +81,12 @@ class NoteIndexingService:
         self._embedder = embedder
         self._history = history
 
+    def held_version(self, tenant_id: str, note_id: str) -> int:
+        """The highest version the note index and the history index hold for the note, live or a
+        tombstone (0 for none)."""
+        indexes = [self._index] if self._history is None else [self._index, self._history]
+        return max((index.held_version(tenant_id, note_id) or 0) for index in indexes)
+
     def apply(self, change: StoreChange) -> IndexAction:
         """Bring the index in line with the store for the note ``change`` touched (``IGNORED`` for
         any other record)."""

@@ -28,13 +28,13 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from multiprocessing.connection import Client
 from multiprocessing.managers import BaseManager, Server
 from pathlib import Path
 from typing import Any
 
-from knowledge.ports import Embedder, NoteIndex, SearchIndex
+from knowledge.ports import Embedder, NoteIndex, SearchIndex, VectorCache
 from knowledge_local.emulator.lambda_runtime.worker import Setup
 
 SOCKET_NAME = "services.sock"
@@ -67,9 +67,18 @@ class _EmbeddingService:
     def forget(self, texts: Sequence[str]) -> None:
         self._embedder.forget(texts)
 
+    def cached(self, texts: Sequence[str]) -> dict[str, list[float]]:
+        """The cached vectors of ``texts`` by cache key (none without a cache)."""
+        return self._embedder.cached(texts) if isinstance(self._embedder, VectorCache) else {}
+
+    def keep(self, vectors: Mapping[str, list[float]]) -> int:
+        """Store ``vectors`` in the cache; how many were stored (0 without a cache)."""
+        return self._embedder.keep(vectors) if isinstance(self._embedder, VectorCache) else 0
+
 
 class RemoteEmbedder:
-    """``Embedder`` over a proxy of the runtime's ``_EmbeddingService``."""
+    """``Embedder`` and ``VectorCache`` over a proxy of the runtime's ``_EmbeddingService``: an
+    export from an environment reads the runtime's embedding cache, an import fills it."""
 
     def __init__(self, proxy: Any) -> None:
         self._proxy = proxy
@@ -90,6 +99,14 @@ class RemoteEmbedder:
 
     def forget(self, texts: Sequence[str]) -> None:
         self._proxy.forget(list(texts))
+
+    def cached(self, texts: Sequence[str]) -> dict[str, list[float]]:
+        vectors: dict[str, list[float]] = self._proxy.cached(list(texts))
+        return vectors
+
+    def keep(self, vectors: Mapping[str, list[float]]) -> int:
+        kept: int = self._proxy.keep(dict(vectors))
+        return kept
 
 
 def install_container(address: str, authkey: bytes, share_indexes: bool = True) -> None:

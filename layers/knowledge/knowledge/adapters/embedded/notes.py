@@ -156,6 +156,16 @@ class EmbeddedNoteIndex:
             if self._drop(key):
                 self._commit()
 
+    def held_version(self, tenant_id: str, note_id: str) -> int | None:
+        """The version held for the note, live or a tombstone (the tombstone alone in a history
+        index, whose version documents never refuse a write); ``None`` when none is."""
+        with self._lock:
+            key = (tenant_id, note_id)
+            if self._history:
+                return self._tombstones.get(key)
+            held = self._versions.get(key)
+            return None if held is None else held.version
+
     def _upsert_version(self, note: IndexedNote, vector: npt.NDArray[np.float32]) -> bool:
         """Write one version's document (history mode), replacing the one held for that version;
         ``False`` at or below the note's tombstone."""

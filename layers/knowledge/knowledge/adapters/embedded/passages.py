@@ -295,6 +295,12 @@ class EmbeddedIndex:
             if self._drop(key):
                 self._commit()
 
+    def held_version(self, tenant_id: str, knowledge_item_id: str) -> int | None:
+        """The version held for the item, live or a tombstone; ``None`` when none is."""
+        with self._lock:
+            held = self._versions.get((tenant_id, knowledge_item_id))
+            return None if held is None else held.version
+
     def remove_base(self, tenant_id: str, knowledge_base_id: str) -> None:
         """Remove every chunk of the base. Versions stay, so stale writes are still refused and a
         re-upsert at the same version restores an item."""

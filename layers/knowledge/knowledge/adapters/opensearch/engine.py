@@ -109,6 +109,15 @@ def document_error(result: Mapping[str, Any]) -> Exception:
     return IndexConfigurationError("The search index rejected a document; check its mapping.")
 
 
+def document_version(client: Any, index: str, tenant_id: str, document_id: str) -> int | None:
+    """The record version the document ``document_id`` of ``index`` holds, live (external version
+    ``2·v``) or a tombstone (``2·v + 1``): ``v``; ``None`` when there is no such document."""
+    with translated("held_version"):
+        answer = client.mget(index=index, body={"docs": [{"_id": document_id, "routing": tenant_id}]})
+    found = [doc for doc in answer["docs"] if doc.get("found")]
+    return int(found[0]["_version"]) // 2 if found else None
+
+
 def check_vector(vector: Sequence[float], dimension: int) -> None:
     """Raise ``ValueError`` for a vector of another dimension, one with a component that is NaN,
     infinite or beyond float32's range (``knn_vector`` stores float32 and refuses such a document

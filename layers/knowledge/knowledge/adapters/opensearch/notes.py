@@ -39,6 +39,7 @@ from knowledge.adapters.opensearch.engine import (
     client_of,
     cosine,
     document_error,
+    document_version,
     lucene_bm25,
     search_legs,
     translated,
@@ -372,6 +373,11 @@ class OpenSearchNoteIndex:
                 return
             if self._refresh:
                 self.refresh()
+
+    def held_version(self, tenant_id: str, note_id: str) -> int | None:
+        """The version the note's document holds, live or a tombstone (the tombstone alone in a
+        history index, whose version documents are ``{note}@{version}``); ``None`` without one."""
+        return document_version(self._client, self._name, tenant_id, note_id)
 
     def _remove_versions(self, tenant_id: str, note_id: str, version: int, tombstone: dict[str, Any]) -> None:
         covered = {

@@ -41,6 +41,7 @@ from knowledge.adapters.opensearch.engine import (
     client_of,
     cosine,
     document_error,
+    document_version,
     lucene_bm25,
     search_legs,
     translated,
@@ -369,6 +370,10 @@ class OpenSearchIndex:
             )
             if self._refresh:
                 self.refresh()
+
+    def held_version(self, tenant_id: str, knowledge_item_id: str) -> int | None:
+        """The version the item's head holds, live or a tombstone; ``None`` without a head."""
+        return document_version(self._client, self._name, tenant_id, knowledge_item_id)
 
     def document_ids(self, tenant_id: str) -> set[str]:
         """The items (history entries ``{item}@{version}`` in a history index) whose chunks or
