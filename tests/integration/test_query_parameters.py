@@ -1,5 +1,7 @@
-"""Integer query parameters parse as strictly as JSON bodies: every route's ``limit`` accepts only
-canonical decimal digits, through the authorizer and the real handlers on moto."""
+"""Query parameters parse as strictly as JSON bodies: every route's ``limit`` accepts only
+canonical decimal digits, and the boolean ones (``dry_run`` of the purges, ``include_superseded``)
+only ``true`` or ``false``; the ``dry_run`` of a delete's body only a JSON boolean. Through the
+authorizer and the real handlers on moto."""
 
 from __future__ import annotations
 
@@ -8,7 +10,12 @@ from typing import Any
 
 import pytest
 
-from knowledge.api.query_parameters import NOT_CANONICAL_PROBLEM, require_canonical_integer
+from knowledge.api.query_parameters import (
+    NOT_A_BOOLEAN_PROBLEM,
+    NOT_CANONICAL_PROBLEM,
+    require_canonical_boolean,
+    require_canonical_integer,
+)
 from tests.support.admin import admin_event, invoke_admin
 from tests.support.memory import call, remember
 from tests.support.rest import Reply, SearchWorld, error_body, moto_world
@@ -139,3 +146,79 @@ def test_require_canonical_integer_accepts_only_plain_digits(value: str, canonic
     else:
         with pytest.raises(ValueError, match="plain decimal digits"):
             require_canonical_integer(value)
+
+
+NOT_BOOLEAN = ["off", "on", "yes", "no", "1", "0", "True", "FALSE", "", "true,false"]
+
+
+@pytest.fixture(params=["purge-item", "purge-base", "note-list"])
+def flagged(request: pytest.FixtureRequest, token: str) -> Any:
+    """``send(value)`` on a route with a boolean query parameter, and that parameter's name."""
+    kind = request.param
+    if kind == "purge-item":
+        path = f"/v1/knowledge-items/{request.getfixturevalue('item_id')}"
+        return lambda value: invoke_admin(
+            admin_event(
+                "DELETE", path, authorization=token, query={"dry_run": value, "expected_version": "1"}
+            )
+        ), "dry_run"
+    if kind == "purge-base":
+        path = f"/v1/knowledge-bases/{request.getfixturevalue('base_id')}"
+        return lambda value: invoke_admin(
+            admin_event(
+                "DELETE", path, authorization=token, query={"dry_run": value, "expected_version": "1"}
+            )
+        ), "dry_run"
+    return lambda value: call(
+        "GET", "/v1/notes", None, token, query={"include_superseded": value}
+    ), "include_superseded"
+
+
+@pytest.mark.parametrize("value", NOT_BOOLEAN)
+def test_a_boolean_query_parameter_other_than_true_or_false_answers_validation_error(
+    flagged: Any, value: str, token: str, item_id: str
+) -> None:
+    send, name = flagged
+
+    error = error_body(400, "validation_error", send(value))
+
+    assert error["details"]["fields"] == [
+        {"field": f"query.{name}", "problem": f"Value error, {NOT_A_BOOLEAN_PROBLEM}"}
+    ]
+    still = invoke_admin(admin_event("GET", f"/v1/knowledge-items/{item_id}", authorization=token))
+    assert still.status == 200, still.text
+
+
+def test_a_boolean_query_parameter_of_true_is_answered(flagged: Any, token: str, item_id: str) -> None:
+    send, name = flagged
+
+    reply = send("true")
+
+    assert reply.status == 200, reply.text
+    if name == "dry_run":
+        assert reply.body["dry_run"] is True
+    still = invoke_admin(admin_event("GET", f"/v1/knowledge-items/{item_id}", authorization=token))
+    assert still.status == 200, still.text
+
+
+@pytest.mark.parametrize("value", ["yes", "off", 1, 0, "true", None])
+def test_a_deletes_body_dry_run_must_be_a_json_boolean(value: Any, token: str, item_id: str) -> None:
+    path = f"/v1/knowledge-items/{item_id}/archive"
+    body = {"expected_version": 1, "dry_run": value}
+
+    error = error_body(
+        400, "validation_error", invoke_admin(admin_event("POST", path, body=body, authorization=token))
+    )
+
+    assert [problem["field"] for problem in error["details"]["fields"]] == ["dry_run"]
+
+
+@pytest.mark.parametrize(
+    ("value", "boolean"), [("true", True), ("false", True), ("yes", False), ("1", False), ("off", False)]
+)
+def test_require_canonical_boolean_accepts_only_true_and_false(value: str, boolean: bool) -> None:
+    if boolean:
+        assert require_canonical_boolean(value) == value
+    else:
+        with pytest.raises(ValueError, match="true or false"):
+            require_canonical_boolean(value)

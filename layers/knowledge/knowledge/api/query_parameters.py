@@ -7,7 +7,7 @@ sign, no leading zero (but ``0`` itself), no whitespace, underscore or decimal p
 is 400 ``validation_error`` naming ``query.<name>``. Bounds are checked next (``Field(ge=, le=)``): a
 canonical number out of its bound is the route's invalid-request code, as in a body. A parameter
 given twice reaches the route as a comma-joined value (API Gateway's HTTP API), which is not
-canonical either.
+canonical either. ``CANONICAL_BOOLEAN`` likewise accepts ``true`` and ``false`` alone.
 """
 
 from __future__ import annotations
@@ -41,6 +41,21 @@ CANONICAL_INTEGER = BeforeValidator(require_canonical_integer)
 """The canonical-form check of an integer query parameter, placed after its bounds so that the
 published schema keeps them as ``minimum`` and ``maximum``:
 ``Annotated[int, Field(ge=1, le=100), CANONICAL_INTEGER, Query(description=...)]``."""
+
+NOT_A_BOOLEAN_PROBLEM = "must be true or false"
+
+
+def require_canonical_boolean(value: Any) -> Any:
+    """``value`` unchanged unless it is a string other than ``true`` or ``false`` (``ValueError``
+    with ``NOT_A_BOOLEAN_PROBLEM``): pydantic would read ``yes``, ``on``, ``1``, ``off`` or ``n``
+    too, a guess no destructive flag should rest on."""
+    if isinstance(value, str) and value not in ("true", "false"):
+        raise ValueError(NOT_A_BOOLEAN_PROBLEM)
+    return value
+
+
+CANONICAL_BOOLEAN = BeforeValidator(require_canonical_boolean)
+"""The check of a boolean query parameter: ``Annotated[bool, CANONICAL_BOOLEAN, Query(...)]``."""
 
 
 NextToken = Annotated[

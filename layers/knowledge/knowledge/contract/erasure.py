@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 from knowledge.contract.bundles import MAX_BASES_PER_EXPORT
 from knowledge.contract.deletion import DeletedRecords, DeletionReceipt
@@ -34,7 +34,7 @@ class ErasureRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    dry_run: bool = False
+    dry_run: StrictBool = False
     confirm_tenant_id: str | None = Field(default=None, min_length=1, max_length=128)
     knowledge_base_ids: Annotated[list[str], Field(min_length=1, max_length=MAX_BASES_PER_EXPORT)] | None = (
         None

@@ -179,7 +179,7 @@ class ArchiveRequest(_Request):
     receipt the archive would give."""
 
     expected_version: Version
-    dry_run: bool = False
+    dry_run: StrictBool = False
 
 
 class CreateTokenRequest(_Request):
@@ -287,7 +287,7 @@ class BaseArchiveRequest(_Request):
     receipt the archive would give."""
 
     expected_version: Version
-    dry_run: bool = False
+    dry_run: StrictBool = False
 
 
 class ArchivedBaseResponse(KnowledgeBaseResponse):

@@ -53,7 +53,7 @@ from knowledge.api.http import (
     route_responses,
 )
 from knowledge.api.principal import CallerPrincipal
-from knowledge.api.query_parameters import CANONICAL_INTEGER, NextToken
+from knowledge.api.query_parameters import CANONICAL_BOOLEAN, CANONICAL_INTEGER, NextToken
 from knowledge.api.services import (
     Curation,
     DataSources,
@@ -139,7 +139,9 @@ ExpectedVersion = Annotated[
     Query(description=f"The version the caller last read (optimistic lock), {VERSION_MIN} to {VERSION_MAX}."),
 ]
 DryRun = Annotated[
-    bool, Query(description="`true`: change nothing and answer the receipt the delete would give.")
+    bool,
+    CANONICAL_BOOLEAN,
+    Query(description="`true`: change nothing and answer the delete's receipt (`true` or `false` only)."),
 ]
 
 

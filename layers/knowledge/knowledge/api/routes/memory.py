@@ -43,7 +43,7 @@ from knowledge.api.http import (
 )
 from knowledge.api.idempotency import Answer
 from knowledge.api.principal import CallerPrincipal
-from knowledge.api.query_parameters import CANONICAL_INTEGER, NextToken
+from knowledge.api.query_parameters import CANONICAL_BOOLEAN, CANONICAL_INTEGER, NextToken
 from knowledge.api.services import (
     MemorySearch,
     Notes,
@@ -353,7 +353,9 @@ def list_notes(
     ] = None,
     memory_type: Annotated[MemoryTypeName | None, Query(description="Only notes of this type.")] = None,
     scope: Annotated[ScopeName | None, Query(description="Only notes of this scope.")] = None,
-    include_superseded: Annotated[bool, Query(description="Also superseded notes.")] = False,
+    include_superseded: Annotated[
+        bool, CANONICAL_BOOLEAN, Query(description="Also superseded notes (`true` or `false`).")
+    ] = False,
     limit: NotesLimit = None,
 ) -> NoteListResponse:
     return memory_search.list_notes(
