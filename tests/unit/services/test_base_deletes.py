@@ -91,6 +91,22 @@ def test_archive_base_dry_run_equals_the_receipt_and_the_archive_hides_and_keeps
     assert run.found() == set()
 
 
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_archiving_an_inactive_base_again_changes_nothing_and_its_receipt_is_empty(dry_run: bool) -> None:
+    run = PurgeWorld(KnowledgeWorld())
+    base_id = run.base.knowledge_base_id
+    run.curation.archive_base(ADMIN, base_id, BaseArchiveRequest(expected_version=1))
+    before = run.state()
+    base = run.world.store.get_base(TENANT, base_id)
+
+    again = run.curation.archive_base(ADMIN, base_id, BaseArchiveRequest(expected_version=2, dry_run=dry_run))
+
+    assert (again.status, again.version, again.dry_run) == (BaseStatus.INACTIVE, 2, dry_run)
+    assert again.receipt.stores() == DeletionReceipt(dry_run=dry_run).stores()
+    assert run.world.store.get_base(TENANT, base_id) == base
+    assert run.state() == before
+
+
 def ids_of_state(receipt: DeletionReceipt, kind: str) -> set[str]:
     entries = [entry for entry in receipt.index if entry.kind == kind]
     assert all(entry.state == "scheduled" for entry in entries)

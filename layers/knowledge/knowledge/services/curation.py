@@ -168,11 +168,19 @@ class CurationService:
         ``status: active`` brings it back, re-indexed). The receipt lists the base record
         ``hidden`` and the ``item_passages`` of its published items ``scheduled`` (the indexer
         removes the base's documents when it takes the change). With ``request.dry_run`` nothing
-        changes (a stale ``expected_version`` is ``ConflictError`` either way)."""
+        changes (a stale ``expected_version`` is ``ConflictError`` either way). A base already
+        ``inactive`` is left as it is (its version too), with an empty receipt: archiving is
+        idempotent."""
         require_scope(principal, Permission.ADMIN)
         base = self._managed_base(principal, knowledge_base_id)
         if base.version != request.expected_version:
             raise ConflictError("The knowledge base changed; re-read it before archiving.", base.version)
+        if base.status is BaseStatus.INACTIVE:
+            return ArchivedBaseResponse(
+                **KnowledgeBaseResponse.of(base).model_dump(),
+                dry_run=request.dry_run,
+                receipt=DeletionReceipt(dry_run=request.dry_run),
+            )
         live = [
             item.current_revision_id
             for item in self._items_of(base, archived=False)
@@ -181,7 +189,7 @@ class CurationService:
         receipt = DeletionReceipt(
             dry_run=request.dry_run,
             table=records("knowledge_base", [base.knowledge_base_id], "hidden"),
-            index=records("item_passages", live, "scheduled") if base.status is BaseStatus.ACTIVE else [],
+            index=records("item_passages", live, "scheduled"),
         )
         if request.dry_run:
             return ArchivedBaseResponse(
