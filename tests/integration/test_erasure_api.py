@@ -111,7 +111,7 @@ def test_an_erasure_through_the_routes_empties_the_tenant_and_equals_its_dry_run
 
 def test_a_real_erasure_without_the_tenant_confirmed_answers_400(world: SearchWorld) -> None:
     client, _ = _operator(world, SOURCE)
-    for body in ({}, {"confirm_tenant_id": TARGET}):
+    for body in ({}, {"confirm_tenant_id": TARGET}, {"dry_run": True, "confirm_tenant_id": TARGET}):
         reply = client.call("POST", "/v1/erasures", body)
         assert error_body(400, "knowledge_invalid_request", reply)["details"] == {
             "field": "confirm_tenant_id",
@@ -123,12 +123,20 @@ def test_a_real_erasure_without_the_tenant_confirmed_answers_400(world: SearchWo
     "body",
     [
         {"dry_run": "maybe"},
+        {"dry_run": "off"},
         {"tenant_id": "someone-else"},
         {"confirm_tenant_id": ""},
         {"dry_run": True, "knowledge_base_ids": ["nope"]},
         {"dry_run": True, "knowledge_base_ids": []},
     ],
-    ids=["not-a-boolean", "unknown-field", "empty-confirmation", "malformed-base-id", "no-base"],
+    ids=[
+        "not-a-boolean",
+        "off-string",
+        "unknown-field",
+        "empty-confirmation",
+        "malformed-base-id",
+        "no-base",
+    ],
 )
 def test_a_malformed_erasure_request_answers_400(world: SearchWorld, body: dict[str, Any]) -> None:
     client, _ = _operator(world, SOURCE)

@@ -72,3 +72,64 @@ def test_purge_item_json_prints_the_answer(api: FakeApi, capsys: pytest.CaptureF
 def test_purge_item_of_a_malformed_id_is_a_usage_error_before_any_request(api: FakeApi) -> None:  # noqa: F811
     assert run("purge-item", "not-an-item") == 2
     assert api.requests == []
+
+
+ERASURE = "er_01M8MSRAQ70QQ1SJHWP0AMCDQ2"
+OLD_BASE = {"knowledge_base_id": BASE, "name": "old-docs", "status": "inactive", "version": 2}
+
+
+def _erasure(dry_run: bool) -> dict[str, Any]:
+    return {
+        "erasure_id": ERASURE,
+        "tenant_id": "acme",
+        "status": "succeeded",
+        "dry_run": dry_run,
+        "phase": "done",
+        "knowledge_base_ids": [BASE],
+        "erased": {"item": 2, "knowledge_base": 1},
+        "receipt": _purged(dry_run)["receipt"],
+    }
+
+
+def test_erase_of_a_base_named_by_an_inactive_bases_name_erases_that_base(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    api.reply("GET", "/v1/knowledge-bases", 200, {"knowledge_bases": [OLD_BASE], "next_token": None})
+    api.reply("POST", "/v1/erasures", 202, _erasure(True) | {"status": "queued"})
+    api.reply("GET", f"/v1/erasures/{ERASURE}", 200, _erasure(True))
+
+    assert run("erase", "--dry-run", "--base", "old-docs") == 0
+
+    assert api.bodies("/v1/erasures") == [{"dry_run": True, "knowledge_base_ids": [BASE]}]
+    assert capsys.readouterr().out.splitlines()[0] == "would erase: 2 item, 1 knowledge_base of tenant acme"
+
+
+@pytest.mark.parametrize(
+    "command", [("erase", "--dry-run"), ("export", "--out", "x.jsonl"), ("search", "pumps")]
+)
+def test_a_malformed_base_id_is_a_usage_error_naming_the_shape_before_any_request(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    command: tuple[str, ...],
+) -> None:
+    assert run(*command, "--base", "kb_123") == 2
+
+    assert (
+        "'kb_123' is not a knowledge base id (kb_ and 26 Crockford base32 characters)"
+        in capsys.readouterr().err
+    )
+    assert api.requests == []
+
+
+def test_a_search_of_an_inactive_base_by_name_says_it_is_inactive(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    api.reply("GET", "/v1/knowledge-bases", 200, {"knowledge_bases": [OLD_BASE], "next_token": None})
+
+    assert run("search", "pumps", "--base", "old-docs") == 1
+
+    error = capsys.readouterr().err
+    assert f"The knowledge base 'old-docs' ({BASE}) is inactive" in error
+    assert "No knowledge base named" not in error

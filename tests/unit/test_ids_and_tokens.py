@@ -37,3 +37,9 @@ def test_token_record_expired_or_revoked_is_not_valid() -> None:
     assert base.is_valid_at(now)
     assert not base.is_valid_at(now + timedelta(hours=1))
     assert not base.model_copy(update={"revoked": True}).is_valid_at(now)
+
+
+def test_the_shape_of_an_id_names_its_kind_with_the_right_article() -> None:
+    assert ids.shape_of(ids.ERASURE_PREFIX).startswith("must be an erasure id: er_ followed by 26")
+    assert ids.shape_of(ids.EXPORT_PREFIX).startswith("must be an export id")
+    assert ids.shape_of(ids.KB_PREFIX).startswith("must be a knowledge base id")

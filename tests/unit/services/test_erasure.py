@@ -334,6 +334,16 @@ def test_a_real_erasure_needs_the_tenant_confirmed() -> None:
     assert run.queue.sent == []
 
 
+def test_a_dry_run_confirming_another_tenant_is_refused_too() -> None:
+    run = ErasureWorld()
+    with pytest.raises(InvalidRequestError, match="another tenant") as raised:
+        run.service.start(principal(), ErasureRequest(dry_run=True, confirm_tenant_id=TARGET))
+    assert raised.value.details == {"field": "confirm_tenant_id", "tenant_id": SOURCE}
+    assert run.queue.sent == []
+    confirmed = run.service.start(principal(), ErasureRequest(dry_run=True, confirm_tenant_id=SOURCE))
+    assert confirmed.dry_run is True
+
+
 @pytest.mark.parametrize(
     "caller",
     [

@@ -125,8 +125,10 @@ def is_well_formed(identifier: str, prefix: str) -> bool:
 
 def shape_of(prefix: str) -> str:
     """The expected shape of an id with ``prefix``, in words (the ``problem`` of a malformed one)."""
+    kind = KINDS[prefix]
+    article = "an" if kind[0] in "aeiou" else "a"
     return (
-        f"must be a {KINDS[prefix]}: {prefix} followed by 26 Crockford base32 characters "
+        f"must be {article} {kind}: {prefix} followed by 26 Crockford base32 characters "
         "(digits and capital letters but I, L, O and U), such as "
         f"{prefix}{_EXAMPLE_ULID}"
     )

@@ -89,9 +89,16 @@ class ErasureService:
     def start(self, principal: Principal, request: ErasureRequest) -> ErasureResponse:
         """Store a ``queued`` erasure of the caller's tenant (or of the bases the request chooses)
         and queue it. ``InvalidRequestError`` (400) for a real erasure without ``confirm_tenant_id``
-        equal to the caller's tenant; ``ResourceUnavailableError`` (404) when a chosen base does
+        equal to the caller's tenant, and for any ``confirm_tenant_id`` naming another tenant (a
+        dry run too); ``ResourceUnavailableError`` (404) when a chosen base does
         not exist."""
         tenant_id = self.authorize(principal)
+        if request.confirm_tenant_id is not None and request.confirm_tenant_id != tenant_id:
+            raise InvalidRequestError(
+                "confirm_tenant_id names another tenant than the token's (details.tenant_id): "
+                "nothing is erased or counted with a token of the wrong tenant.",
+                {"field": "confirm_tenant_id", "tenant_id": tenant_id},
+            )
         if not request.dry_run and request.confirm_tenant_id != tenant_id:
             raise InvalidRequestError(
                 "An erasure deletes every base, item and note of the tenant for good: set "

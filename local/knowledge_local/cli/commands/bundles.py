@@ -62,7 +62,7 @@ def _export(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
     if arguments.no_bases:
         body["knowledge_base_ids"] = []
     elif arguments.base:
-        body["knowledge_base_ids"] = [base_id(client, base) for base in arguments.base]
+        body["knowledge_base_ids"] = [base_id(client, base, inactive=True) for base in arguments.base]
     if arguments.path_prefix:
         body["path_prefix"] = arguments.path_prefix
     job = client.request("POST", "/v1/exports", json=body)

@@ -78,7 +78,7 @@ def _erase(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
     if arguments.confirm:
         body["confirm_tenant_id"] = arguments.confirm
     if arguments.base:
-        body["knowledge_base_ids"] = [base_id(client, base) for base in arguments.base]
+        body["knowledge_base_ids"] = [base_id(client, base, inactive=True) for base in arguments.base]
     try:
         job = client.request("POST", "/v1/erasures", json=body)
     except ApiError as error:

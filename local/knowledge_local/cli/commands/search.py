@@ -20,6 +20,7 @@ from typing import Any
 
 from knowledge.domain.ids import KB_PREFIX, is_well_formed
 from knowledge_local.cli.arguments import (
+    UsageError,
     base_reference,
     finite_number,
     item_id,
@@ -28,7 +29,7 @@ from knowledge_local.cli.arguments import (
     revision_id,
 )
 from knowledge_local.cli.client import ApiError, KnowledgeClient
-from knowledge_local.cli.ingestion import find_base, similar_names
+from knowledge_local.cli.ingestion import AmbiguousBaseError, find_base, similar_names
 from knowledge_local.state import state_dir, state_dir_prefix
 
 MODES = ("hybrid", "lexical", "semantic", "rrf")
@@ -171,22 +172,45 @@ def original_place(locator: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def base_id(client: KnowledgeClient, base: str) -> str:
-    """``base`` as a knowledge base id: ids pass through (the API checks them), names are looked
-    up (``AmbiguousBaseError`` when several bases share one)."""
+def base_id(client: KnowledgeClient, base: str, *, inactive: bool = False) -> str:
+    """``base`` as a knowledge base id: well-formed ids pass through (the API checks them), names
+    are looked up among the active bases, and among the inactive ones too with ``inactive`` (a
+    delete or an export reaches those). ``UsageError`` for a malformed ``kb_`` id,
+    ``AmbiguousBaseError`` when several bases share the name, ``ApiError`` 404 for none (an
+    inactive one named as such)."""
     if is_well_formed(base, KB_PREFIX):
         return base
-    found = find_base(client, base)
-    if found is None:
-        names = [str(known.get("name")) for known in client.bases() if known.get("status") == "active"]
-        close = similar_names(base, names)
-        suggestion = f" Did you mean {_either(close)}?" if close else ""
+    if base.startswith(KB_PREFIX):
+        raise UsageError(
+            f"{base!r} is not a knowledge base id (kb_ and 26 Crockford base32 characters): "
+            "`knowledge bases` lists them"
+        )
+    if inactive:
+        named = [known for known in client.bases() if known.get("name") == base]
+        if len(named) > 1:
+            raise AmbiguousBaseError(base, [str(known["knowledge_base_id"]) for known in named])
+        found = named[0] if named else None
+    else:
+        found = find_base(client, base)
+    if found is not None:
+        return str(found["knowledge_base_id"])
+    listed = list(client.bases())
+    asleep = [known for known in listed if known.get("name") == base]
+    if asleep:
         raise ApiError(
             404,
             "knowledge_resource_unavailable",
-            f"No knowledge base named {base!r}.{suggestion} `knowledge bases` lists them all.",
+            f"The knowledge base {base!r} ({asleep[0]['knowledge_base_id']}) is inactive: it is in no "
+            "answer until `PATCH /v1/knowledge-bases/{kb}` sets it active again.",
         )
-    return str(found["knowledge_base_id"])
+    names = [str(known.get("name")) for known in listed if inactive or known.get("status") == "active"]
+    close = similar_names(base, names)
+    suggestion = f" Did you mean {_either(close)}?" if close else ""
+    raise ApiError(
+        404,
+        "knowledge_resource_unavailable",
+        f"No knowledge base named {base!r}.{suggestion} `knowledge bases` lists them all.",
+    )
 
 
 def _either(names: Sequence[str]) -> str:
