@@ -155,23 +155,17 @@ NOT_BOOLEAN = ["off", "on", "yes", "no", "1", "0", "True", "FALSE", "", "true,fa
 def flagged(request: pytest.FixtureRequest, token: str) -> Any:
     """``send(value)`` on a route with a boolean query parameter, and that parameter's name."""
     kind = request.param
+    if kind == "note-list":
+        return lambda value: call(
+            "GET", "/v1/notes", None, token, query={"include_superseded": value}
+        ), "include_superseded"
     if kind == "purge-item":
         path = f"/v1/knowledge-items/{request.getfixturevalue('item_id')}"
-        return lambda value: invoke_admin(
-            admin_event(
-                "DELETE", path, authorization=token, query={"dry_run": value, "expected_version": "1"}
-            )
-        ), "dry_run"
-    if kind == "purge-base":
+    else:
         path = f"/v1/knowledge-bases/{request.getfixturevalue('base_id')}"
-        return lambda value: invoke_admin(
-            admin_event(
-                "DELETE", path, authorization=token, query={"dry_run": value, "expected_version": "1"}
-            )
-        ), "dry_run"
-    return lambda value: call(
-        "GET", "/v1/notes", None, token, query={"include_superseded": value}
-    ), "include_superseded"
+    return lambda value: invoke_admin(
+        admin_event("DELETE", path, authorization=token, query={"dry_run": value, "expected_version": "1"})
+    ), "dry_run"
 
 
 @pytest.mark.parametrize("value", NOT_BOOLEAN)

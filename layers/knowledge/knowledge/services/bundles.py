@@ -87,6 +87,8 @@ CHECKPOINT_LINES = 500
 """An import stores its progress every this many lines."""
 T = TypeVar("T")
 R = TypeVar("R")
+V = TypeVar("V", KnowledgeItem, Note)
+H = TypeVar("H", ItemState, Note)
 
 
 @dataclass
@@ -562,7 +564,8 @@ class BundleService:
             versions = [Note.model_validate(version | mine) for version in document["versions"]]
             if any(version.note_id != note.note_id for version in versions):
                 raise ValueError("a note's versions must carry its note_id")
-            note, versions = self._above_tombstone(note, versions)
+            floor = self._floor(lambda held: held.held_note_version(tenant_id, note.note_id))
+            note, versions = _above(floor, note, versions)
             try:
                 return _outcome("note", self._store.restore_note(note, versions))
             except ConflictError:
@@ -587,43 +590,17 @@ class BundleService:
         ]
         states = [ItemState.model_validate(state | mine) for state in document["states"]]
         _check_item(item, revisions)
-        item, states = self._item_above_tombstone(item, states)
+        floor = self._floor(lambda held: held.held_item_version(item.tenant_id, item.knowledge_item_id))
+        item, states = _above(floor, item, states)
         try:
             return _outcome("item", self._store.restore_item(item, revisions, states))
         except ConflictError:
             return "item.conflicts", 1, f"item:{item.knowledge_item_id}"
 
-    def _item_above_tombstone(
-        self, item: KnowledgeItem, states: list[ItemState]
-    ) -> tuple[KnowledgeItem, list[ItemState]]:
-        """``item`` and ``states`` as restored: versions moved above a version the indexes still
-        hold for the item's id (its tombstone, when it was purged or erased here), else as they are."""
+    def _floor(self, read: Callable[[HeldVersions], int]) -> int:
+        """What ``read`` gives of the indexes' held versions (0 without ``held``)."""
         held = self._held()
-        floor = 0 if held is None else held.held_item_version(item.tenant_id, item.knowledge_item_id)
-        shift = _shift(floor, [item.version, *(state.version for state in states)])
-        if not shift:
-            return item, states
-        logger.debug(
-            "item versions moved above the index's",
-            extra={"knowledge_item_id": item.knowledge_item_id, "held_version": floor, "shift": shift},
-        )
-        moved = [state.model_copy(update={"version": state.version + shift}) for state in states]
-        return item.model_copy(update={"version": item.version + shift}), moved
-
-    def _above_tombstone(self, note: Note, versions: list[Note]) -> tuple[Note, list[Note]]:
-        """``note`` and its ``versions`` as restored: moved above a version the indexes still hold
-        for the note's id (its tombstone, when it was forgotten for good or erased here)."""
-        held = self._held()
-        floor = 0 if held is None else held.held_note_version(note.tenant_id, note.note_id)
-        shift = _shift(floor, [note.version, *(version.version for version in versions)])
-        if not shift:
-            return note, versions
-        logger.debug(
-            "note versions moved above the index's",
-            extra={"note_id": note.note_id, "held_version": floor, "shift": shift},
-        )
-        moved = [version.model_copy(update={"version": version.version + shift}) for version in versions]
-        return note.model_copy(update={"version": note.version + shift}), moved
+        return 0 if held is None else read(held)
 
     # -- helpers -----------------------------------------------------------------------------------
 
@@ -665,9 +642,17 @@ def _every(read: Callable[[str | None], Page[T]]) -> Iterator[T]:
         token = page.next_token
 
 
-def _shift(floor: int, versions: list[int]) -> int:
-    """How far a record's ``versions`` move so the lowest is above ``floor``; 0 when it is."""
-    return max(floor + 1 - min(versions), 0)
+def _above(floor: int, record: V, history: list[H]) -> tuple[V, list[H]]:
+    """``record`` and its ``history`` (an item and its states, a note and its versions) as
+    restored: every version moved by the same amount so the lowest is above ``floor``, the version
+    the indexes still hold for the record's id (its tombstone when it was purged, forgotten for
+    good or erased here), which would refuse it; unchanged when the lowest already is."""
+    shift = max(floor + 1 - min(record.version, *(entry.version for entry in history)), 0)
+    if not shift:
+        return record, history
+    logger.debug("restored versions moved above the index's", extra={"held_version": floor, "shift": shift})
+    moved = [entry.model_copy(update={"version": entry.version + shift}) for entry in history]
+    return record.model_copy(update={"version": record.version + shift}), moved
 
 
 def _object_key(tenant_id: str, job_id: str) -> str:
