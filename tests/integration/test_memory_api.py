@@ -460,10 +460,18 @@ def test_forget_dry_run_over_rest_changes_nothing_and_its_receipt_is_the_real_ca
     assert found(alice, "herons") == []
 
 
-def test_forget_dry_run_that_is_not_a_boolean_is_refused(alice: str, stream: StreamReader) -> None:
+@pytest.mark.parametrize(
+    "flags",
+    [{"dry_run": "yes"}, {"dry_run": None, "mode": "hard"}, {"mode": None}],
+    ids=["dry-run-yes", "dry-run-null", "mode-null"],
+)
+def test_forget_flags_that_are_not_what_they_should_be_are_refused(
+    alice: str, stream: StreamReader, flags: dict[str, object]
+) -> None:
     note = _created(alice, stream, "A fact that a bad dry run keeps.")
 
-    reply = call("POST", "/v1/tools/forget_memory", {"note_id": note["note_id"], "dry_run": "yes"}, alice)
+    reply = call("POST", "/v1/tools/forget_memory", {"note_id": note["note_id"], **flags}, alice)
 
-    assert error_body(400, "validation_error", reply)["details"]["fields"][0]["field"] == "dry_run"
+    field = next(name for name in ("dry_run", "mode") if name in flags and flags[name] in ("yes", None))
+    assert error_body(400, "validation_error", reply)["details"]["fields"][0]["field"] == field
     assert found(alice, "bad dry run") == ["A fact that a bad dry run keeps."]

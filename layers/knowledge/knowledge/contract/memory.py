@@ -12,7 +12,8 @@ bidirectional or invisible characters (``knowledge.domain.identifiers``) and a `
 is bounded, ``knowledge.domain.bounds``) and fields that need another (``team_id`` without
 ``scope: "team"``, ``expected_version`` without ``memory_id`` or ``semantic_key``, ``expires_at``
 with ``ttl_seconds``) are published in the schema and enforced by the service, which answers
-``memory_invalid_request``. ``null`` means "use the default". Timestamps are ISO-8601 UTC; lengths
+``memory_invalid_request``. ``null`` means "use the default" (but for ``forget_memory``'s ``mode``
+and ``dry_run``, where it is refused). Timestamps are ISO-8601 UTC; lengths
 count Unicode code points.
 """
 
@@ -240,6 +241,10 @@ class UnpinMemoryArguments(_Arguments):
     note_id: Identifier = Field(max_length=ID_MAX_CHARS, description="The note to unpin.")
 
 
+_NO_DEFAULT_FOR_NULL = frozenset({"mode", "dry_run"})
+"""``forget_memory`` fields whose ``null`` is refused rather than read as the default."""
+
+
 class ForgetMemoryArguments(_Arguments):
     """``forget_memory``: hide (soft), redact or delete (hard) one note."""
 
@@ -253,6 +258,17 @@ class ForgetMemoryArguments(_Arguments):
         default=False,
         description="true: answer what the call would remove (the receipt, dry_run true) and write nothing.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_means_default(cls, data: Any) -> Any:
+        """``null`` means the default except for ``mode`` and ``dry_run``: a delete never guesses
+        what its flags meant, so a ``null`` there is a ``validation_error`` naming the field."""
+        if isinstance(data, dict):
+            return {
+                key: value for key, value in data.items() if value is not None or key in _NO_DEFAULT_FOR_NULL
+            }
+        return data
 
 
 class NoteView(BaseModel):
