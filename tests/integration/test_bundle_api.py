@@ -139,8 +139,12 @@ def test_an_export_without_both_admin_scopes_answers_403(world: SearchWorld, sco
         {"knowledge_base_ids": ["not-a-base"]},
         {"path_prefix": "ops"},
         {"include_vectors": "yes please"},
+        {"include_vectors": "yes"},
+        {"include_notes": "no"},
+        {"include_notes": 0},
+        {"include_vectors": 1},
     ],
-    ids=["malformed-base-id", "relative-path", "not-a-boolean"],
+    ids=["malformed-base-id", "relative-path", "not-a-boolean", "yes", "no", "zero", "one"],
 )
 def test_a_malformed_export_request_answers_400(world: SearchWorld, body: dict[str, Any]) -> None:
     reply = _client(world, *OPERATOR).call("POST", "/v1/exports", body)

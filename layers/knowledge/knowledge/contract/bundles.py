@@ -34,7 +34,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 from knowledge.domain import ids
 from knowledge.domain.bundles import BundleJob, BundleJobKind, BundleJobStatus, BundleSelection
@@ -60,8 +60,8 @@ class ExportRequest(_Request):
 
     knowledge_base_ids: Annotated[list[str], Field(max_length=MAX_BASES_PER_EXPORT)] | None = None
     path_prefix: Annotated[str, Field(min_length=1, max_length=PATH_MAX_CHARS)] | None = None
-    include_notes: bool = True
-    include_vectors: bool = False
+    include_notes: StrictBool = True
+    include_vectors: StrictBool = False
 
     @field_validator("knowledge_base_ids")
     @classmethod
