@@ -65,9 +65,11 @@ class MemoryWorld:
     index_factory: Callable[[], NoteIndex] = EmbeddedNoteIndex
     history_factory: Callable[[], NoteIndex] = lambda: EmbeddedNoteIndex(history=True)
     """The note index and the note history index (``as_of``); in process unless a test says."""
+    stored_items_limit: int = 0
+    """The tenants' stored items quota (0: none)."""
 
     def __post_init__(self) -> None:
-        self.store = InProcessKnowledgeStore(clock=self.clock)
+        self.store = InProcessKnowledgeStore(clock=self.clock, stored_items_limit=self.stored_items_limit)
         self.embedder = CachedEmbedder(HashingEmbedder(), self.cache)
         self.index = self.index_factory()
         self.index.ensure_ready(model_id=self.embedder.model_id, dimension=self.embedder.dimension)

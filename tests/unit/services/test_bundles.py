@@ -5,14 +5,16 @@ at fault, and the jobs move from queued to succeeded or failed."""
 
 from __future__ import annotations
 
+import array
 import json
+import math
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import Any
 
 import pytest
 
-from knowledge.adapters.embedding_cache import CachedEmbedder, InProcessEmbeddingCache
+from knowledge.adapters.embedding_cache import CachedEmbedder, InProcessEmbeddingCache, embedding_key
 from knowledge.contract.bundles import BundleWork, ExportRequest
 from knowledge.contract.memory import ForgetMemoryArguments
 from knowledge.domain.bundles import BundleJobKind, BundleJobStatus, BundleSelection
@@ -76,13 +78,19 @@ class Deployment:
         dimension: int = 64,
         held: Callable[[], HeldVersions | None] = lambda: None,
         note_indexes: tuple[Callable[[], NoteIndex], Callable[[], NoteIndex]] | None = None,
+        stored_items_limit: int = 0,
     ) -> None:
         """``held`` is the import's view of the search indexes (none by default); ``note_indexes``
-        builds the note index and the note history index (in process by default)."""
+        builds the note index and the note history index (in process by default);
+        ``stored_items_limit`` is the tenants' quota (0: none)."""
         self.world = (
-            MemoryWorld()
+            MemoryWorld(stored_items_limit=stored_items_limit)
             if note_indexes is None
-            else MemoryWorld(index_factory=note_indexes[0], history_factory=note_indexes[1])
+            else MemoryWorld(
+                index_factory=note_indexes[0],
+                history_factory=note_indexes[1],
+                stored_items_limit=stored_items_limit,
+            )
         )
         self.world.embedder = CachedEmbedder(HashingEmbedder(dimension), InProcessEmbeddingCache())
         self.bucket = MemoryBundleBucket()
@@ -202,9 +210,18 @@ def seed(deployment: Deployment, tenant_id: str = SOURCE) -> dict[str, str]:
     }
 
 
-def imported(deployment: Deployment, lines: Iterable[str]) -> tuple[dict[str, int], list[str]]:
+def ended(lines: list[str]) -> list[str]:
+    """``lines`` (a header and records, no end line) with the end line that counts their records."""
+    kinds = [json.loads(line)["kind"] for line in lines[1:]]
+    counts = {kind: kinds.count(kind) for kind in ("base", "item", "note", "pin") if kind in kinds}
+    return [*lines, json.dumps({"kind": "end", "counts": counts})]
+
+
+def imported(
+    deployment: Deployment, lines: Iterable[str], *, keep_vectors: bool = False
+) -> tuple[dict[str, int], list[str]]:
     """The counts and conflicts of importing ``lines`` into ``TARGET`` in one go."""
-    progress = deployment.service.import_lines(TARGET, lines)
+    progress = deployment.service.import_lines(TARGET, lines, keep_vectors=keep_vectors)
     assert progress is not None
     return progress.counts, progress.conflicts
 
@@ -280,7 +297,7 @@ def test_a_record_whose_external_id_another_item_holds_is_a_named_conflict() -> 
     lines = [json.dumps(line) for line in deployment.bundle(SOURCE)]
     base = next(json.loads(line)["base"] for line in lines if '"kind":"base"' in line.replace(" ", ""))
     store = deployment.store
-    deployment.service.import_lines(TARGET, [lines[0], json.dumps({"kind": "base", "base": base}), lines[-1]])
+    deployment.service.import_lines(TARGET, ended([lines[0], json.dumps({"kind": "base", "base": base})]))
     store.create_item(
         TARGET,
         names["handbook"],
@@ -327,13 +344,83 @@ def test_vectors_travel_only_to_a_deployment_of_the_same_model() -> None:
     assert sum(len(line["vectors"]) for line in vectors) == bundle[-1]["counts"]["vectors"] >= 1
 
     same, other = Deployment(), Deployment(dimension=32)
-    kept, _ = imported(same, (json.dumps(line) for line in bundle))
-    skipped, _ = imported(other, (json.dumps(line) for line in bundle))
+    kept, _ = imported(same, (json.dumps(line) for line in bundle), keep_vectors=True)
+    skipped, _ = imported(other, (json.dumps(line) for line in bundle), keep_vectors=True)
 
     assert kept["vectors.kept"] == bundle[-1]["counts"]["vectors"]
     assert "vectors.kept" not in skipped
+    assert skipped["vectors.ignored"] == bundle[-1]["counts"]["vectors"]
     assert same.world.embedder.cached(["Red team meets on Mondays."])
     assert not other.world.embedder.cached(["Red team meets on Mondays."])
+
+
+def _poisoned(deployment: Deployment, texts: dict[str, list[float]]) -> list[str]:
+    """A bundle holding only vectors: ``texts`` mapped to the vectors given for them."""
+    embedder = deployment.world.embedder
+    keys = {
+        embedding_key(embedder.model_id, embedder.dimension, text): vector for text, vector in texts.items()
+    }
+    header = {
+        "kind": "bundle",
+        "format": "knowledge-bundle",
+        "format_version": 1,
+        "tenant_id": "mallory",
+        "exported_at": "2026-12-05T12:00:00Z",
+        "embedding": {"model_id": embedder.model_id, "dimension": embedder.dimension},
+        "selection": {},
+    }
+    lines = [json.dumps(header), json.dumps({"kind": "vectors", "vectors": keys})]
+    return [*lines, json.dumps({"kind": "end", "counts": {"vectors": len(keys)}})]
+
+
+def test_a_tenant_administrators_import_never_writes_the_shared_embedding_cache() -> None:
+    deployment = Deployment()
+    victim = "The capybara relay is on host nine."
+    flipped = [-value for value in HashingEmbedder(64).embed([victim])[0]]
+
+    counts, _ = imported(deployment, _poisoned(deployment, {victim: flipped}))
+
+    assert counts == {"vectors.ignored": 1}
+    assert deployment.world.embedder.cached([victim]) == {}
+    assert deployment.world.embedder.embed([victim]) == _float32(HashingEmbedder(64).embed([victim]))
+
+
+def test_a_kept_vector_never_replaces_a_cached_row_and_only_usable_vectors_are_kept() -> None:
+    deployment = Deployment()
+    embedder = deployment.world.embedder
+    computed = embedder.embed(["Cached already."])
+    poison = {
+        "Cached already.": [1.0] * 64,
+        "Not a number.": [math.nan] * 64,
+        "Infinite.": [math.inf] + [0.0] * 63,
+        "All zero.": [0.0] * 64,
+        "Too short.": [1.0] * 3,
+        "Fine.": [0.5] * 64,
+    }
+
+    counts, _ = imported(deployment, _poisoned(deployment, poison), keep_vectors=True)
+
+    assert counts == {"vectors.ignored": 5, "vectors.kept": 1}
+    assert embedder.embed(["Cached already."]) == computed
+    assert list(
+        embedder.cached(["Fine.", "Not a number.", "Infinite.", "All zero.", "Too short."]).values()
+    ) == [[0.5] * 64]
+
+
+def test_a_cached_row_that_is_not_a_usable_vector_is_embedded_again() -> None:
+    deployment = Deployment()
+    embedder = deployment.world.embedder
+    key = embedding_key(embedder.model_id, embedder.dimension, "Broken row.")
+    deployment.world.cache.put_many({key: [math.nan] * 64})
+
+    computed = _float32(HashingEmbedder(64).embed(["Broken row."]))
+    assert embedder.embed(["Broken row."]) == computed
+    assert list(embedder.cached(["Broken row."]).values()) == computed
+
+
+def _float32(vectors: list[list[float]]) -> list[list[float]]:
+    """``vectors`` as the cache stores them (float32)."""
+    return [array.array("f", vector).tolist() for vector in vectors]
 
 
 @pytest.mark.parametrize(
@@ -349,6 +436,12 @@ def test_vectors_travel_only_to_a_deployment_of_the_same_model() -> None:
         ),
         (lambda lines: [*lines, json.dumps({"kind": "base"})], 0, "nothing after its end"),
         (lambda lines: [_tampered(line) for line in lines], 0, "not the revision's"),
+        (
+            lambda lines: [*lines[:-1], lines[-1].replace('"item":2', '"item":99')],
+            0,
+            "end line counts 99 item records but the bundle holds 2",
+        ),
+        (lambda lines: [line for line in lines if '"kind":"pin"' not in line], 0, "counts 2 pin records"),
     ],
 )
 def test_a_damaged_bundle_is_refused_with_the_line_at_fault(damage: Any, line: int, message: str) -> None:
@@ -430,6 +523,59 @@ def test_a_damaged_upload_fails_its_import_with_the_reason() -> None:
     assert "line 1" in job.error
 
 
+def _import_job(deployment: Deployment, lines: list[str]) -> Any:
+    """An import of ``lines`` into ``TARGET``, run from the queue once: the job as it then stands."""
+    operator = OPERATOR.model_copy(update={"tenant_id": TARGET})
+    created = deployment.service.create_import(operator)
+    deployment.bucket.objects[f"bundles/{TARGET}/{created.job_id}.jsonl"] = "\n".join(lines).encode()
+    deployment.service.start_import(operator, created.job_id)
+    assert deployment.run_all() == [JobAction.FAILED]
+    return deployment.service.get_job(operator, created.job_id, BundleJobKind.IMPORT)
+
+
+def test_an_item_whose_base_is_nowhere_fails_the_import_at_once_naming_its_line() -> None:
+    source = Deployment()
+    seed(source)
+    lines = [json.dumps(entry) for entry in source.bundle(SOURCE) if entry["kind"] != "base"]
+    target = Deployment()
+
+    job = _import_job(target, lines)
+
+    assert job.status is BundleJobStatus.FAILED
+    assert job.error is not None
+    assert "knowledge base" in job.error
+    assert "neither in the bundle before it nor in the tenant. (line 2)" in job.error
+    assert target.queue.sent == []  # failed for good: not handed on, not retried
+
+
+def test_an_import_past_the_stored_items_quota_fails_at_once_and_keeps_what_came_before() -> None:
+    source = Deployment()
+    seed(source)
+    lines = [json.dumps(entry) for entry in source.bundle(SOURCE)]
+    target = Deployment(stored_items_limit=3)
+
+    job = _import_job(target, lines)
+
+    assert job.status is BundleJobStatus.FAILED
+    assert job.error is not None
+    assert "stored items quota (3) is used up" in job.error
+    assert "import the bundle again once there is room" in job.error
+    assert target.store.read_counters(TARGET).stored == 3
+
+
+def test_a_pin_whose_note_is_not_in_the_tenant_is_a_named_conflict() -> None:
+    source = Deployment()
+    names = seed(source)
+    bundle = source.bundle(SOURCE)
+    lines = ended([json.dumps(entry) for entry in bundle if entry["kind"] not in ("note", "end")])
+
+    counts, conflicts = imported(Deployment(), lines)
+
+    assert counts["pin.conflicts"] == 2
+    assert f"pin:{names['keyed']}" in conflicts
+    assert "pin.present" not in counts
+
+
 def test_a_job_whose_store_keeps_failing_is_failed_on_the_last_delivery() -> None:
     deployment = Deployment()
     seed(deployment)
@@ -508,9 +654,9 @@ def test_an_import_out_of_time_hands_on_and_the_next_step_goes_on_from_its_check
     applied: list[int] = []
     original = target.service._restore
 
-    def counted(tenant_id: str, document: Any, *, vectors: Any) -> Any:
+    def counted(tenant_id: str, document: Any) -> Any:
         applied.append(1)
-        return original(tenant_id, document, vectors=vectors)
+        return original(tenant_id, document)
 
     target.service._restore = counted  # type: ignore[method-assign]
     budget = iter([1.0, 1.0, 1.0, 0.0])  # out of time after the fourth line

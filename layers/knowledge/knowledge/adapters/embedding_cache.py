@@ -16,6 +16,7 @@ from __future__ import annotations
 import array
 import hashlib
 import json
+import math
 import os
 import random
 import sqlite3
@@ -361,7 +362,7 @@ class CachedEmbedder:
         vectors = {
             key: vector
             for key, vector in self._cache.get_many(unique_keys).items()
-            if len(vector) == dimension
+            if _usable(vector, dimension)
         }
         misses = {key: text for key, text in zip(keys, texts, strict=True) if key not in vectors}
         if misses:
@@ -391,9 +392,17 @@ class CachedEmbedder:
         return {key: vector for key, vector in self._cache.get_many(keys).items() if len(vector) == dimension}
 
     def keep(self, vectors: Mapping[str, list[float]]) -> int:
-        """Store ``vectors`` (cache key → vector of this model's dimension; others are left out)
-        so the texts they embed are not embedded again; the number stored."""
-        kept = {key: vector for key, vector in vectors.items() if len(vector) == self._inner.dimension}
+        """Store ``vectors`` (cache key → vector) so the texts they embed are not embedded again;
+        the number stored. A vector is left out unless it is a finite, non-zero one of this
+        model's dimension, and a key the cache already holds keeps its row: rows are shared by
+        every tenant, so what is kept never replaces what the model computed."""
+        usable = {
+            key: array.array("f", vector).tolist()
+            for key, vector in vectors.items()
+            if isinstance(vector, list) and _usable(vector, self._inner.dimension)
+        }
+        held = self._cache.get_many(list(usable)) if usable else {}
+        kept = {key: vector for key, vector in usable.items() if key not in held}
         if kept:
             self._cache.put_many(kept)
         return len(kept)
@@ -402,6 +411,13 @@ class CachedEmbedder:
         """Drop the cached vectors of ``texts``; the next ``embed`` of them computes them again."""
         model_id, dimension = self._inner.model_id, self._inner.dimension
         self._cache.delete_many([embedding_key(model_id, dimension, text) for text in texts])
+
+
+def _usable(vector: Sequence[float], dimension: int) -> bool:
+    """A vector of ``dimension`` finite numbers, not all zero: one a search can take a cosine of
+    (a cached row that is not is embedded again). A NaN or an infinity anywhere makes the sum
+    not finite; a value that is no number raises ``TypeError``."""
+    return len(vector) == dimension and math.isfinite(sum(vector)) and any(vector)
 
 
 def build(settings: Settings, model: Embedder) -> CachedEmbedder:

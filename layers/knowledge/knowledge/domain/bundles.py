@@ -72,6 +72,9 @@ class BundleJob(BaseModel):
     lease_until: datetime | None = None
     """When the worker running the job gives it up unless it stored a step by then."""
     erasure: ErasureProgress | None = None
+    keep_vectors: bool = False
+    """An import started by a platform administrator: the bundle's vectors may go into the
+    embedding cache every tenant shares (a tenant administrator's are ignored and re-embedded)."""
     version: int = Field(default=1, ge=1)
 
     @property

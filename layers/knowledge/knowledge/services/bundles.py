@@ -54,6 +54,7 @@ from knowledge.domain.models import (
     KnowledgeBase,
     KnowledgeItem,
     Page,
+    Permission,
     Principal,
     Revision,
 )
@@ -62,6 +63,7 @@ from knowledge.errors import (
     DependencyUnavailableError,
     InvalidRequestError,
     ResourceUnavailableError,
+    StoredItemsQuotaError,
 )
 from knowledge.observability import logger
 from knowledge.ports import (
@@ -109,6 +111,12 @@ class BundleFormatError(ValueError):
     def __init__(self, message: str, line: int) -> None:
         super().__init__(f"{message} (line {line})" if line else message)
         self.line = line
+
+
+class ImportRefusedError(BundleFormatError):
+    """A well-formed record the tenant cannot take, which no retry changes: an item whose base is
+    neither in the bundle nor in the tenant, or the tenant's stored items quota used up. The
+    import fails at once with this message and the line; the records before it stay imported."""
 
 
 class HeldVersions(Protocol):
@@ -194,6 +202,7 @@ class BundleService:
             requested_by=principal.subject_id,
             object_key=_object_key(tenant_id, job_id),
             created_at=now,
+            keep_vectors=Permission.PLATFORM_ADMIN.value in principal.scopes,
         )
         self._store.create_bundle_job(job)
         return BundleJobResponse.of(
@@ -469,7 +478,9 @@ class BundleService:
         resumed = ImportProgress(
             counts=dict(job.counts), conflicts=list(job.conflicts), lines_done=job.lines_done
         )
-        progress = self.import_lines(job.tenant_id, lines, resume=resumed, after_line=checkpoint)
+        progress = self.import_lines(
+            job.tenant_id, lines, keep_vectors=job.keep_vectors, resume=resumed, after_line=checkpoint
+        )
         if progress is None:
             self._require_queue().send(BundleWork(op="import", tenant_id=job.tenant_id, job_id=job.job_id))
             logger.info(
@@ -483,55 +494,78 @@ class BundleService:
         tenant_id: str,
         lines: Iterable[bytes | str],
         *,
+        keep_vectors: bool = False,
         resume: ImportProgress | None = None,
         after_line: Callable[[ImportProgress], bool] | None = None,
     ) -> ImportProgress | None:
         """Restore a bundle's records into ``tenant_id`` (see the module doc): the counts by
-        ``<kind>.imported`` / ``.present`` / ``.conflicts`` (and ``vectors.kept``), the conflicting
-        records named ``<kind>:<id>`` and the bytes read. ``resume`` goes on after the lines it
-        counts done (the header is read again); ``after_line(progress)`` runs after each applied
-        line and stops the import by answering true (``None`` is answered then).
-        ``BundleFormatError`` for a bundle that is not the format's (records before the bad line
-        stay imported: the corrected bundle imported again finds them present)."""
+        ``<kind>.imported`` / ``.present`` / ``.conflicts`` (and ``vectors.kept`` /
+        ``vectors.ignored``), the conflicting records named ``<kind>:<id>`` and the bytes read.
+        ``keep_vectors``: the bundle's vectors may go into the embedding cache every tenant shares
+        (an import by a platform administrator); otherwise they are ignored and the indexer embeds
+        the texts. ``resume`` goes on after the lines it counts done (the header is read again);
+        ``after_line(progress)`` runs after each applied line and stops the import by answering
+        true (``None`` is answered then). ``BundleFormatError`` for a bundle that is not the
+        format's, its end line's counts included, and ``ImportRefusedError`` for a record the
+        tenant cannot take (records before the line at fault stay imported: the bundle imported
+        again finds them present)."""
         progress = resume or ImportProgress(counts={}, conflicts=[])
         skipped = progress.lines_done
         progress.bytes_read = 0
         vectors: VectorCache | None = None
         number = 0
         header: BundleHeader | None = None
-        ended = False
+        end: BundleEnd | None = None
         for raw in lines:
             number += 1
             progress.bytes_read += len(raw) + 1
             text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
             if not text.strip() or (header is not None and number <= skipped):
                 continue
-            if ended:
+            if end is not None:
                 raise BundleFormatError("A bundle has nothing after its end line.", number)
             document = _parsed(text, number)
             if header is None:
-                header, vectors = self._header(document, number)
+                header, vectors = self._header(document, number, keep_vectors=keep_vectors)
             elif isinstance(document, dict) and document.get("kind") == "end":
-                _checked(BundleEnd.model_validate, document, number)
-                ended = True
+                end = _checked(BundleEnd.model_validate, document, number)
+                _check_counts(end, progress.counts, number)
             else:
-                restore = partial(self._restore, tenant_id, vectors=vectors)
-                counter, amount, conflict = _checked(restore, document, number)
-                if amount:
-                    progress.counts[counter] = progress.counts.get(counter, 0) + amount
-                if conflict is not None:
-                    progress.conflicts.append(conflict)
+                self._apply(progress, tenant_id, document, number, vectors)
             progress.lines_done = max(progress.lines_done, number)
-            if after_line is not None and not ended and after_line(progress):
+            if after_line is not None and end is None and after_line(progress):
                 return None
-        if header is None or not ended:
+        if header is None or end is None:
             raise BundleFormatError("The bundle was cut short: it has no end line (export it again).", number)
         progress.counts = dict(sorted(progress.counts.items()))
         return progress
 
-    def _header(self, document: Any, number: int) -> tuple[BundleHeader, VectorCache | None]:
-        """The bundle's header, and the embedding cache when the bundle's vectors are this
-        deployment's model's (``None``: its vectors are not kept)."""
+    def _apply(
+        self,
+        progress: ImportProgress,
+        tenant_id: str,
+        document: Any,
+        number: int,
+        vectors: VectorCache | None,
+    ) -> None:
+        """Restore record line ``number`` (or keep a ``vectors`` line's vectors) into ``progress``."""
+        if isinstance(document, dict) and document.get("kind") == "vectors":
+            moved = _checked(partial(_kept, vectors), document, number)
+            conflict = None
+        else:
+            counter, amount, conflict = _checked(partial(self._restore, tenant_id), document, number)
+            moved = {counter: amount}
+        for counter, amount in moved.items():
+            if amount:
+                progress.counts[counter] = progress.counts.get(counter, 0) + amount
+        if conflict is not None:
+            progress.conflicts.append(conflict)
+
+    def _header(
+        self, document: Any, number: int, *, keep_vectors: bool
+    ) -> tuple[BundleHeader, VectorCache | None]:
+        """The bundle's header, and the embedding cache when the import may keep the bundle's
+        vectors and they are this deployment's model's (``None``: its vectors are not kept)."""
         header = _checked(BundleHeader.model_validate, document, number)
         if header.format_version != BUNDLE_FORMAT_VERSION:
             raise BundleFormatError(
@@ -539,17 +573,15 @@ class BundleService:
                 f"(this service reads {BUNDLE_FORMAT_VERSION}).",
                 number,
             )
-        vectors = self._vectors() if header.embedding else None
+        vectors = self._vectors() if header.embedding and keep_vectors else None
         if vectors is None:
             return header, None
         same = header.embedding == {"model_id": vectors.model_id, "dimension": vectors.dimension}
         return header, vectors if same else None
 
-    def _restore(
-        self, tenant_id: str, document: Any, *, vectors: VectorCache | None
-    ) -> tuple[str, int, str | None]:
-        """Restore one line: the counter it moves (``<kind>.imported``, ``.present``,
-        ``.conflicts``, ``vectors.kept``), by how much, and the conflicting record's name."""
+    def _restore(self, tenant_id: str, document: Any) -> tuple[str, int, str | None]:
+        """Restore one record line: the counter it moves (``<kind>.imported``, ``.present``,
+        ``.conflicts``), by how much, and the conflicting record's name."""
         if not isinstance(document, dict):
             raise TypeError("a bundle line is a JSON object")
         kind = document.get("kind")
@@ -571,14 +603,15 @@ class BundleService:
             except ConflictError:
                 return "note.conflicts", 1, f"note:{note.note_id}"
         if kind == "pin":
-            pin = Pin.model_validate(document["pin"] | mine)
-            return _outcome("pin", self._store.restore_pin(pin))
-        if kind == "vectors":
-            found = document["vectors"]
-            if not isinstance(found, dict):
-                raise TypeError("vectors must be an object of cache keys to vectors")
-            return "vectors.kept", 0 if vectors is None else vectors.keep(found), None
+            return self._restore_pin(Pin.model_validate(document["pin"] | mine))
         raise ValueError(f"unknown record kind {kind!r}")
+
+    def _restore_pin(self, pin: Pin) -> tuple[str, int, str | None]:
+        """A pin whose note the tenant does not hold (the note was a conflict, or is not in the
+        bundle) is a conflict, named by its note."""
+        if self._store.get_note(pin.tenant_id, pin.note_id) is None:
+            return "pin.conflicts", 1, f"pin:{pin.note_id}"
+        return _outcome("pin", self._store.restore_pin(pin))
 
     def _restore_item(self, document: dict[str, Any], mine: dict[str, str]) -> tuple[str, int, str | None]:
         item = KnowledgeItem.model_validate(document["item"] | mine)
@@ -596,6 +629,12 @@ class BundleService:
             return _outcome("item", self._store.restore_item(item, revisions, states))
         except ConflictError:
             return "item.conflicts", 1, f"item:{item.knowledge_item_id}"
+        except ResourceUnavailableError:
+            raise ImportRefusedError(
+                f"The item {item.knowledge_item_id}'s knowledge base {item.knowledge_base_id} is neither in "
+                "the bundle before it nor in the tenant.",
+                0,
+            ) from None
 
     def _floor(self, read: Callable[[HeldVersions], int]) -> int:
         """What ``read`` gives of the indexes' held versions (0 without ``held``)."""
@@ -682,6 +721,32 @@ def _chunked(lines: Iterable[str]) -> Iterator[bytes]:
         yield b"".join(buffer)
 
 
+def _check_counts(end: BundleEnd, counts: dict[str, int], number: int) -> None:
+    """``BundleFormatError`` unless the end line counts the records the import met, kind by kind
+    (imported, present and conflicting together): a bundle changed after its export."""
+    for kind in ("base", "item", "note", "pin"):
+        met = sum(counts.get(f"{kind}.{outcome}", 0) for outcome in ("imported", "present", "conflicts"))
+        said = end.counts.get(kind, 0)
+        if met != said:
+            raise BundleFormatError(
+                f"The end line counts {said} {kind} records but the bundle holds {met}: it was changed "
+                "after its export (export it again).",
+                number,
+            )
+
+
+def _kept(vectors: VectorCache | None, document: dict[str, Any]) -> dict[str, int]:
+    """Put a ``vectors`` line's vectors into the embedding cache (``vectors`` ``None``: the
+    import may not, or they are another model's): ``vectors.kept`` counts those stored,
+    ``vectors.ignored`` the others (the cache held the text already, or the vector is not a
+    finite, non-zero one of the model's dimension)."""
+    found = document["vectors"]
+    if not isinstance(found, dict):
+        raise TypeError("vectors must be an object of cache keys to vectors")
+    kept = 0 if vectors is None else vectors.keep(found)
+    return {"vectors.kept": kept, "vectors.ignored": len(found) - kept}
+
+
 def _outcome(kind: str, written: bool) -> tuple[str, int, None]:
     return f"{kind}.imported" if written else f"{kind}.present", 1, None
 
@@ -712,10 +777,18 @@ def _parsed(text: str, number: int) -> Any:
 
 
 def _checked(read: Callable[[Any], R], document: Any, number: int) -> R:
-    """``read(document)``, a malformed record raised as ``BundleFormatError`` of line ``number``;
-    the store's own errors pass through (the job is retried)."""
+    """``read(document)``, a malformed record raised as ``BundleFormatError`` of line ``number``
+    and a record the tenant cannot take as ``ImportRefusedError`` of that line; the store's other
+    errors pass through (the job is retried)."""
     try:
         return read(document)
+    except ImportRefusedError as error:
+        raise ImportRefusedError(str(error), number) from None
+    except StoredItemsQuotaError as error:
+        raise ImportRefusedError(
+            f"{error} The records before this line are imported; import the bundle again once there is room.",
+            number,
+        ) from None
     except BundleFormatError:
         raise
     except (ValueError, KeyError, TypeError, ValidationError) as error:
