@@ -133,3 +133,57 @@ def test_a_search_of_an_inactive_base_by_name_says_it_is_inactive(
     error = capsys.readouterr().err
     assert f"The knowledge base 'old-docs' ({BASE}) is inactive" in error
     assert "No knowledge base named" not in error
+
+
+def test_erase_confirming_another_tenant_names_the_tokens_tenant(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    refused = {
+        "error": {
+            "code": "knowledge_invalid_request",
+            "message": "confirm_tenant_id names another tenant than the token's (details.tenant_id).",
+            "details": {"field": "confirm_tenant_id", "tenant_id": "acme"},
+        }
+    }
+    api.reply("POST", "/v1/erasures", 400, refused)
+
+    assert run("erase", "--dry-run", "--confirm", "dev") == 2
+
+    error = capsys.readouterr().err
+    assert "--confirm dev names another tenant than this token's (acme): give --confirm acme" in error
+    assert "or with --dry-run" not in error
+
+
+def test_export_into_a_missing_folder_is_a_usage_error_before_any_request(
+    api: FakeApi,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Any,
+) -> None:
+    missing = tmp_path / "nowhere" / "x.jsonl"
+
+    assert run("export", "--out", str(missing)) == 2
+
+    assert f"the folder {missing.parent} does not exist" in capsys.readouterr().err
+    assert api.requests == []
+
+
+class _ClosedPipe:
+    """Standard output whose reader has gone (``| head``)."""
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def flush(self) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_output_cut_short_by_its_reader_ends_quietly(
+    api: FakeApi,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    api.reply("GET", f"/v1/knowledge-items/{ITEM}", 200, {"knowledge_item_id": ITEM, "version": 1})
+    api.reply("DELETE", f"/v1/knowledge-items/{ITEM}", 200, _purged(True))
+    monkeypatch.setattr("sys.stdout", _ClosedPipe())
+
+    assert run("purge-item", ITEM, "--dry-run") == 141

@@ -66,6 +66,29 @@ MASKED = "***"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``knowledge`` command: its exit status. Output cut short by its reader (``| head``)
+    ends the command quietly with 141, as a process stopped by ``SIGPIPE`` does."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 141
+    return code
+
+
+def _quiet_stdout() -> None:
+    """Point standard output at ``/dev/null``, so the interpreter's last flush finds no closed pipe."""
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (a test's capture)
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, descriptor)
+    os.close(null)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = _parser()
     arguments = parser.parse_args(argv)
     try:

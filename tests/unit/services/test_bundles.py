@@ -596,18 +596,24 @@ def test_a_job_whose_store_keeps_failing_is_failed_on_the_last_delivery() -> Non
 
 
 @pytest.mark.parametrize(
-    "principal",
+    ("principal", "refused"),
     [
-        agent("ops", KNOWLEDGE_ADMIN, READ, WRITE),  # no memory:admin
-        agent("ops", MEMORY_ADMIN, READ, WRITE),  # no knowledge:admin
-        agent("ops", KNOWLEDGE_ADMIN, MEMORY_ADMIN, knowledge_base_ids=["kb_01J9Z3K4QW5E6R7T8Y9V0A1B2C"]),
+        (agent("ops", KNOWLEDGE_ADMIN, READ, WRITE), {"required_scope": "memory:admin"}),
+        (agent("ops", MEMORY_ADMIN, READ, WRITE), {"required_scope": "knowledge:admin"}),
+        (
+            agent("ops", KNOWLEDGE_ADMIN, MEMORY_ADMIN, knowledge_base_ids=["kb_01J9Z3K4QW5E6R7T8Y9V0A1B2C"]),
+            {"knowledge_base_ids": "a token without a knowledge base allow-list is needed"},
+        ),
     ],
     ids=["knowledge-admin-only", "memory-admin-only", "allow-listed"],
 )
-def test_only_a_tenant_administrator_of_both_halves_moves_bundles(principal: Principal) -> None:
+def test_only_a_tenant_administrator_of_both_halves_moves_bundles(
+    principal: Principal, refused: dict[str, str]
+) -> None:
     deployment = Deployment()
-    with pytest.raises(InsufficientScopeError):
+    with pytest.raises(InsufficientScopeError) as raised:
         deployment.service.start_export(principal, ExportRequest())
+    assert raised.value.details == refused
     with pytest.raises(InsufficientScopeError):
         deployment.service.create_import(principal)
     assert deployment.queue.sent == []

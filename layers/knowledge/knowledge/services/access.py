@@ -71,12 +71,13 @@ def require_scope(principal: Principal, scope: Permission, why: str | None = Non
 def require_tenant_admin(principal: Principal, why: str) -> str:
     """The caller's tenant when it administers the whole tenant: ``knowledge:admin`` and
     ``memory:admin`` (``platform:admin`` implies both) on a token without a base allow-list; else
-    ``InsufficientScopeError`` (403) ending with ``why``."""
+    ``InsufficientScopeError`` (403) ending with ``why``: ``details.required_scope`` names a scope
+    the token lacks, ``details.knowledge_base_ids`` says its allow-list is what refuses it."""
     require_scope(principal, Permission.ADMIN, why)
     require_scope(principal, Permission.MEMORY_ADMIN, why)
     if principal.knowledge_base_ids is not None:
         raise InsufficientScopeError(
             f"A token with a knowledge base allow-list cannot do this: {why}.",
-            {"required_scope": Permission.ADMIN.value},
+            {"knowledge_base_ids": "a token without a knowledge base allow-list is needed"},
         )
     return principal.tenant_id

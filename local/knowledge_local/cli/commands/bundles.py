@@ -58,6 +58,8 @@ def add_commands(commands: Any, shared: Sequence[argparse.ArgumentParser]) -> No
 
 
 def _export(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
+    if arguments.out is not None and not arguments.out.parent.is_dir():
+        raise UsageError(f"--out {arguments.out}: the folder {arguments.out.parent} does not exist")
     body: dict[str, Any] = {"include_notes": arguments.notes, "include_vectors": arguments.vectors}
     if arguments.no_bases:
         body["knowledge_base_ids"] = []
@@ -149,6 +151,8 @@ def download(url: str, out: Path) -> int:
                     size += len(data)
     except httpx2.TransportError as error:
         raise ApiError(None, "unreachable", f"cannot download the bundle ({error})") from None
+    except OSError as error:
+        raise UsageError(f"cannot write the bundle to {out}: {error.strerror or error}") from None
     return size
 
 

@@ -85,6 +85,11 @@ def _erase(client: KnowledgeClient, arguments: argparse.Namespace) -> int:
         tenant = error.details.get("tenant_id")
         if error.details.get("field") != "confirm_tenant_id" or tenant is None:
             raise
+        if arguments.confirm and arguments.confirm != tenant:
+            raise UsageError(
+                f"--confirm {arguments.confirm} names another tenant than this token's ({tenant}): "
+                f"give --confirm {tenant}, or check the token"
+            ) from None
         what = "the chosen bases and their items" if arguments.base else "every base, item and note"
         raise UsageError(
             f"an erasure deletes {what} of tenant {tenant} for good: "
