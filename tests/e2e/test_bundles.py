@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import re
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -135,3 +137,45 @@ def _counted(out: str, counter: str) -> int:
     found = re.search(rf"([\d,]+) {re.escape(counter)}", out)
     assert found is not None, out
     return int(found.group(1).replace(",", ""))
+
+
+def test_an_archived_items_past_travels_with_the_bundle(runtime: RuntimeProcess, tmp_path: Path) -> None:
+    made = knowledge(
+        runtime, "token", "create", "--tenant", "archive-src", "--subject", "ops", "--scopes", SCOPES
+    )
+    copy = knowledge(
+        runtime, "token", "create", "--tenant", "archive-dst", "--subject", "ops", "--scopes", SCOPES
+    )
+    assert made.returncode == 0, made.stderr
+    assert copy.returncode == 0, copy.stderr
+    with runtime.http(made.stdout.strip()) as api:
+        base = api.post("/v1/knowledge-bases", json={"name": "Birds", "scope": "tenant"}).json()
+        item = api.post(
+            f"/v1/knowledge-bases/{base['knowledge_base_id']}/items",
+            json={"title": "Plover", "content": "The plover service uses queue qx-17.", "publish": True},
+        ).json()
+        time.sleep(0.05)
+        moment = datetime.now(UTC).isoformat()  # the runtime shares this machine's clock
+        time.sleep(0.05)
+        archived = api.post(
+            f"/v1/knowledge-items/{item['knowledge_item_id']}/archive",
+            json={"expected_version": item["version"]},
+        )
+        assert archived.status_code == 200, archived.text
+    bundle = tmp_path / "archive.jsonl"
+    assert knowledge(runtime, "--token", made.stdout.strip(), "export", "--out", str(bundle)).returncode == 0
+
+    imported = knowledge(runtime, "--token", copy.stdout.strip(), "import", str(bundle))
+
+    assert imported.returncode == 0, imported.stderr
+    assert "1 item.imported" in imported.stdout
+    with runtime.http(copy.stdout.strip()) as api:
+        read = {"knowledge_item_id": item["knowledge_item_id"], "as_of": moment}
+
+        def read_then() -> bool:
+            answer = api.post("/v1/tools/search_knowledge", json=read)
+            return answer.status_code == 200 and "qx-17" in answer.json()["content"]
+
+        assert eventually(read_then, timeout=120)
+        now = api.post("/v1/tools/search_knowledge", json={"knowledge_item_id": item["knowledge_item_id"]})
+        assert now.status_code == 404, now.text

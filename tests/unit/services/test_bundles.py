@@ -18,7 +18,7 @@ from knowledge.adapters.embedding_cache import CachedEmbedder, InProcessEmbeddin
 from knowledge.contract.bundles import BundleWork, ExportRequest
 from knowledge.contract.memory import ForgetMemoryArguments
 from knowledge.domain.bundles import BundleJobKind, BundleJobStatus, BundleSelection
-from knowledge.domain.models import Permission, Principal, Scope, Source
+from knowledge.domain.models import ItemStatus, Permission, Principal, Scope, Source
 from knowledge.domain.retrieval.chunking import Chunker
 from knowledge.errors import (
     DependencyUnavailableError,
@@ -238,15 +238,15 @@ def test_a_round_trip_into_another_tenant_exports_an_equal_bundle() -> None:
     exported = deployment.bundle(SOURCE)
     kinds = [line["kind"] for line in exported]
     assert kinds.count("base") == 2
-    assert kinds.count("item") == 2  # an archived item is never answered again: it stays behind
+    assert kinds.count("item") == 3  # the archived item too: its past still answers as_of
     assert kinds[-1] == "end"
-    assert exported[-1]["counts"] == {"base": 2, "item": 2, "note": 5, "pin": 2}
+    assert exported[-1]["counts"] == {"base": 2, "item": 3, "note": 5, "pin": 2}
     assert all("tenant_id" not in json.dumps(line["base"]) for line in exported if line["kind"] == "base")
 
     counts, conflicts = imported(deployment, (json.dumps(line) for line in exported))
 
     assert conflicts == []
-    assert counts == {"base.imported": 2, "item.imported": 2, "note.imported": 5, "pin.imported": 2}
+    assert counts == {"base.imported": 2, "item.imported": 3, "note.imported": 5, "pin.imported": 2}
     assert records(deployment.bundle(TARGET)) == records(exported)
     store = deployment.store
     item = store.get_item(TARGET, names["item"])
@@ -259,6 +259,10 @@ def test_a_round_trip_into_another_tenant_exports_an_equal_bundle() -> None:
     assert store.get_note(TARGET, names["superseded"]).superseded_by == names["superseding"]
     assert store.get_note(TARGET, names["keyed"]).version == 2
     assert store.list_unindexed_notes(TARGET, "alice", limit=100)
+    archived = store.get_item(TARGET, names["archived"])
+    assert archived is not None
+    assert archived.status is ItemStatus.ARCHIVED
+    assert store.list_archived_items(TARGET, names["handbook"], limit=10, next_token=None).entries == [archived]
 
 
 def test_the_hard_forgotten_note_stays_gone_and_history_survives_for_as_of() -> None:
@@ -286,7 +290,7 @@ def test_importing_twice_changes_nothing_the_second_time() -> None:
 
     counts, conflicts = imported(deployment, lines)
 
-    assert counts == {"base.present": 2, "item.present": 2, "note.present": 5, "pin.present": 2}
+    assert counts == {"base.present": 2, "item.present": 3, "note.present": 5, "pin.present": 2}
     assert conflicts == []
     assert records(deployment.bundle(TARGET)) == records(before)
 
@@ -437,9 +441,9 @@ def _float32(vectors: list[list[float]]) -> list[list[float]]:
         (lambda lines: [*lines, json.dumps({"kind": "base"})], 0, "nothing after its end"),
         (lambda lines: [_tampered(line) for line in lines], 0, "not the revision's"),
         (
-            lambda lines: [*lines[:-1], lines[-1].replace('"item":2', '"item":99')],
+            lambda lines: [*lines[:-1], lines[-1].replace('"item":3', '"item":99')],
             0,
-            "end line counts 99 item records but the bundle holds 2",
+            "end line counts 99 item records but the bundle holds 3",
         ),
         (lambda lines: [line for line in lines if '"kind":"pin"' not in line], 0, "counts 2 pin records"),
     ],
@@ -472,7 +476,7 @@ def test_an_export_job_runs_from_the_queue_and_offers_a_download() -> None:
 
     job = deployment.service.get_job(OPERATOR, started.job_id, BundleJobKind.EXPORT)
     assert job.status is BundleJobStatus.SUCCEEDED
-    assert job.counts == {"base": 2, "item": 2, "note": 5, "pin": 2}
+    assert job.counts == {"base": 2, "item": 3, "note": 5, "pin": 2}
     assert job.bytes == len(deployment.bucket.objects[f"bundles/{SOURCE}/{started.job_id}.jsonl"]) > 0
     assert job.download_url is not None
     assert job.url_expires_at is not None
@@ -504,7 +508,7 @@ def test_an_import_job_waits_for_its_upload_then_restores_the_bundle() -> None:
 
     job = target.service.get_job(operator, created.job_id, BundleJobKind.IMPORT)
     assert job.status is BundleJobStatus.SUCCEEDED
-    assert job.counts == {"base.imported": 2, "item.imported": 2, "note.imported": 5, "pin.imported": 2}
+    assert job.counts == {"base.imported": 2, "item.imported": 3, "note.imported": 5, "pin.imported": 2}
     assert job.bytes == len(bundle)
     assert records(target.bundle(TARGET)) == records(source.bundle(SOURCE))
 
@@ -678,7 +682,7 @@ def test_an_import_out_of_time_hands_on_and_the_next_step_goes_on_from_its_check
 
     done = target.service.get_job(operator, created.job_id, BundleJobKind.IMPORT)
     assert done.status is BundleJobStatus.SUCCEEDED
-    assert done.counts == {"base.imported": 2, "item.imported": 2, "note.imported": 5, "pin.imported": 2}
+    assert done.counts == {"base.imported": 2, "item.imported": 3, "note.imported": 5, "pin.imported": 2}
     assert done.bytes == len(body)
-    assert len(applied) == 11  # every record restored once: the second step skipped what the first did
+    assert len(applied) == 12  # every record restored once: the second step skipped what the first did
     assert records(target.bundle(TARGET)) == records(source.bundle(SOURCE))

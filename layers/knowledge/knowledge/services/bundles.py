@@ -392,16 +392,18 @@ class BundleService:
     def _items(
         self, tenant_id: str, knowledge_base_id: str
     ) -> Iterator[tuple[KnowledgeItem, list[tuple[Revision, str]], list[ItemState]]]:
-        """The base's live items by id, each read whole (the listing may trail the table: each is
-        read again, strongly consistent, and one archived meanwhile is left out)."""
-        listed = _every(
-            lambda token: self._store.list_items(
-                tenant_id, knowledge_base_id, limit=PAGE_LIMIT, next_token=token
+        """The base's items by id, live and archived (an archived item's past still answers
+        ``as_of``), each read whole: the listings may trail the table, so each is read again,
+        strongly consistent, and one purged meanwhile is left out."""
+        ids_listed: set[str] = set()
+        for listing in (self._store.list_items, self._store.list_archived_items):
+            ids_listed.update(
+                item.knowledge_item_id
+                for item in _every(partial(_page_of, listing, tenant_id, knowledge_base_id))
             )
-        )
-        for entry in sorted(listed, key=lambda item: item.knowledge_item_id):
-            whole = self._store.item_records(tenant_id, entry.knowledge_item_id)
-            if whole is not None and whole[0].status is not ItemStatus.ARCHIVED:
+        for knowledge_item_id in sorted(ids_listed):
+            whole = self._store.item_records(tenant_id, knowledge_item_id)
+            if whole is not None:
                 yield whole
 
     def _item_line(
@@ -692,6 +694,12 @@ def _above(floor: int, record: V, history: list[H]) -> tuple[V, list[H]]:
     logger.debug("restored versions moved above the index's", extra={"held_version": floor, "shift": shift})
     moved = [entry.model_copy(update={"version": entry.version + shift}) for entry in history]
     return record.model_copy(update={"version": record.version + shift}), moved
+
+
+def _page_of(
+    listing: Callable[..., Page[KnowledgeItem]], tenant_id: str, knowledge_base_id: str, token: str | None
+) -> Page[KnowledgeItem]:
+    return listing(tenant_id, knowledge_base_id, limit=PAGE_LIMIT, next_token=token)
 
 
 def _object_key(tenant_id: str, job_id: str) -> str:
