@@ -262,7 +262,8 @@ def test_a_round_trip_into_another_tenant_exports_an_equal_bundle() -> None:
     archived = store.get_item(TARGET, names["archived"])
     assert archived is not None
     assert archived.status is ItemStatus.ARCHIVED
-    assert store.list_archived_items(TARGET, names["handbook"], limit=10, next_token=None).entries == [archived]
+    listed = store.list_archived_items(TARGET, names["handbook"], limit=10, next_token=None)
+    assert listed.entries == [archived]
 
 
 def test_the_hard_forgotten_note_stays_gone_and_history_survives_for_as_of() -> None:
