@@ -19,9 +19,11 @@ again finds what it wrote ``present``.
 Import: each record is restored as exported (ids, versions, timestamps kept) when the tenant has
 no record of its id (``BundleStore``), so importing a bundle twice changes nothing the second
 time. A record whose external id or semantic key another record of the tenant holds is a
-conflict: left out and named in the job. Vectors are put in the embedding cache only when the
-bundle's model and dimension are the deployment's; otherwise the indexer embeds the imported
-texts with the deployment's model.
+conflict: left out and named in the job. Vectors are put in the embedding cache, which every
+tenant shares, only on a platform administrator's import and only when the bundle's model and
+dimension are the deployment's (``CachedEmbedder.keep`` then stores usable vectors for keys it
+does not hold); otherwise the indexer embeds the imported texts with the deployment's model. A
+record whose id the indexes hold a tombstone of is restored with its versions moved above it.
 """
 
 from __future__ import annotations
