@@ -29,7 +29,7 @@ from knowledge_local.cli.arguments import (
     revision_id,
 )
 from knowledge_local.cli.client import ApiError, KnowledgeClient
-from knowledge_local.cli.ingestion import AmbiguousBaseError, find_base, similar_names
+from knowledge_local.cli.ingestion import AmbiguousBaseError, similar_names
 from knowledge_local.state import state_dir, state_dir_prefix
 
 MODES = ("hybrid", "lexical", "semantic", "rrf")
@@ -185,22 +185,18 @@ def base_id(client: KnowledgeClient, base: str, *, inactive: bool = False) -> st
             f"{base!r} is not a knowledge base id (kb_ and 26 Crockford base32 characters): "
             "`knowledge bases` lists them"
         )
-    if inactive:
-        named = [known for known in client.bases() if known.get("name") == base]
-        if len(named) > 1:
-            raise AmbiguousBaseError(base, [str(known["knowledge_base_id"]) for known in named])
-        found = named[0] if named else None
-    else:
-        found = find_base(client, base)
-    if found is not None:
-        return str(found["knowledge_base_id"])
-    listed = list(client.bases())
-    asleep = [known for known in listed if known.get("name") == base]
-    if asleep:
+    listed = list(client.bases())  # one listing answers every case below
+    named = [known for known in listed if known.get("name") == base]
+    usable = named if inactive else [known for known in named if known.get("status") == "active"]
+    if len(usable) > 1:
+        raise AmbiguousBaseError(base, [str(known["knowledge_base_id"]) for known in usable])
+    if usable:
+        return str(usable[0]["knowledge_base_id"])
+    if named:
         raise ApiError(
             404,
             "knowledge_resource_unavailable",
-            f"The knowledge base {base!r} ({asleep[0]['knowledge_base_id']}) is inactive: it is in no "
+            f"The knowledge base {base!r} ({named[0]['knowledge_base_id']}) is inactive: it is in no "
             "answer until `PATCH /v1/knowledge-bases/{kb}` sets it active again.",
         )
     names = [str(known.get("name")) for known in listed if inactive or known.get("status") == "active"]
